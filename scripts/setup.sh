@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up a fresh machine: system packages (as root, when missing), the virtualenv, the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v dot >/dev/null || need_apt+=(graphviz)
+# an OpenCL platform: Debian's PoCL (the PyPI wheel's LLVM cannot build kernels on every CPU)
+if ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then need_apt+=(pocl-opencl-icd ocl-icd-libopencl1); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${need_apt[*]} with apt-get"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: missing ${need_apt[*]} (not root or no apt-get); the parts that need them will say so"
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+stamp=.venv/.tinyspec-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e '.[dev]'
+  touch "$stamp"
+fi

@@ -1,0 +1,392 @@
+"""The IR: Ops and their groups, interned UOps, derived shape/device/bounds, toposort, printing, pyrender."""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+from enum import Enum, auto
+from typing import Any, Callable
+
+from tinyspec.dtype import DType, dtypes
+
+
+class Ops(Enum):
+  # source
+  CONST = auto(); PARAM = auto(); BUFFER = auto()  # noqa: E702
+  # movement (views)
+  RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()  # noqa: E702
+  # elementwise: unary
+  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); TRUNC = auto()  # noqa: E702
+  CAST = auto(); BITCAST = auto()  # noqa: E702
+  # elementwise: binary
+  ADD = auto(); SUB = auto(); MUL = auto(); MAX = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
+  CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
+  # elementwise: ternary
+  WHERE = auto()
+  # reduce
+  REDUCE = auto()
+  # calls
+  CALL = auto(); TUPLE = auto(); GETTUPLE = auto()  # noqa: E702
+  # effects and order
+  STORE = auto(); AFTER = auto(); GROUP = auto(); SINK = auto(); CONTIGUOUS = auto(); DETACH = auto(); COPY = auto()  # noqa: E702
+  # range form
+  RANGE = auto(); END = auto(); INDEX = auto(); LOAD = auto(); SPECIAL = auto()  # noqa: E702
+  # program
+  LINEAR = auto(); PROGRAM = auto(); SOURCE = auto()  # noqa: E702
+
+  def __repr__(self) -> str: return f"Ops.{self.name}"
+
+
+class GroupOp:
+  """Ops by group. Sets, so membership tests are cheap."""
+  Source = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER})
+  Storage = frozenset({Ops.PARAM, Ops.BUFFER})
+  Movement = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
+  Unary = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC})
+  Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
+                      Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
+  Ternary = frozenset({Ops.WHERE})
+  Cast = frozenset({Ops.CAST, Ops.BITCAST})
+  ALU = Unary | Binary | Ternary
+  Elementwise = ALU | Cast
+  Comparison = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ})
+  Commutative = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR})
+  Reduce = frozenset({Ops.REDUCE})
+  ReduceOps = frozenset({Ops.ADD, Ops.MAX, Ops.MUL})  # the ops a REDUCE may combine with
+  Call = frozenset({Ops.CALL, Ops.TUPLE, Ops.GETTUPLE})
+  Effect = frozenset({Ops.STORE, Ops.GROUP, Ops.END})  # what a GROUP may hold
+  Order = frozenset({Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
+  RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL})
+  Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+  groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,
+                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program}
+
+
+def op_group(op: Ops) -> str:
+  """The name of the group an op belongs to (source, movement, elementwise, reduce, call, effects, range, program)."""
+  for name, ops in GroupOp.groups.items():
+    if op in ops: return name
+  raise KeyError(op)
+
+
+class AddrSpace(Enum):
+  GLOBAL = auto(); LOCAL = auto(); REG = auto()  # noqa: E702
+  def __repr__(self) -> str: return f"AddrSpace.{self.name}"
+
+
+class AxisType(Enum):
+  LOOP = auto(); GLOBAL = auto(); REDUCE = auto(); UNROLL = auto()  # noqa: E702
+  def __repr__(self) -> str: return f"AxisType.{self.name}"
+
+
+@dataclass(frozen=True)
+class ParamArg:
+  """Arg of PARAM: slot k stands for arg k of the enclosing CALL; flat storage of `size` elements."""
+  slot: int
+  size: int
+  device: str = "CPU"
+  addrspace: AddrSpace = AddrSpace.GLOBAL
+
+
+@dataclass(frozen=True)
+class BufferArg:
+  """Arg of BUFFER: a concrete flat storage of `size` elements, identified by `id`."""
+  id: int
+  size: int
+  device: str = "CPU"
+  addrspace: AddrSpace = AddrSpace.GLOBAL
+
+  # a graph rebuilt from source must not hand its ids out again to new buffers
+  def __post_init__(self): _reserve_buffer_id(self.id)
+
+
+@dataclass(frozen=True)
+class RangeArg:
+  """Arg of RANGE: the axis id (unique within a kernel) and how the axis is run."""
+  axis: int
+  kind: AxisType = AxisType.LOOP
+
+
+@dataclass(frozen=True)
+class SourceArg:
+  """Arg of SOURCE: rendered kernel text, its language (c, opencl) and entry point name."""
+  lang: str
+  name: str
+  text: str
+
+
+_next_buffer_id = 0
+
+
+def next_buffer_id() -> int:
+  """A fresh BUFFER id for this process, above every id any BUFFER made so far carries."""
+  return _next_buffer_id
+
+
+def _reserve_buffer_id(i: int) -> None:
+  global _next_buffer_id
+  _next_buffer_id = max(_next_buffer_id, i + 1)
+
+
+def _argkey(arg: Any) -> Any:
+  # floats are keyed by repr so 0.0 and -0.0 stay two nodes and NaN interns to one; the type keeps 1, 1.0 and True apart
+  if type(arg) is float: return (float, repr(arg))
+  return (type(arg), arg)
+
+
+class UOpMetaClass(type):
+  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+  def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None, tag: Any = None) -> UOp:
+    key = (op, dtype, src, _argkey(arg), tag)
+    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    ret = super().__call__(op, dtype, src, arg, tag)
+    UOpMetaClass.ucache[key] = ret
+    return ret
+
+
+class UOp(metaclass=UOpMetaClass):
+  """An immutable, interned IR node. Same fields -> same object, so `is` is structural equality."""
+  __slots__ = ("op", "dtype", "src", "arg", "tag", "_cache", "__weakref__")
+
+  def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None, tag: Any = None):
+    object.__setattr__(self, "op", op); object.__setattr__(self, "dtype", dtype)  # noqa: E702
+    object.__setattr__(self, "src", tuple(src)); object.__setattr__(self, "arg", arg)  # noqa: E702
+    object.__setattr__(self, "tag", tag); object.__setattr__(self, "_cache", {})  # noqa: E702
+
+  def __setattr__(self, name, value): raise AttributeError("UOp is immutable")
+  def __reduce__(self): return (UOp, (self.op, self.dtype, self.src, self.arg, self.tag))
+
+  def replace(self, **kw) -> UOp:
+    """A node like this one with some fields changed."""
+    return UOp(kw.get("op", self.op), kw.get("dtype", self.dtype), kw.get("src", self.src), kw.get("arg", self.arg), kw.get("tag", self.tag))
+
+  def __repr__(self) -> str:
+    return f"<UOp {self.op.name} {self.dtype.name} arg={self.arg!r} srcs={len(self.src)}>"
+
+  # ---- graph walks (iterative: a chain of a million nodes must not recurse) ----
+  def toposort(self, gate: Callable[[UOp], bool] | None = None) -> list[UOp]:
+    """Every node reachable from self, sources before users. `gate(u)` False stops the walk below u (u is kept)."""
+    out: list[UOp] = []
+    seen: set[int] = set()
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      u, done = stack.pop()
+      if done:
+        out.append(u)
+        continue
+      if id(u) in seen: continue
+      seen.add(id(u))
+      stack.append((u, True))
+      if gate is None or gate(u):
+        for s in reversed(u.src):
+          if id(s) not in seen: stack.append((s, False))
+    return out
+
+  def _derive(self, key: str, fn: Callable[[UOp], Any]) -> Any:
+    """A property computed from the sources' values of the same property, cached per node, computed iteratively."""
+    if key in self._cache: return self._cache[key]
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      u, ready = stack.pop()
+      if key in u._cache: continue
+      if ready:
+        try: u._cache[key] = fn(u)
+        except Exception as e: u._cache[key] = _Bad(e)  # malformed nodes give a marker, never an exception here
+        continue
+      stack.append((u, True))
+      stack.extend((s, False) for s in u.src if key not in s._cache)
+    return self._cache[key]
+
+  # ---- derived properties ----
+  @property
+  def shape(self) -> tuple[int, ...] | None:
+    """The tensor shape, None for effects and other shapeless nodes. Raises ValueError on a malformed node."""
+    ret = self._derive("shape", _shape_rule)
+    if isinstance(ret, _Bad): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
+    return ret
+
+  @property
+  def shape_ok(self) -> bool:
+    return not isinstance(self._derive("shape", _shape_rule), _Bad)
+
+  @property
+  def size(self) -> int:
+    return math.prod(self.shape or ())
+
+  @property
+  def device(self) -> str | None:
+    ret = self._derive("device", _device_rule)
+    return None if isinstance(ret, _Bad) else ret
+
+  @property
+  def vmin(self) -> int | float | bool:
+    return self._bounds()[0]
+
+  @property
+  def vmax(self) -> int | float | bool:
+    return self._bounds()[1]
+
+  def _bounds(self) -> tuple:
+    from tinyspec.bounds import bounds_rule
+    ret = self._derive("bounds", bounds_rule)
+    return (self.dtype.min, self.dtype.max) if isinstance(ret, _Bad) else ret
+
+  # ---- constructors ----
+  @staticmethod
+  def const(dtype: DType, value: Any) -> UOp:
+    from tinyspec.dtype import truncate
+    return UOp(Ops.CONST, dtype, (), truncate(value, dtype))
+
+  @staticmethod
+  def buffer(dtype: DType, size: int, device: str = "CPU", addrspace: AddrSpace = AddrSpace.GLOBAL, id: int | None = None) -> UOp:
+    return UOp(Ops.BUFFER, dtype, (), BufferArg(next_buffer_id() if id is None else id, size, device, addrspace))
+
+  @staticmethod
+  def param(slot: int, dtype: DType, size: int, device: str = "CPU", addrspace: AddrSpace = AddrSpace.GLOBAL) -> UOp:
+    return UOp(Ops.PARAM, dtype, (), ParamArg(slot, size, device, addrspace))
+
+  @staticmethod
+  def range(bound: int | UOp, axis: int, kind: AxisType = AxisType.LOOP) -> UOp:
+    if not isinstance(bound, UOp): bound = UOp.const(dtypes.index, bound)
+    return UOp(Ops.RANGE, dtypes.index, (bound,), RangeArg(axis, kind))
+
+  def alu(self, op: Ops, *srcs: UOp) -> UOp:
+    dt = dtypes.bool if op in GroupOp.Comparison else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+    return UOp(op, dt, (self, *srcs))
+
+  def cast(self, dtype: DType) -> UOp: return UOp(Ops.CAST, dtype, (self,))
+  def bitcast(self, dtype: DType) -> UOp: return UOp(Ops.BITCAST, dtype, (self,))
+  def reshape(self, shape: tuple[int, ...]) -> UOp: return UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+  def permute(self, perm: tuple[int, ...]) -> UOp: return UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
+  def expand(self, dims: tuple[int, ...]) -> UOp: return UOp(Ops.EXPAND, self.dtype, (self,), tuple(dims))
+  def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp: return UOp(Ops.PAD, self.dtype, (self,), tuple(map(tuple, arg)))
+  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp: return UOp(Ops.SHRINK, self.dtype, (self,), tuple(map(tuple, arg)))
+  def flip(self, arg: tuple[bool, ...]) -> UOp: return UOp(Ops.FLIP, self.dtype, (self,), tuple(arg))
+  def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, self.dtype, (self,), (op, n))
+  def index(self, idx: UOp) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, idx))
+  def load(self, *rest: UOp) -> UOp: return UOp(Ops.LOAD, self.dtype, (self, *rest))
+  def store(self, value: UOp, *gate: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, value, *gate))
+  def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self, *deps))
+  def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self, *ranges))
+  def gettuple(self, i: int) -> UOp:
+    return UOp(Ops.GETTUPLE, self.src[0].src[i].dtype, (self,), i)
+
+  def __add__(self, x: UOp | int) -> UOp: return self.alu(Ops.ADD, self._c(x))
+  def __radd__(self, x: int) -> UOp: return self._c(x).alu(Ops.ADD, self)
+  def __sub__(self, x: UOp | int) -> UOp: return self.alu(Ops.SUB, self._c(x))
+  def __mul__(self, x: UOp | int) -> UOp: return self.alu(Ops.MUL, self._c(x))
+  def __rmul__(self, x: int) -> UOp: return self._c(x).alu(Ops.MUL, self)
+  def __floordiv__(self, x: UOp | int) -> UOp: return self.alu(Ops.IDIV, self._c(x))  # truncating, as C
+  def __mod__(self, x: UOp | int) -> UOp: return self.alu(Ops.MOD, self._c(x))
+  def __neg__(self) -> UOp: return self.alu(Ops.NEG)
+  def __lt__(self, x: UOp | int) -> UOp: return self.alu(Ops.CMPLT, self._c(x))
+  def ne(self, x: UOp | int) -> UOp: return self.alu(Ops.CMPNE, self._c(x))
+  def eq(self, x: UOp | int) -> UOp: return self.alu(Ops.CMPEQ, self._c(x))
+  def maximum(self, x: UOp | int) -> UOp: return self.alu(Ops.MAX, self._c(x))
+  def where(self, a: UOp, b: UOp) -> UOp: return self.alu(Ops.WHERE, a, b)
+  def __and__(self, x: UOp | int) -> UOp: return self.alu(Ops.AND, self._c(x))
+  def __or__(self, x: UOp | int) -> UOp: return self.alu(Ops.OR, self._c(x))
+  def _c(self, x: UOp | int | float) -> UOp: return x if isinstance(x, UOp) else UOp.const(self.dtype, x)
+  # identity is equality for interned nodes; comparison operators above build nodes, so keep hashing by id
+  __hash__ = object.__hash__
+  def __eq__(self, other: object) -> bool: return self is other
+
+  def __bool__(self) -> bool: return True
+
+
+class _Bad:
+  """The cached result of a derived property on a malformed node."""
+  __slots__ = ("err",)
+  def __init__(self, err: Exception): self.err = err
+
+
+# ---- shape rules ----
+def _same_shape(u: UOp) -> tuple | None:
+  shapes = {s.shape for s in u.src[1:]} if u.op is Ops.WHERE else {s.shape for s in u.src}
+  if len(shapes) != 1: raise ValueError(f"sources have different shapes {sorted(map(str, shapes))}")
+  return shapes.pop()
+
+
+def _movement_shape(u: UOp) -> tuple:
+  (s,), a = u.src, u.arg
+  shp = s.shape
+  if shp is None: raise ValueError("movement op on a shapeless source")
+  if u.op is Ops.RESHAPE:
+    if math.prod(a) != math.prod(shp) or any(x < 0 for x in a): raise ValueError(f"cannot reshape {shp} to {a}")
+    return tuple(a)
+  if u.op is Ops.PERMUTE:
+    if sorted(a) != list(range(len(shp))): raise ValueError(f"{a} is not a permutation of {len(shp)} axes")
+    return tuple(shp[i] for i in a)
+  if u.op is Ops.EXPAND:
+    if any(x < 0 for x in a): raise ValueError(f"negative expand {a}")
+    return tuple(a) + shp
+  if u.op is Ops.FLIP:
+    if len(a) != len(shp) or not all(isinstance(x, bool) for x in a): raise ValueError(f"flip {a} does not fit {shp}")
+    return shp
+  if len(a) != len(shp): raise ValueError(f"{u.op.name} arg {a} has {len(a)} axes, source has {len(shp)}")
+  for (o, n), d in zip(a, shp):
+    bad = (o < 0 or n < d + o) if u.op is Ops.PAD else (o < 0 or n < 0 or o + n > d)
+    if bad: raise ValueError(f"{u.op.name} arg {a} does not fit shape {shp}")
+  return tuple(n for _, n in a)
+
+
+def _reduce_shape(u: UOp) -> tuple:
+  if isinstance(u.arg, tuple):
+    op, n = u.arg
+    shp = u.src[0].shape
+    if shp is None or not 0 <= n <= len(shp): raise ValueError(f"cannot reduce {n} axes of {shp}")
+    return shp[n:]
+  return ()
+
+
+def _gettuple_shape(u: UOp) -> tuple | None:
+  t = u.src[0].src[0] if u.src[0].op is Ops.CALL else u.src[0]
+  return t.src[u.arg].shape
+
+
+_shape_rules: dict[Ops, Callable[[UOp], tuple | None]] = {
+  Ops.CONST: lambda u: (), Ops.PARAM: lambda u: (u.arg.size,), Ops.BUFFER: lambda u: (u.arg.size,),
+  **{op: _movement_shape for op in GroupOp.Movement}, **{op: _same_shape for op in GroupOp.Elementwise},
+  Ops.REDUCE: _reduce_shape, Ops.GETTUPLE: _gettuple_shape,
+  **{op: (lambda u: u.src[0].shape) for op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY)},
+  **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL)},
+}
+
+
+def _shape_rule(u: UOp) -> tuple | None:
+  fn = _shape_rules.get(u.op)
+  return None if fn is None else fn(u)
+
+
+def _device_rule(u: UOp) -> str | None:
+  if u.op in GroupOp.Storage: return u.arg.device
+  if u.op is Ops.COPY: return u.arg
+  for s in u.src:
+    if (d := s.device) is not None: return d
+  return None
+
+
+# ---- printing ----
+def _arg_str(u: UOp) -> str:
+  a = u.arg
+  if isinstance(a, SourceArg): return f"{a.lang}:{a.name} ({len(a.text)} chars)"
+  return "" if a is None else repr(a)
+
+
+def print_graph(root: UOp, limit: int | None = None) -> str:
+  """A numbered listing of the graph, one node a line: `%3 = ADD float32 (4,) [%1, %2] arg`."""
+  nodes = root.toposort()
+  num = {u: i for i, u in enumerate(nodes)}
+  lines = []
+  for u in nodes[-limit:] if limit else nodes:
+    shp = str(u.shape) if u.shape_ok and u.shape is not None else ""
+    srcs = ", ".join(f"%{num[s]}" for s in u.src)
+    lines.append(f"%{num[u]} = {u.op.name} {u.dtype.name} {shp} [{srcs}] {_arg_str(u)}".rstrip())
+  return "\n".join(lines)
+
+
+def pyrender(root: UOp, fname: str = "graph") -> str:
+  """Python source defining `fname()`, which rebuilds `root` (the identical, interned object)."""
+  from tinyspec.pyrender import render_module
+  return render_module(root, fname)
