@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v dot >/dev/null || need_apt+=(graphviz)
-# an OpenCL platform: Debian's PoCL (the PyPI wheel's LLVM cannot build kernels on every CPU)
-if ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then need_apt+=(pocl-opencl-icd ocl-icd-libopencl1); fi
+# an OpenCL platform: Debian's PoCL (the PyPI wheel's LLVM cannot build kernels on every CPU). pyopencl's wheel
+# brings its own ICD loader, which reads /etc/OpenCL/vendors; the system loader is for other OpenCL clients.
+if [ ! -e /etc/OpenCL/vendors/pocl.icd ]; then need_apt+=(pocl-opencl-icd ocl-icd-libopencl1); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${need_apt[*]} with apt-get"
@@ -25,3 +26,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[dev]'
   touch "$stamp"
 fi
+# one line on the OpenCL backend: the device it runs on, or why its tests will skip
+.venv/bin/python -c 'from tinyspec.runtime.opencl import available; ok, why = available(); print("setup: opencl", "ok:" if ok else "unavailable:", why)' || true

@@ -14,13 +14,21 @@ def _stage(name: str):
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+  """Check FILE's graph at a stage: every violation printed, then a one-line summary. Exit 0 legal, 1 violations."""
+  from collections import Counter
+
   from tinyspec.spec import Stage, check
   root = load_graph(args.file)
   stage = args.stage or Stage.TENSOR
   vs = check(root, stage)
-  for v in vs: print(v)
-  print(f"{args.file}: {len(vs)} violation(s) at {stage.name}" if vs else f"{args.file}: legal at {stage.name}")
-  return 1 if vs else 0
+  for i, v in enumerate(vs, 1):
+    print(f"{i}. {v}")
+  if not vs:
+    print(f"{args.file}: legal at {stage.name}")
+    return 0
+  by_rule = ", ".join(f"{rid} x{n}" if n > 1 else rid for rid, n in Counter(v.rule for v in vs).items())
+  print(f"{args.file}: {len(vs)} violation(s) at {stage.name} ({by_rule})")
+  return 1
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
@@ -29,6 +37,39 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
   raise NotImplementedError("tinyspec run is not built yet")
+
+
+def cmd_viz(args: argparse.Namespace) -> int:
+  from pathlib import Path
+
+  from tinyspec import viz
+  out = Path(args.output) if args.output else Path(Path(args.file).stem + ".svg")
+  try: viz.output_format(out)
+  except ValueError as e:
+    print(f"tinyspec: {e}", file=sys.stderr)
+    return 2
+  root = load_graph(args.file)
+  vs = []
+  title = str(args.file)
+  if args.stage is not None:
+    from tinyspec.spec import check
+    vs = check(root, args.stage)
+    title += f": {len(vs)} violation(s) at {args.stage.name}" if vs else f": legal at {args.stage.name}"
+  path = viz.render(root, out, vs, title=title, max_nodes=viz.MAX_NODES if args.max_nodes is None else args.max_nodes,
+                    collapse_min=viz.COLLAPSE_MIN if args.collapse is None else args.collapse)
+  if vs: print(f"{args.file}: {len(vs)} violation(s) at {args.stage.name}, highlighted")
+  print(path)
+  return 1 if vs else 0
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+  from fuzz.cli_verbs import fuzz_main
+  return fuzz_main(args)
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+  from fuzz.cli_verbs import repro_main
+  return repro_main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
   r.add_argument("file")
   r.add_argument("--backend", default="reference", help="reference, cpu or opencl")
   r.set_defaults(fn=cmd_run)
+  vz = sub.add_parser("viz", help="draw a graph (and its violations at a stage) with graphviz")
+  vz.add_argument("file", help="a Python file defining graph()")
+  vz.add_argument("--stage", type=_stage, default=None,
+                  help="check at this stage and highlight each violation and its path (exit 1 when there are any)")
+  vz.add_argument("-o", "--output", default=None, help="out.svg, out.png, out.pdf or out.dot (default: FILE's stem + .svg here)")
+  vz.add_argument("--max-nodes", type=int, default=None, help="above this many boxes (default 250) draw the part nearest the root (0: all)")
+  vz.add_argument("--collapse", type=int, default=None, help="fold single-use elementwise trees of this many ops (default 6; 0: never)")
+  vz.set_defaults(fn=cmd_viz)
+  from fuzz.cli_verbs import add_fuzz_arguments, add_repro_arguments
+  fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
+  add_fuzz_arguments(fz)
+  fz.set_defaults(fn=cmd_fuzz)
+  rp = sub.add_parser("repro", help="replay one corpus entry: exit 1 if it still fails, 0 if fixed, 2 if unreadable")
+  add_repro_arguments(rp)
+  rp.set_defaults(fn=cmd_repro)
   return p
 
 

@@ -195,7 +195,7 @@ class UOp(metaclass=UOpMetaClass):
         except Exception as e: u._cache[key] = _Bad(e)  # malformed nodes give a marker, never an exception here
         continue
       stack.append((u, True))
-      stack.extend((s, False) for s in u.src if key not in s._cache)
+      stack.extend((s, False) for s in u.src if isinstance(s, UOp) and key not in s._cache)  # a non-UOp source makes u malformed, not the walk
     return self._cache[key]
 
   # ---- derived properties ----

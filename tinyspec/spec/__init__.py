@@ -1,48 +1,11 @@
-"""The formal spec: which UOp shapes are legal at each stage of lowering."""
+"""The formal spec: which UOp graphs are legal at each stage of lowering.
+
+Rules live in one module per stage (tensor, kgraph, kernel, program) plus shared.py; each is registered under a
+stable id in RULES. check(root, stage) lists every violation, verify(root, stage) raises SpecError on any.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
+from tinyspec.spec.base import RULES, Rule, SpecError, Stage, Violation
+from tinyspec.spec.engine import check, rule_ids, verify
 
-from tinyspec.uop import UOp
-
-
-class Stage(Enum):
-  TENSOR = "tensor"
-  KERNEL_GRAPH = "kernel_graph"
-  KERNEL = "kernel"
-  PROGRAM = "program"
-
-  def __repr__(self) -> str: return f"Stage.{self.name}"
-
-
-@dataclass(frozen=True)
-class Violation:
-  """One broken rule: the node, its path from the root (source indices), the stage, the rule id and a sentence."""
-  node: UOp
-  path: tuple[int, ...]
-  stage: Stage
-  rule: str
-  message: str
-
-  def __str__(self) -> str:
-    path = "root" + "".join(f".src[{i}]" for i in self.path)
-    return f"[{self.stage.name}] {self.rule}: {self.message}\n    at {path} ({self.node.op.name} {self.node.dtype.name})"
-
-
-class SpecError(Exception):
-  """Raised by verify; holds every violation found."""
-  def __init__(self, violations: list[Violation]):
-    self.violations = violations
-    super().__init__(f"{len(violations)} spec violation(s):\n" + "\n".join(str(v) for v in violations[:20]))
-
-
-def check(root: UOp, stage: Stage) -> list[Violation]:
-  """Every violation of stage's rules in the graph under root. Never raises on malformed input."""
-  raise NotImplementedError
-
-
-def verify(root: UOp, stage: Stage) -> UOp:
-  """root, when it is legal at stage; SpecError with every violation otherwise."""
-  if vs := check(root, stage): raise SpecError(vs)
-  return root
+__all__ = ["Stage", "Violation", "SpecError", "check", "verify", "RULES", "Rule", "rule_ids"]

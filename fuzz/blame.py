@@ -1,0 +1,139 @@
+"""Blame: the first rule application of a pass that breaks the spec or the meaning of a graph.
+
+A pass is run with a step limit (Trace.max_steps): after k rule applications no rule applies any more and the pass
+returns the partially rewritten graph. A predicate on that graph (does it break the spec? does it evaluate to other
+values?) is false at k = 0 and true once the pass is done; bisecting over k finds an application k where it turns
+true. The observer of the k-th run gives the rule, its source location and the node before and after.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.rewrite import Rule
+from tinyspec.uop import UOp, print_graph
+
+
+@dataclass
+class Blame:
+  """Rule application number `step` (1-based) of `total` in the pass: `rule` at `location` turned `before` into `after`."""
+  pass_name: str
+  rule: str
+  location: str
+  step: int
+  total: int
+  before: UOp | None = None
+  after: UOp | None = None
+
+  def describe(self, limit: int = 12) -> str:
+    lines = [f"blamed: rule {self.rule!r} of pass {self.pass_name} at {self.location}, application {self.step} of {self.total}"]
+    if self.before is not None and self.after is not None:
+      lines.append("  before:")
+      lines.extend("    " + ln for ln in print_graph(self.before, limit).splitlines())
+      lines.append("  after:")
+      lines.extend("    " + ln for ln in print_graph(self.after, limit).splitlines())
+    return "\n".join(lines)
+
+
+def run_steps(p: Pass, root: UOp, options: LowerOptions, max_steps: int | None,
+              observer: Callable[[Rule, UOp, UOp], None] | None = None) -> tuple[UOp, int]:
+  """The pass's result after at most max_steps rule applications, and how many it made."""
+  trace = Trace(observer=observer, max_steps=max_steps)
+  out = p.run(root, options, trace)
+  return out, trace.steps
+
+
+def count_steps(p: Pass, root: UOp, options: LowerOptions) -> int:
+  return run_steps(p, root, options, None)[1]
+
+
+def application(p: Pass, root: UOp, options: LowerOptions, k: int) -> tuple[Rule, UOp, UOp] | None:
+  """The k-th rule application (1-based) of the pass on root: (rule, before, after)."""
+  seen: list[tuple[Rule, UOp, UOp]] = []
+  def obs(rule: Rule, before: UOp, after: UOp) -> None:
+    if len(seen) < k: seen.append((rule, before, after))
+  run_steps(p, root, options, k, obs)
+  return seen[k - 1] if len(seen) >= k else None
+
+
+def first_failing_step(fails: Callable[[int], bool], total: int) -> int | None:
+  """The smallest k in [1, total] found by bisection with fails(k - 1) false and fails(k) true; None when fails(total)
+  is false. fails(0) true means the pass breaks things outside any rule application: 0."""
+  if not fails(total): return None
+  if fails(0): return 0
+  lo, hi = 0, total  # fails(lo) is false, fails(hi) is true
+  while hi - lo > 1:
+    mid = (lo + hi) // 2
+    if fails(mid): hi = mid
+    else: lo = mid
+  return hi
+
+
+def bisect(p: Pass, root: UOp, options: LowerOptions, broken: Callable[[UOp], bool], total: int | None = None) -> Blame | None:
+  """Blame the first application after which `broken(partial graph)` holds. None when the full pass is not broken."""
+  if total is None: total = count_steps(p, root, options)
+  cache: dict[int, bool] = {}
+  def fails(k: int) -> bool:
+    if k not in cache:
+      try: cache[k] = bool(broken(run_steps(p, root, options, k)[0]))
+      except Exception:
+        cache[k] = False  # a partial graph the predicate cannot judge counts as not (yet) broken
+    return cache[k]
+  k = first_failing_step(fails, total)
+  if k is None: return None
+  return blame_at(p, root, options, k, total)
+
+
+def blame_at(p: Pass, root: UOp, options: LowerOptions, k: int, total: int) -> Blame:
+  if k == 0: return Blame(p.name, "<outside rules>", _pass_location(p), 0, total)
+  app = application(p, root, options, k)
+  if app is None: return Blame(p.name, "<outside rules>", _pass_location(p), k, total)
+  rule, before, after = app
+  return Blame(p.name, rule.name, rule.location, k, total, before, after)
+
+
+def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | None:
+  """The first rule application whose result holds `node` (which did not exist in the graph before it)."""
+  existing = set(root.toposort())
+  if node in existing: return None
+  apps: list[tuple[Rule, UOp, UOp]] = []
+  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after))
+  _, total = run_steps(p, root, options, None, obs)
+  for i, (rule, before, after) in enumerate(apps):
+    if node is after or node in after.toposort(gate=lambda u: u not in existing):
+      return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
+  return None
+
+
+def local_change(p: Pass, root: UOp, options: LowerOptions, differs: Callable[[UOp, UOp], bool]) -> Blame | None:
+  """The first rule application whose `before` and `after` nodes, evaluated on their own, differ. A rewrite must keep
+  the meaning of the node it replaces; nodes that cannot be evaluated on their own (inside a kernel) are skipped."""
+  apps: list[tuple[Rule, UOp, UOp]] = []
+  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after))
+  _, total = run_steps(p, root, options, None, obs)
+  for i, (rule, before, after) in enumerate(apps):
+    try: bad = differs(before, after)
+    except Exception: continue
+    if bad: return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
+  return None
+
+
+def crash_rule(p: Pass, tb) -> str | None:
+  """The rule whose function is on the traceback of an exception raised inside pass p, innermost first."""
+  codes = {}
+  for m in p.matchers:
+    for r in m.rules:
+      if (c := getattr(r.fn, "__code__", None)) is not None: codes[c] = r.name
+  found = None
+  while tb is not None:
+    if tb.tb_frame.f_code in codes: found = codes[tb.tb_frame.f_code]
+    tb = tb.tb_next
+  return found
+
+
+def _pass_location(p: Pass) -> str:
+  code = getattr(p.run, "__code__", None)
+  if code is None: return "<unknown>"
+  import os
+  return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"

@@ -1,0 +1,366 @@
+"""A fuzz campaign: generate cases, check every oracle, minimize and store findings, report coverage.
+
+Cases are numbered; case i of seed s is generated from (s, i) and the weights of its epoch (EPOCH cases), which
+depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file in the
+corpus directory (seed, next case, the current epoch, coverage, weights, findings) is rewritten atomically after
+every epoch and on exit, so a restarted campaign resumes where it stopped. Cases run in worker processes with a
+deadline: a worker that dies (a segfault in generated code) or hangs is a finding, and a new worker takes over.
+A finding is reduced and written to the corpus by the worker before the campaign reports it, so a SIGKILL at any
+moment loses nothing already reported.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Callable, Sequence, TextIO
+
+from fuzz.corpus import atomic_write, entry_path, same_bug, write_entry
+from fuzz.coverage import Coverage, steer
+from fuzz.oracles import Checker, Config, Finding
+from fuzz.reduce import node_count, reduce_case
+from fuzz.strategies import Case, case_for, default_weights
+
+EPOCH = 32
+
+
+@dataclass
+class CampaignConfig:
+  seconds: float = 60.0
+  seed: int = 0
+  workers: int = 1                      # 0: run cases in this process (no crash or hang protection)
+  corpus: str = "corpus"
+  backends: tuple[str, ...] = ("reference",)
+  per_rewrite: bool = False
+  max_cases: int | None = None          # stop after this many cases (in total, resumed ones included)
+  case_timeout: float = 30.0            # seconds a case may take before its worker is a hang finding
+  reduce_seconds: float = 60.0          # budget of one reduction
+  passes: Sequence | None = None        # None: the reference pipeline
+  resume: bool = True
+  status_every: float = 10.0            # seconds between plain status lines when not on a terminal
+  stop_on_finding: bool = False
+  stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
+
+
+@dataclass
+class Reported:
+  """A finding as the campaign reports it: where it is stored and how small it got."""
+  signature: tuple[str, str, str]
+  path: str
+  new: bool
+  case: int
+  nodes: int
+  message: str
+  blame: str = ""
+
+
+@dataclass
+class Summary:
+  seed: int
+  cases: int
+  seconds: float
+  findings: list[Reported] = field(default_factory=list)
+  rules_total: int = 0
+  rules_fired: list[str] = field(default_factory=list)
+  never_fired: list[str] = field(default_factory=list)
+  phase: dict[str, float] = field(default_factory=dict)
+  interrupted: bool = False
+
+  def text(self) -> str:
+    rate = self.cases / self.seconds if self.seconds > 0 else 0.0
+    lines = [f"fuzz summary: seed {self.seed}, {self.cases} cases in {self.seconds:.1f}s ({rate:.1f}/s)"
+             + (" (interrupted)" if self.interrupted else ""),
+             f"rule coverage: {len(self.rules_fired)}/{self.rules_total} rules fired"]
+    if self.phase:
+      tot = sum(self.phase.values()) or 1.0
+      lines.append("time by phase: " + ", ".join(f"{k} {v:.1f}s ({100 * v / tot:.0f}%)" for k, v in sorted(self.phase.items(), key=lambda x: -x[1])))
+    if self.never_fired:
+      lines.append(f"rules never fired ({len(self.never_fired)}):")
+      lines.extend(f"  {r}" for r in self.never_fired)
+    if self.findings:
+      lines.append(f"findings ({len(self.findings)}):")
+      for f in self.findings:
+        lines.append(f"  {'/'.join(f.signature)}: {f.path} ({f.nodes} nodes{', new' if f.new else ', known'})")
+    else:
+      lines.append("findings: none")
+    return "\n".join(lines)
+
+
+# ---- one case (in a worker or in-process) ----
+class CaseRunner:
+  def __init__(self, cfg: CampaignConfig):
+    self.cfg = cfg
+    self.checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite))
+    self.reducer_checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, metamorphic=False))
+
+  def run(self, index: int, weights: dict[str, float]) -> dict[str, Any]:
+    st = self.checker.stats
+    fired_before, phase_before = Counter(st.fired), Counter(st.phase)
+    t = time.perf_counter()
+    case = case_for(self.cfg.seed, index, weights)
+    st.phase["generate"] += time.perf_counter() - t
+    findings = self.checker.check(case)
+    reported = [self.store(case, f) for f in findings]
+    fired = {"/".join(k): v for k, v in (st.fired - fired_before).items()}
+    phase = dict(st.phase - phase_before)
+    return {"index": index, "features": sorted(case.features), "fired": fired, "phase": phase, "reported": reported}
+
+  def store(self, case: Case, f: Finding) -> Reported:
+    path = entry_path(self.cfg.corpus, f.signature)
+    if path.exists(): return Reported(f.signature, str(path), False, case.index or 0, node_count(case.root), f.message)
+    t = time.perf_counter()
+    small, final = self.reduce(case, f)
+    self.checker.stats.phase["reduce"] += time.perf_counter() - t
+    blame = final.blame.describe(6) if final.blame is not None else ""
+    path, new = write_entry(self.cfg.corpus, small, f.signature, message=final.message, backends=self.cfg.backends,
+                            per_rewrite=self.cfg.per_rewrite, blame=blame)
+    return Reported(f.signature, str(path), new, case.index or 0, node_count(small.root), final.message, blame)
+
+  def reduce(self, case: Case, f: Finding) -> tuple[Case, Finding]:
+    start = replace(case, options=dict(f.options) if f.options else dict(case.options))
+    if f.oracle == "input": return start, f
+    last: dict[str, Finding] = {}
+    def fails(c: Case) -> bool:
+      for g in self.reducer_checker.check(c):
+        if same_bug(g.signature, f.signature):
+          last["f"] = g
+          return True
+      return False
+    if not fails(start): return case, f  # flaky under its own options: keep it as found
+    small = reduce_case(start, fails, max_seconds=self.cfg.reduce_seconds)
+    fails(small)
+    return small, last.get("f", f)
+
+
+# ---- workers ----
+def _worker_main(cfg: CampaignConfig, conn) -> None:
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # the campaign handles ^C and ends its workers
+  runner = CaseRunner(cfg)
+  while True:
+    try: msg = conn.recv()
+    except EOFError: return
+    if msg is None: return
+    index, weights = msg
+    try: res = runner.run(index, weights)
+    except Exception as e:
+      res = {"index": index, "error": f"{type(e).__name__}: {e}"}
+    conn.send(res)
+
+
+class _Worker:
+  def __init__(self, cfg: CampaignConfig, ctx):
+    self.conn, child = ctx.Pipe()
+    self.proc = ctx.Process(target=_worker_main, args=(cfg, child), daemon=True)
+    self.proc.start()
+    child.close()
+    self.job: tuple[int, dict] | None = None
+    self.deadline = 0.0
+
+  def send(self, index: int, weights: dict, timeout: float) -> None:
+    self.job = (index, weights)
+    self.deadline = time.monotonic() + timeout
+    self.conn.send((index, weights))
+
+  def kill(self) -> None:
+    try:
+      if self.proc.is_alive(): self.proc.kill()
+      self.proc.join(2)
+    except Exception: pass
+    self.conn.close()
+
+
+# ---- the campaign ----
+class Campaign:
+  def __init__(self, cfg: CampaignConfig, out: TextIO | None = None):
+    self.cfg = cfg
+    self.out = out or sys.stdout
+    self.tty = hasattr(self.out, "isatty") and self.out.isatty()
+    Path(cfg.corpus).mkdir(parents=True, exist_ok=True)
+    self.state_path = Path(cfg.corpus) / f".fuzz-state-{cfg.seed}.json"
+    self.rules = Checker(Config(passes=cfg.passes)).all_rules()
+    self.coverage = Coverage(self.rules)
+    self.weights = default_weights()
+    self.epoch_start = 0
+    self.done_in_epoch: set[int] = set()
+    self.epoch_results: dict[int, tuple[frozenset, dict]] = {}
+    self.cases = 0
+    self.phase: Counter = Counter()
+    self.findings: list[Reported] = []
+    self.known: set[tuple[str, str, str]] = set()
+    self.prior_cases = 0
+    if cfg.resume: self.load_state()
+
+  # ---- state ----
+  def load_state(self) -> None:
+    if not self.state_path.exists(): return
+    try: s = json.loads(self.state_path.read_text())
+    except (OSError, ValueError) as e:
+      print(f"fuzz: ignoring unreadable state file {self.state_path}: {e}", file=sys.stderr)
+      return
+    if s.get("seed") != self.cfg.seed: return
+    self.epoch_start = int(s.get("epoch_start", 0))
+    self.done_in_epoch = set(s.get("done_in_epoch", []))
+    self.epoch_results = {int(k): (frozenset(v[0]), v[1]) for k, v in s.get("epoch_results", {}).items()}
+    self.coverage.load(s.get("coverage", {}))
+    self.weights = {**default_weights(), **s.get("weights", {})}
+    self.prior_cases = int(s.get("cases", 0))
+    self.known = {tuple(x) for x in s.get("signatures", [])}  # type: ignore[misc]
+    self.phase.update(s.get("phase", {}))
+
+  def save_state(self) -> None:
+    s = {"seed": self.cfg.seed, "epoch_start": self.epoch_start, "done_in_epoch": sorted(self.done_in_epoch),
+         "epoch_results": {str(k): [sorted(v[0]), v[1]] for k, v in self.epoch_results.items()},
+         "coverage": self.coverage.to_json(), "weights": self.weights, "cases": self.prior_cases + self.cases,
+         "signatures": sorted(list(s) for s in self.known), "phase": dict(self.phase)}
+    atomic_write(self.state_path, json.dumps(s, indent=1, sort_keys=True))
+
+  # ---- case numbering ----
+  def next_index(self) -> int | None:
+    """The lowest case number of the current epoch not done nor running; None when the epoch is all handed out."""
+    for i in range(self.epoch_start, self.epoch_start + EPOCH):
+      if i not in self.done_in_epoch and i not in self.running: return i
+    return None
+
+  def finish(self, res: dict[str, Any]) -> None:
+    i = res["index"]
+    self.cases += 1
+    if "error" in res:
+      self.report(Reported(("crash", "campaign", res["error"].split(":")[0]), "-", True, i, 0, res["error"]))
+    else:
+      self.phase.update(res["phase"])
+      self.epoch_results[i] = (frozenset(res["features"]), res["fired"])
+      for r in res["reported"]: self.report(r if isinstance(r, Reported) else Reported(**r))
+    self.done_in_epoch.add(i)
+    if len(self.done_in_epoch) >= EPOCH and not self.running:
+      epoch = [self.epoch_results[k] for k in sorted(self.epoch_results)]
+      self.weights = steer(self.weights, self.coverage, epoch)
+      for _, fired in epoch: self.coverage.add(fired)
+      self.epoch_start += EPOCH
+      self.done_in_epoch, self.epoch_results = set(), {}
+      self.save_state()
+
+  def report(self, r: Reported) -> None:
+    if r.signature in self.known and not r.new: return
+    self.known.add(r.signature)
+    self.findings.append(r)
+    self.clear_status()
+    print(f"finding: {'/'.join(r.signature)} (case {r.case}, {r.nodes} nodes) -> {r.path}\n  {r.message.splitlines()[0] if r.message else ''}",
+          file=self.out, flush=True)
+
+  # ---- status ----
+  def status_text(self, elapsed: float) -> str:
+    fired = len(set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f})
+    rate = self.cases / elapsed if elapsed > 0 else 0.0
+    return (f"fuzz: {elapsed:6.0f}s  {self.prior_cases + self.cases} cases ({rate:.1f}/s)  "
+            f"rules {fired}/{len(self.rules)}  findings {len(self.findings)}")
+
+  def clear_status(self) -> None:
+    if self.tty: print("\r\033[K", end="", file=self.out)
+
+  def status(self, elapsed: float, force: bool = False) -> None:
+    if self.tty: print("\r\033[K" + self.status_text(elapsed), end="", file=self.out, flush=True)
+    elif force or elapsed - self.last_status >= self.cfg.status_every:
+      print(self.status_text(elapsed), file=self.out, flush=True)
+      self.last_status = elapsed
+
+  # ---- run ----
+  def run(self) -> Summary:
+    cfg = self.cfg
+    self.running: set[int] = set()
+    self.last_status = 0.0
+    t0 = time.monotonic()
+    interrupted = False
+    def time_left() -> bool:
+      if cfg.max_cases is not None and self.prior_cases + self.cases + len(self.running) >= cfg.max_cases: return False
+      if cfg.stop_on_finding and self.findings: return False
+      if cfg.stop_when is not None and any(cfg.stop_when(f) for f in self.findings): return False
+      return time.monotonic() - t0 < cfg.seconds
+    try:
+      if cfg.workers <= 0: self._run_inline(time_left, t0)
+      else: self._run_workers(time_left, t0)
+    except KeyboardInterrupt:
+      interrupted = True
+    elapsed = time.monotonic() - t0
+    self.save_state()
+    self.clear_status()
+    cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
+    return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
+                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted)
+
+  def _run_inline(self, time_left, t0: float) -> None:
+    runner = CaseRunner(self.cfg)
+    while time_left():
+      i = self.next_index()
+      assert i is not None
+      self.running.add(i)
+      try: res = runner.run(i, self.weights)
+      except Exception as e: res = {"index": i, "error": f"{type(e).__name__}: {e}"}
+      self.running.discard(i)
+      self.finish(res)
+      self.status(time.monotonic() - t0)
+
+  def _run_workers(self, time_left, t0: float) -> None:
+    cfg = self.cfg
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    workers = [_Worker(cfg, ctx) for _ in range(cfg.workers)]
+    try:
+      while True:
+        for w in workers:
+          if w.job is None and time_left() and (i := self.next_index()) is not None:
+            self.running.add(i)
+            w.send(i, self.weights, cfg.case_timeout + 2 * cfg.reduce_seconds)
+        busy = [w for w in workers if w.job is not None]
+        if not busy: break
+        ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.5)
+        now = time.monotonic()
+        for k, w in enumerate(list(workers)):
+          if w.job is None: continue
+          res = None
+          if w.conn in ready:
+            try: res = w.conn.recv()
+            except (EOFError, OSError): res = None
+          if res is not None:
+            w.job = None
+            self.running.discard(res["index"])
+            self.finish(res)
+            continue
+          dead = not w.proc.is_alive() or w.proc.sentinel in ready
+          if dead or now > w.deadline:
+            index, weights = w.job
+            w.kill()
+            code = w.proc.exitcode
+            why = "timeout" if not dead else (f"signal{-code}" if code is not None and code < 0 else f"exit{code}")
+            self.running.discard(index)
+            self.finish(self.worker_crash(index, weights, why))
+            workers[k] = _Worker(cfg, ctx)
+        self.status(now - t0)
+    finally:
+      for w in workers:
+        try: w.conn.send(None)
+        except Exception: pass
+        w.kill()
+
+  def worker_crash(self, index: int, weights: dict, why: str) -> dict[str, Any]:
+    """A worker died or hung on a case: store the case as found (reducing it would need more workers to crash)."""
+    sig = ("crash", "worker", why)
+    case = case_for(self.cfg.seed, index, weights)
+    msg = f"the worker running case {index} {'hung' if why == 'timeout' else 'died'} ({why})"
+    path, new = write_entry(self.cfg.corpus, case, sig, message=msg, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
+    return {"index": index, "features": sorted(case.features), "fired": {}, "phase": {},
+            "reported": [Reported(sig, str(path), new, index, node_count(case.root), msg)]}
+
+
+def run_campaign(cfg: CampaignConfig, out: TextIO | None = None) -> Summary:
+  """Run a campaign to its time or case budget; SIGINT ends it early with the summary."""
+  return Campaign(cfg, out).run()
+
+
+def env_workers() -> int:
+  return max(1, (os.cpu_count() or 1))

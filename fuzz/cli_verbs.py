@@ -1,0 +1,108 @@
+"""The `tinyspec fuzz` and `tinyspec repro` verbs (argument parsing lives in tinyspec/cli.py)."""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+
+BACKENDS = ("reference", "cpu", "opencl")
+
+
+def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
+  t = p.add_mutually_exclusive_group()
+  t.add_argument("--seconds", type=float, default=None, help="time budget in seconds (default 60)")
+  t.add_argument("--hours", type=float, default=None, help="time budget in hours")
+  p.add_argument("--seed", type=int, default=0, help="campaign seed: the same seed and code give the same cases (default 0)")
+  p.add_argument("--workers", type=int, default=1, help="worker processes (default 1; 0 runs cases in this process)")
+  p.add_argument("--corpus", default="corpus", help="where findings and the campaign state go (default corpus/)")
+  p.add_argument("--backends", default="reference", help="comma-separated: reference, cpu, opencl (default reference)")
+  p.add_argument("--per-rewrite", action="store_true", help="check the spec after every single rule application")
+  p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
+  p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
+  p.add_argument("--fresh", action="store_true", help="start from case 0 instead of resuming the seed's saved state")
+
+
+def parse_backends(s: str) -> tuple[str, ...]:
+  out = tuple(b.strip() for b in s.split(",") if b.strip())
+  bad = [b for b in out if b not in BACKENDS]
+  if bad or not out: raise argparse.ArgumentTypeError(f"unknown backend(s) {bad or [s]}; choose from {', '.join(BACKENDS)}")
+  return out if "reference" in out else ("reference", *out)
+
+
+def fuzz_main(args: argparse.Namespace) -> int:
+  from fuzz.campaign import CampaignConfig, run_campaign
+  try: backends = parse_backends(args.backends)
+  except argparse.ArgumentTypeError as e:
+    print(f"tinyspec fuzz: {e}", file=sys.stderr)
+    return 2
+  if args.workers < 0:
+    print("tinyspec fuzz: --workers must be 0 or more", file=sys.stderr)
+    return 2
+  seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
+  if "opencl" in backends:
+    from tinyspec.runtime import opencl
+    ok, why = opencl.available()
+    if not ok:
+      print(f"tinyspec fuzz: opencl backend unavailable: {why}; continuing without it", file=sys.stderr)
+      backends = tuple(b for b in backends if b != "opencl")
+  cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
+                       per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh)
+  summary = run_campaign(cfg)
+  print(summary.text(), flush=True)
+  return 1 if summary.findings else 0
+
+
+def add_repro_arguments(p: argparse.ArgumentParser) -> None:
+  p.add_argument("path", help="a corpus file")
+  p.add_argument("--draw", default=None, metavar="OUT", help="also draw the graph (and the blamed rewrite) to OUT (.svg, .png or .dot)")
+
+
+def _replay_in_child(path: str, conn) -> None:
+  from fuzz.corpus import load_entry, replay
+  fails, findings = replay(load_entry(path))
+  conn.send((fails, [f.describe() for f in findings]))
+
+
+def repro_main(args: argparse.Namespace) -> int:
+  from fuzz.corpus import load_entry, replay
+  from tinyspec.loadfile import InputError
+  try: entry = load_entry(args.path)
+  except InputError as e:
+    print(f"tinyspec repro: {e}", file=sys.stderr)
+    return 2
+  sig = "/".join(entry.signature)
+  print(f"{args.path}: {sig} (expected: {entry.expect}), options {entry.case.options}, backends {', '.join(entry.backends)}")
+  if entry.signature[1] == "worker":
+    # the case killed or hung a worker: replay it in a child so this process survives
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_replay_in_child, args=(args.path, child), daemon=True)
+    proc.start()
+    proc.join(60)
+    if proc.is_alive():
+      proc.kill()
+      print("still fails: the replay hung (killed after 60 s)")
+      return 1
+    if proc.exitcode != 0 or not parent.poll():
+      print(f"still fails: the replay died (exit code {proc.exitcode})")
+      return 1
+    fails, texts = parent.recv()
+    for t in texts: print(t)
+  else:
+    fails, findings = replay(entry)
+    for f in findings: print(f.describe())
+    if args.draw and findings: _draw(entry, findings[0], args.draw)
+  if fails:
+    print(f"still fails: {sig}")
+    return 1
+  print(f"fixed: {sig} no longer fails" + (" (set EXPECT = 'passes')" if entry.expect == "fails" else ""))
+  return 0
+
+
+def _draw(entry, finding, out: str) -> None:
+  try:
+    from tinyspec import viz
+    path = viz.render(entry.case.root, out, title=f"{'/'.join(entry.signature)}: {finding.message.splitlines()[0][:120]}")
+    print(f"drew the graph to {path}")
+  except Exception as e:  # drawing is a convenience: the replay result stands without it
+    print(f"could not draw the graph: {type(e).__name__}: {e}", file=sys.stderr)

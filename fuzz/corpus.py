@@ -1,0 +1,172 @@
+"""The corpus: one Python file per counterexample, rebuilt with tinyspec.pyrender.
+
+A file holds a header comment (signature, seed, case, date, message), SIGNATURE, EXPECT ("fails" for an open bug,
+"passes" for a fixed one), KIND, OPTIONS (the lowering choices), BACKENDS, PER_REWRITE, `graph()` and `inputs()`.
+It is named by a stable hash of the signature, so the same bug found twice is one file. Writes are atomic: a temp
+file in the same directory, fsync, rename.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from fuzz.strategies import Case
+from tinyspec.loadfile import InputError, load_module
+from tinyspec.pyrender import HEADER, render_body
+from tinyspec.uop import UOp
+
+
+@dataclass
+class Entry:
+  """A corpus file, loaded."""
+  path: Path
+  case: Case
+  signature: tuple[str, str, str]
+  expect: str = "fails"
+  backends: tuple[str, ...] = ("reference",)
+  per_rewrite: bool = False
+  meta: dict[str, Any] = field(default_factory=dict)
+
+
+def signature_hash(signature: Sequence[str]) -> str:
+  return hashlib.sha256("/".join(signature).encode()).hexdigest()[:12]
+
+
+def entry_name(signature: Sequence[str]) -> str:
+  slug = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(signature[:2])).strip("_")[:40]
+  return f"{slug}_{signature_hash(signature)}.py"
+
+
+def entry_path(corpus_dir: str | Path, signature: Sequence[str]) -> Path:
+  return Path(corpus_dir) / entry_name(signature)
+
+
+def _value_source(x: Any) -> str:
+  if isinstance(x, float) and not math.isfinite(x): return f"float({str(x)!r})"
+  return repr(x)
+
+
+def render_inputs(inputs: dict[int, np.ndarray]) -> list[str]:
+  lines = ["def inputs():", "  return {"]
+  for k in sorted(inputs):
+    a = np.asarray(inputs[k]).reshape(-1)
+    vals = ", ".join(_value_source(v) for v in a.tolist())
+    lines.append(f"    {k}: np.array([{vals}], dtype={a.dtype.name!r}),")
+  lines.append("  }")
+  return lines
+
+
+def render_entry(case: Case, signature: Sequence[str], message: str = "", expect: str = "fails", backends: Sequence[str] = ("reference",),
+                 per_rewrite: bool = False, blame: str = "", date: str | None = None) -> str:
+  """The text of a corpus file."""
+  date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+  head = [f"# tinyspec counterexample: {'/'.join(signature)}",
+          f"# seed {case.seed}, case {case.index}, found {date}"]
+  head += [f"# {ln}" for ln in message.splitlines()[:6]]
+  head += [f"# {ln}" for ln in blame.splitlines()[:3]]
+  body = [
+    "import numpy as np",
+    HEADER.rstrip("\n"),
+    "",
+    f"SIGNATURE = {tuple(signature)!r}",
+    f"EXPECT = {expect!r}",
+    f"KIND = {case.kind!r}",
+    f"OPTIONS = {dict(case.options)!r}",
+    f"BACKENDS = {tuple(backends)!r}",
+    f"PER_REWRITE = {bool(per_rewrite)!r}",
+    f"SEED = {case.seed!r}",
+    f"CASE = {case.index!r}",
+    "",
+    "",
+    "def graph():",
+    *render_body(case.root),
+    "",
+    "",
+    *render_inputs(case.inputs),
+  ]
+  return "\n".join(head + body) + "\n"
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+  """Write text to path so that a reader (or a crash at any moment) sees the old file or the new one, never part."""
+  p = Path(path)
+  p.parent.mkdir(parents=True, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+  try:
+    with os.fdopen(fd, "w") as f:
+      f.write(text)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, p)
+  except BaseException:
+    try: os.unlink(tmp)
+    except OSError: pass
+    raise
+  try:
+    dfd = os.open(p.parent, os.O_RDONLY)
+    try: os.fsync(dfd)
+    finally: os.close(dfd)
+  except OSError: pass
+
+
+def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **kw) -> tuple[Path, bool]:
+  """(path, True) when a new file was written; (path, False) when the signature already has one (kept as is)."""
+  path = entry_path(corpus_dir, signature)
+  if path.exists(): return path, False
+  atomic_write(path, render_entry(case, signature, **kw))
+  return path, True
+
+
+def load_entry(path: str | Path) -> Entry:
+  """A corpus file as an Entry; InputError naming the file and what is wrong."""
+  p = Path(path)
+  ns = load_module(p)
+  for name in ("graph", "inputs", "SIGNATURE"):
+    if name not in ns: raise InputError(f"{p}: defines no {name}")
+  try:
+    root = ns["graph"]()
+    inputs = {int(k): np.asarray(v) for k, v in ns["inputs"]().items()}
+  except Exception as e:
+    raise InputError(f"{p}: rebuilding the case raised {type(e).__name__}: {e}") from e
+  if not isinstance(root, UOp): raise InputError(f"{p}: graph() returned {type(root).__name__}, not a UOp")
+  sig = tuple(ns["SIGNATURE"])
+  if len(sig) != 3 or not all(isinstance(s, str) for s in sig): raise InputError(f"{p}: SIGNATURE must be three strings, got {sig!r}")
+  expect = ns.get("EXPECT", "fails")
+  if expect not in ("fails", "passes"): raise InputError(f"{p}: EXPECT must be 'fails' or 'passes', got {expect!r}")
+  case = Case(root, inputs, dict(ns.get("OPTIONS", {})), ns.get("KIND", "tensor"), ns.get("SEED"), ns.get("CASE"))
+  return Entry(p, case, sig, expect, tuple(ns.get("BACKENDS", ("reference",))), bool(ns.get("PER_REWRITE", False)),
+               {k: ns[k] for k in ("SEED", "CASE") if k in ns})
+
+
+def entries(corpus_dir: str | Path) -> list[Path]:
+  """The corpus files of a directory, sorted (hidden temp files are not entries)."""
+  d = Path(corpus_dir)
+  if not d.is_dir(): return []
+  return sorted(p for p in d.glob("*.py") if not p.name.startswith((".", "_")))
+
+
+def same_bug(a: Sequence[str], b: Sequence[str]) -> bool:
+  """Whether two signatures name the same failure. A metamorphic difference replays as a parity difference under the
+  other lowering choices it was found with, so the two oracles match each other."""
+  norm = lambda s: ("parity" if s[0] == "metamorphic" else s[0], *s[1:])
+  return norm(a) == norm(b)
+
+
+def replay(entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
+  """(still fails, findings): every oracle on the entry's case; it still fails when a finding has its signature,
+  or the same oracle and stage (a renamed rule is still the same failure)."""
+  from fuzz.oracles import Checker, Config
+  backends = tuple(b for b in entry.backends if b != "reference")
+  cfg = Config(passes=passes, backends=("reference", *backends), per_rewrite=entry.per_rewrite, metamorphic=False)
+  findings = Checker(cfg).check(entry.case)
+  fails = any(same_bug(f.signature, entry.signature) or same_bug(f.signature[:2], entry.signature[:2]) for f in findings)
+  return fails, findings

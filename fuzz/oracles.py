@@ -1,0 +1,302 @@
+"""Oracles: what a fuzz case must satisfy, and the Findings when it does not.
+
+1. spec: the graph after every pass is legal at the pass's output stage; in per-rewrite mode every intermediate
+   graph (after each single rule application) is legal at the input stage, the output stage, or their union (no
+   node is flagged by both).
+2. parity: evaluate before and after every pass agree, and the CPU and OpenCL results equal the reference
+   evaluation of the input graph (exact for ints and bools, relative 1e-4 for float32, 1e-7 for float64).
+3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
+   optimize actions) give the same results.
+4. crash: an exception in a pass, the evaluator or a runtime.
+
+The list of passes is a parameter, so a pipeline with one rule changed can be checked the same way.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from fuzz.blame import Blame, bisect, blame_at, crash_rule, creator, local_change, run_steps
+from fuzz.strategies import Case
+from tinyspec.lower.base import LowerOptions, Pass
+from tinyspec.spec import Stage, Violation, check
+from tinyspec.uop import Ops, UOp
+
+RTOL = {"float32": 1e-4, "float64": 1e-7}
+
+
+@dataclass
+class Finding:
+  """A failed oracle. The signature (oracle, stage, rule) identifies the bug: stage is a pass name, a backend or
+  `input`; rule is the blamed rewrite rule, or the exception type of a crash, or the spec rule id."""
+  oracle: str
+  stage: str
+  rule: str
+  message: str
+  blame: Blame | None = None
+  options: dict[str, Any] = field(default_factory=dict)
+
+  @property
+  def signature(self) -> tuple[str, str, str]: return (self.oracle, self.stage, self.rule)
+
+  @property
+  def sig_str(self) -> str: return "/".join(self.signature)
+
+  def describe(self) -> str:
+    out = f"{self.sig_str}: {self.message}"
+    if self.blame is not None: out += "\n" + self.blame.describe()
+    return out
+
+
+@dataclass
+class Config:
+  """What to check. passes None: the reference pipeline."""
+  passes: Sequence[Pass] | None = None
+  backends: tuple[str, ...] = ("reference",)
+  per_rewrite: bool = False
+  metamorphic: bool = True
+  blame: bool = True
+  max_rewrite_checks: int = 400
+
+  def pipeline(self) -> list[Pass]:
+    if self.passes is not None: return list(self.passes)
+    from tinyspec.lower.pipeline import PASSES
+    return list(PASSES)
+
+
+class Stats:
+  """Time per phase and rule firings, summed over cases."""
+  def __init__(self):
+    self.phase: Counter = Counter()
+    self.fired: Counter = Counter()
+    self.cases = 0
+
+  def merge(self, other: Stats) -> None:
+    self.phase.update(other.phase)
+    self.fired.update(other.fired)
+    self.cases += other.cases
+
+
+class _Timer:
+  def __init__(self, stats: Stats, phase: str): self.stats, self.phase = stats, phase
+  def __enter__(self): self.t = time.perf_counter()
+  def __exit__(self, *a): self.stats.phase[self.phase] += time.perf_counter() - self.t
+
+
+# ---- comparison ----
+def compare(a: Any, b: Any) -> str | None:
+  """None when the results agree, else what differs. Lists compare entry by entry (None entries are effects)."""
+  if isinstance(a, list) or isinstance(b, list):
+    if not (isinstance(a, list) and isinstance(b, list)): return f"a {type(a).__name__} against a {type(b).__name__}"
+    if len(a) != len(b): return f"{len(a)} results against {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+      if x is None or y is None: continue
+      if (msg := compare(x, y)) is not None: return f"output {i}: {msg}"
+    return None
+  x, y = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
+  if x.dtype != y.dtype: return f"dtype {x.dtype} against {y.dtype}"
+  if x.size != y.size: return f"{x.size} elements against {y.size}"
+  if x.dtype.kind == "f":
+    rtol = RTOL.get(x.dtype.name, 1e-4)
+    scale = float(np.max(np.abs(x[np.isfinite(x)]), initial=0.0))
+    ok = np.isclose(x, y, rtol=rtol, atol=rtol * (1.0 + scale), equal_nan=True)
+  else:
+    ok = x == y
+  if bool(np.all(ok)): return None
+  i = int(np.flatnonzero(~ok)[0])
+  return f"element {i}: {x[i]!r} against {y[i]!r} ({int((~ok).sum())} of {x.size} differ)"
+
+
+def union_violations(root: UOp, a: Stage, b: Stage) -> list[Violation]:
+  """Violations of a graph that is legal neither at a, nor at b, nor at their union (a node flagged by both)."""
+  vb = check(root, b)
+  if a is b or not vb: return vb
+  flagged = {id(v.node) for v in check(root, a)}
+  return [v for v in vb if id(v.node) in flagged]
+
+
+def lower_options(opts: dict[str, Any], backend: str = "c") -> LowerOptions:
+  kw = {k: v for k, v in opts.items() if k in ("callify", "realize", "opts", "int_dtype")}
+  return LowerOptions(**kw, backend=backend)
+
+
+def start_index(passes: Sequence[Pass], case: Case) -> int:
+  """Where the lowering of a case starts: a kernel-level case skips the passes that take TENSOR graphs."""
+  if case.kind == "tensor": return 0
+  for i, p in enumerate(passes):
+    if p.stage_in is not Stage.TENSOR: return i
+  return len(passes)
+
+
+def _evaluate(root: UOp, inputs: dict[int, np.ndarray], runner: Any = None) -> Any:
+  from tinyspec.semantics import evaluate
+  return evaluate(root, {k: v.copy() for k, v in inputs.items()}, kernel_runner=runner)
+
+
+_LOCAL_OK = frozenset({Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.PARAM, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+
+
+def _local_differs(before: UOp, after: UOp, inputs: dict[int, np.ndarray]) -> bool:
+  """Whether two tensor-level nodes have different values. False when either is not a value of the outer graph."""
+  if before.shape is None or after.shape is None: return False
+  for u in (before, after):
+    if any(x.op in _LOCAL_OK or (x.op is Ops.CALL and x.src[0].op is not Ops.TUPLE) or x.arg == "view" for x in u.toposort()): return False
+  return compare(_evaluate(before, inputs), _evaluate(after, inputs)) is not None
+
+
+# ---- the checks ----
+class Checker:
+  """Runs every oracle on cases; collects coverage and phase times in `stats`."""
+
+  def __init__(self, config: Config | None = None):
+    self.config = config or Config()
+    self.passes = self.config.pipeline()
+    self.stats = Stats()
+    self.rule_keys = {(p.name, r.name) for p in self.passes for m in p.matchers for r in m.rules}
+
+  def all_rules(self) -> list[str]:
+    return sorted(f"{p}/{r}" for p, r in self.rule_keys)
+
+  def check(self, case: Case) -> list[Finding]:
+    """Every oracle on one case; at most one finding per chain (later passes of a broken graph say nothing new)."""
+    self.stats.cases += 1
+    st = self.stats
+    with _Timer(st, "spec"):
+      vs = check(case.root, Stage.TENSOR if case.kind == "tensor" else Stage.KERNEL_GRAPH)
+    if vs: return [Finding("input", "generator", vs[0].rule, f"the generated graph is not legal: {vs[0]}", options=case.options)]
+    try:
+      with _Timer(st, "evaluate"): ref = _evaluate(case.root, case.inputs)
+    except Exception as e:
+      return [Finding("crash", "evaluate", type(e).__name__, f"evaluating the input graph raised {type(e).__name__}: {e}", options=case.options)]
+    findings: list[Finding] = []
+    final, f = self.chain(case, case.options, ref, "parity", full=True)
+    if f is not None: return [f]
+    cfg = self.config
+    for b in cfg.backends:
+      if b == "reference": continue
+      if (f := self.backend(case, b, final, ref)) is not None: findings.append(f)
+    if cfg.metamorphic and not findings:
+      for alt in self.alternatives(case):
+        last, f = self.chain(case, alt, ref, "metamorphic", full=False)
+        if f is not None:
+          findings.append(f)
+          break
+    return findings
+
+  def alternatives(self, case: Case) -> list[dict[str, Any]]:
+    """Other lowering choices that must give the same results: one per case, chosen by the case number."""
+    o = case.options
+    if case.kind != "tensor":
+      return [{**o, "opts": None if o.get("opts") else (("split", 0, 2),)}]
+    alts = [{**o, "callify": "precompile" if o.get("callify") == "inline" else "inline"},
+            {**o, "realize": "all" if o.get("realize") == "minimal" else "minimal"},
+            {**o, "opts": None if o.get("opts") else (("unroll", 0),)}]
+    return [alts[(case.index or 0) % len(alts)]]
+
+  def chain(self, case: Case, opts: dict[str, Any], ref: Any, label: str, full: bool, backend: str = "c") -> tuple[UOp | None, Finding | None]:
+    """Lower case.root pass by pass with `opts`. full: check spec and parity after each pass; else only the final
+    result, and on a difference go back pass by pass to find where it appeared."""
+    st, cfg = self.stats, self.config
+    lo = lower_options(opts, backend)
+    g, prev = case.root, ref
+    outs: list[tuple[Pass, UOp, UOp]] = []
+    for p in self.passes[start_index(self.passes, case):]:
+      def obs(rule, before, after, _p=p.name): st.fired[(_p, rule.name)] += 1
+      try:
+        with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, obs)
+      except Exception as e:
+        tb = sys.exc_info()[2]
+        rule = crash_rule(p, tb) or type(e).__name__
+        return None, Finding("crash", p.name, rule, f"pass {p.name} raised {type(e).__name__}: {e}", options=opts)
+      with _Timer(st, "spec"): vs = check(out, p.stage_out)
+      if vs: return None, self._spec_finding(p, g, lo, vs, opts)
+      if full and cfg.per_rewrite and (f := self._per_rewrite(p, g, lo, steps, opts)) is not None: return None, f
+      if full:
+        try:
+          with _Timer(st, "evaluate"): vals = _evaluate(out, case.inputs)
+        except Exception as e:
+          return None, Finding("crash", f"evaluate@{p.name}", type(e).__name__, f"evaluating the graph after {p.name} raised {type(e).__name__}: {e}",
+                               options=opts)
+        if (msg := compare(prev, vals)) is not None: return None, self._parity_finding(p, g, lo, prev, case, msg, opts, label)
+        prev = vals
+      outs.append((p, g, out))
+      g = out
+    if not full:
+      try:
+        with _Timer(st, "evaluate"): vals = _evaluate(g, case.inputs)
+      except Exception as e:
+        msg = f"evaluating the lowered graph raised {type(e).__name__}: {e}"
+        return None, Finding("crash", "evaluate@final", type(e).__name__, msg, options=opts)
+      if (msg := compare(ref, vals)) is not None:
+        prev = ref
+        for p, gin, gout in outs:
+          try: v = _evaluate(gout, case.inputs)
+          except Exception: v = None
+          if v is None or compare(prev, v) is not None: return None, self._parity_finding(p, gin, lo, prev, case, msg, opts, label)
+          prev = v
+        return None, Finding(label, "pipeline", "-", f"with {opts}: {msg}", options=opts)
+    return g, None
+
+  def _spec_finding(self, p: Pass, g: UOp, lo: LowerOptions, vs: list[Violation], opts: dict) -> Finding:
+    b: Blame | None = None
+    if self.config.blame:
+      b = creator(p, g, lo, vs[0].node)
+      if b is None: b = bisect(p, g, lo, lambda x: bool(union_violations(x, p.stage_in, p.stage_out)))
+    rule = b.rule if b is not None else f"spec:{vs[0].rule}"
+    return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts)
+
+  def _per_rewrite(self, p: Pass, g: UOp, lo: LowerOptions, steps: int, opts: dict) -> Finding | None:
+    stride = max(1, steps // self.config.max_rewrite_checks)
+    for k in range(1, steps, stride):
+      with _Timer(self.stats, "spec"):
+        part = run_steps(p, g, lo, k)[0]
+        vs = union_violations(part, p.stage_in, p.stage_out)
+      if vs:
+        b = blame_at(p, g, lo, k, steps)
+        return Finding("spec", p.name, b.rule, f"after rule application {k} of {p.name}: {vs[0]}", b, opts)
+    return None
+
+  def _parity_finding(self, p: Pass, g: UOp, lo: LowerOptions, prev: Any, case: Case, msg: str, opts: dict, label: str) -> Finding:
+    b: Blame | None = None
+    if self.config.blame:
+      b = local_change(p, g, lo, lambda x, y: _local_differs(x, y, case.inputs))
+      if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs)) is not None)
+    rule = b.rule if b is not None else "-"
+    return Finding(label, p.name, rule, f"{p.name} changed the results: {msg}", b, opts)
+
+  def backend(self, case: Case, name: str, final: UOp | None, ref: Any) -> Finding | None:
+    """The result of a runtime on the lowered graph against the reference evaluation of the input graph."""
+    st = self.stats
+    try:
+      if name == "cpu":
+        from tinyspec.runtime import cpu
+        with _Timer(st, "run"): vals = cpu.run(final, {k: v.copy() for k, v in case.inputs.items()})
+      elif name == "opencl":
+        from tinyspec.runtime import opencl
+        ok, why = opencl.available()
+        if not ok: return None
+        g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
+        if f is not None: return f
+        with _Timer(st, "run"): vals = opencl.run(g, {k: v.copy() for k, v in case.inputs.items()})
+      else:
+        raise ValueError(f"unknown backend {name!r}; one of reference, cpu, opencl")
+    except ValueError:
+      raise
+    except Exception as e:
+      return Finding("crash", name, type(e).__name__, f"the {name} runtime raised {type(e).__name__}: {str(e)[:400]}", options=case.options)
+    if (msg := compare(ref, vals)) is not None: return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
+    return None
+
+
+def check_case(case: Case, config: Config | None = None) -> list[Finding]:
+  """Every oracle on one case with a fresh Checker."""
+  return Checker(config).check(case)
+
+
+def with_options(case: Case, opts: dict[str, Any]) -> Case:
+  return replace(case, options=dict(opts))

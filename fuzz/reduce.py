@@ -1,0 +1,185 @@
+"""Delta debugging on the DAG: shrink a failing case while its failure keeps the same signature.
+
+Moves, tried greedily from the root down, each kept only when the smaller case is still legal at its stage, still
+free of undefined behaviour (fuzz.safety) and still fails with the same (oracle, stage, blamed rule):
+- drop a SINK entry;
+- replace a node by one of its sources of the same shape and dtype;
+- inline a value call read through GETTUPLE (its body element with the args substituted for the PARAMs);
+- replace a node by a CONST (expanded to its shape), or by a new input BUFFER holding its evaluated value;
+- simplify a constant (0, 1, half) and the inputs (zeros, ones, small values).
+Every accepted move lowers a cost (node count first, then the size of constants and inputs), so the loop ends, at a
+case no single move improves: a local minimum.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Callable, Iterator
+
+import numpy as np
+
+from fuzz.safety import unsafe_reason
+from fuzz.strategies import Case
+from tinyspec.dtype import dtypes
+from tinyspec.spec import Stage, check
+from tinyspec.uop import Ops, UOp
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+  """root with every node in mapping replaced (its users rebuilt); walks into call bodies too."""
+  done: dict[UOp, UOp] = {}
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, ready = stack.pop()
+    if u in done: continue
+    if u in mapping:
+      done[u] = mapping[u]
+      continue
+    if not ready:
+      stack.append((u, True))
+      stack.extend((s, False) for s in u.src if s not in done)
+      continue
+    new = tuple(done[s] for s in u.src)
+    done[u] = u if all(a is b for a, b in zip(new, u.src)) else u.replace(src=new)
+  return done[root]
+
+
+def outer_nodes(root: UOp) -> list[UOp]:
+  """Nodes reachable without entering a call body (their values do not depend on a PARAM), sources first."""
+  out: list[UOp] = []
+  seen: set[UOp] = set()
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, ready = stack.pop()
+    if ready:
+      out.append(u)
+      continue
+    if u in seen: continue
+    seen.add(u)
+    stack.append((u, True))
+    srcs = u.src[1:] if u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE else u.src
+    stack.extend((s, False) for s in reversed(srcs) if s not in seen)
+  return out
+
+
+def node_count(root: UOp) -> int:
+  return len(root.toposort())
+
+
+def cost(case: Case) -> tuple:
+  nodes = case.root.toposort()
+  consts = sum(min(abs(float(u.arg)), 1e6) for u in nodes if u.op is Ops.CONST and isinstance(u.arg, (int, float)) and math.isfinite(float(u.arg)))
+  ins = sum(float(np.abs(v.astype(np.float64)).sum()) for v in case.inputs.values() if v.size)
+  return (len(nodes), sum(u.size for u in nodes if u.shape_ok and u.shape is not None), consts, ins)
+
+
+def _inline(g: UOp) -> UOp | None:
+  call = g.src[0]
+  if call.op is not Ops.CALL or call.src[0].op is not Ops.TUPLE: return None
+  args = call.src[1:]
+  body = call.src[0].src[g.arg]
+  mapping: dict[UOp, UOp] = {}
+  for u in outer_nodes(body):
+    if u.op is Ops.PARAM and u.arg.slot < len(args):
+      a = args[u.arg.slot]
+      mapping[u] = a if a.shape == (u.arg.size,) else a.reshape((u.arg.size,))
+  return substitute(body, mapping)
+
+
+def _drop_unused_args(call: UOp) -> UOp | None:
+  """The value call without the args its body never reads (later PARAM slots renumbered)."""
+  body, args = call.src[0], call.src[1:]
+  params = [u for u in outer_nodes(body) if u.op is Ops.PARAM]
+  used = sorted({p.arg.slot for p in params})
+  if len(used) == len(args): return None
+  slot = {old: new for new, old in enumerate(used)}
+  mapping = {p: p.replace(arg=replace(p.arg, slot=slot[p.arg.slot])) for p in params if slot[p.arg.slot] != p.arg.slot}
+  return call.replace(src=(substitute(body, mapping), *(args[k] for k in used)))
+
+
+def _const_values(dt) -> list:
+  if dt.is_bool: return [False, True]
+  if dt.is_float: return [0.0, 1.0]
+  return [0, 1]
+
+
+class Reducer:
+  """Shrinks a case while `fails(case)` holds. `stage` is the stage candidates must be legal at."""
+
+  def __init__(self, fails: Callable[[Case], bool], stage: Stage = Stage.TENSOR, max_tests: int = 3000, max_seconds: float = 60.0):
+    self.fails, self.stage, self.max_tests, self.max_seconds = fails, stage, max_tests, max_seconds
+    self.tests = 0
+
+  def ok(self, cand: Case) -> bool:
+    if check(cand.root, self.stage): return False
+    if cand.kind == "tensor" and unsafe_reason(cand.root, cand.inputs) is not None: return False
+    self.tests += 1
+    try: return bool(self.fails(cand))
+    except Exception:
+      return False
+
+  def reduce(self, case: Case) -> Case:
+    best, best_cost = case, cost(case)
+    t0 = time.perf_counter()
+    improved = True
+    while improved and self.tests < self.max_tests and time.perf_counter() - t0 < self.max_seconds:
+      improved = False
+      for cand in self.candidates(best):
+        if self.tests >= self.max_tests or time.perf_counter() - t0 >= self.max_seconds: break
+        c = cost(cand)
+        if c >= best_cost: continue
+        if self.ok(cand):
+          best, best_cost, improved = cand, c, True
+          break
+    return best
+
+  def candidates(self, case: Case) -> Iterator[Case]:
+    root = case.root
+    def with_root(r: UOp, inputs: dict | None = None) -> Case:
+      r2 = r if r.op is Ops.SINK else UOp(Ops.SINK, src=(r,))
+      ins = case.inputs if inputs is None else inputs
+      used = {u.arg.id for u in r2.toposort() if u.op is Ops.BUFFER}
+      return replace(case, root=r2, inputs={k: v for k, v in ins.items() if k in used})
+    if root.op is Ops.SINK and len(root.src) > 1:
+      for i in range(len(root.src)):
+        yield with_root(UOp(Ops.SINK, src=root.src[:i] + root.src[i + 1:]))
+    nodes = list(reversed(root.toposort()))  # users before sources: big cuts first
+    outer = set(outer_nodes(root))
+    for n in nodes:
+      if n.op in (Ops.SINK, Ops.TUPLE, Ops.CALL, Ops.PARAM, Ops.BUFFER): continue
+      if not n.shape_ok or n.shape is None: continue
+      for s in n.src:
+        if s.shape_ok and s.shape == n.shape and s.dtype is n.dtype: yield with_root(substitute(root, {n: s}))
+      if n.op is Ops.GETTUPLE and (inl := _inline(n)) is not None: yield with_root(substitute(root, {n: inl}))
+      if n.op is Ops.GETTUPLE and n.src[0].op is Ops.CALL and (dropped := _drop_unused_args(n.src[0])) is not None:
+        yield with_root(substitute(root, {n.src[0]: dropped}))
+      if n.op is Ops.CONST or (n.op is Ops.EXPAND and n.src[0].op is Ops.CONST): continue
+      if n.dtype is dtypes.void: continue
+      for v in _const_values(n.dtype):
+        c = UOp.const(n.dtype, v)
+        yield with_root(substitute(root, {n: c if n.shape == () else c.expand(n.shape)}))
+      if case.kind == "tensor" and n in outer and n.op is not Ops.RESHAPE:
+        try:
+          from tinyspec.semantics import evaluate
+          val = np.asarray(evaluate(n, {k: v.copy() for k, v in case.inputs.items()})).reshape(-1)
+        except Exception:
+          val = None
+        if val is not None and val.size == n.size:
+          bid = max([0, *case.inputs, *(u.arg.id for u in root.toposort() if u.op is Ops.BUFFER)]) + 1
+          buf = UOp.buffer(n.dtype, max(1, n.size), id=bid)
+          view = buf if n.shape == (n.size,) else buf.reshape(n.shape)
+          yield with_root(substitute(root, {n: view}), {**case.inputs, bid: val.astype(n.dtype.np)})
+    for n in nodes:
+      if n.op is Ops.CONST and isinstance(n.arg, (int, float)) and not isinstance(n.arg, bool) and n.arg not in (0, 1):
+        for v in (0, 1, n.arg // 2 if isinstance(n.arg, int) else float(int(n.arg))):
+          yield with_root(substitute(root, {n: UOp.const(n.dtype, v)}))
+    for k, arr in case.inputs.items():
+      for simple in (np.zeros_like(arr), np.ones_like(arr), (np.arange(arr.size) % 3).astype(arr.dtype)):
+        yield replace(case, inputs={**case.inputs, k: simple})
+
+
+def reduce_case(case: Case, fails: Callable[[Case], bool], stage: Stage | None = None, max_tests: int = 3000, max_seconds: float = 60.0) -> Case:
+  """A locally minimal case for which fails() still holds (case itself when nothing smaller does)."""
+  st = stage or (Stage.TENSOR if case.kind == "tensor" else Stage.KERNEL_GRAPH)
+  return Reducer(fails, st, max_tests, max_seconds).reduce(case)

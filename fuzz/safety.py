@@ -1,0 +1,310 @@
+"""Value-range analysis of TENSOR graphs that keeps fuzz cases free of undefined behaviour.
+
+Every node gets an Info: an interval [lo, hi] of the values it can take (given the case's inputs), whether a float
+value is exact (a dyadic rational that float arithmetic computes without rounding, in any order), and whether its bits
+are raw (an input or constant moved around, never computed: only those may be bitcast to ints, since -0.0 and +0.0
+compare equal but differ in bits). An op whose precondition fails (division by a range holding 0, a shift past the
+width, a log of a non-positive value, a float to int cast out of range or of an inexact value, a comparison of
+inexact floats, a float that may overflow) makes the graph unsafe. Generators build with it and reducers keep to it,
+so that no difference a fuzz campaign finds is an artefact of undefined behaviour or float rounding.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.uop import GroupOp, Ops, UOp
+
+FLOAT_LIMIT = 1e6          # magnitude a float value may reach; beyond it sums of rounded terms lose too much
+MAX_DBITS = 12             # denominator bits an exact float may carry
+
+
+class Unsafe(Exception):
+  """An op whose operands' ranges allow undefined behaviour or a rounding-dependent result."""
+
+
+@dataclass(frozen=True)
+class Info:
+  lo: float
+  hi: float
+  exact: bool = True
+  dbits: int = 0
+  raw: bool = False
+
+
+def _mant(dt: DType) -> int: return 24 if dt is dtypes.float32 else 53
+
+
+def _full(dt: DType) -> Info:
+  if dt.is_bool: return Info(0, 1, True, 0, False)
+  if dt.is_int: return Info(dt.min, dt.max, True, 0, False)
+  return Info(-FLOAT_LIMIT, FLOAT_LIMIT, False, 0, False)
+
+
+def _dbits(v: float) -> int | None:
+  """The smallest d with v * 2**d an integer, None when above MAX_DBITS."""
+  for d in range(MAX_DBITS + 1):
+    if float(v) * (1 << d) == int(float(v) * (1 << d)): return d
+  return None
+
+
+def _float(dt: DType, lo: float, hi: float, exact: bool, dbits: int, raw: bool = False) -> Info:
+  if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > FLOAT_LIMIT:
+    raise Unsafe(f"float values may reach {max(abs(lo), abs(hi)):.3g}")
+  if exact and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
+  return Info(lo, hi, exact, dbits if exact else 0, raw)
+
+
+def _int(dt: DType, lo: int, hi: int) -> Info:
+  if dt.is_bool: return Info(0, 1)
+  if lo < dt.min or hi > dt.max: return _full(dt)  # wraps: any value of the dtype
+  return Info(int(lo), int(hi))
+
+
+def _join(a: Info, b: Info) -> Info:
+  return Info(min(a.lo, b.lo), max(a.hi, b.hi), a.exact and b.exact, max(a.dbits, b.dbits), a.raw and b.raw)
+
+
+def array_info(dt: DType, arr: np.ndarray | None) -> Info:
+  """The Info of an input array (a missing input is zeros)."""
+  if arr is None or arr.size == 0: return Info(0, 0, True, 0, True)
+  a = np.asarray(arr)
+  if dt.is_float:
+    if not np.all(np.isfinite(a)): raise Unsafe("input holds inf or NaN")
+    ds = [_dbits(v) for v in np.unique(a)]
+    exact = all(d is not None for d in ds)
+    return _float(dt, float(a.min()), float(a.max()), exact, max((d or 0) for d in ds) if exact else 0, True)
+  return Info(int(a.min()), int(a.max()), True, 0, True)
+
+
+def _cdiv(a: int, b: int) -> int:
+  q = abs(a) // abs(b)
+  return q if (a < 0) == (b < 0) else -q
+
+
+def _corners(fn, a: Info, b: Info) -> tuple:
+  vals = [fn(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+  return min(vals), max(vals)
+
+
+def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dict[int, Any]) -> Info | None:
+  """The Info of u from its sources' Infos. Raises Unsafe when u's operands allow undefined behaviour."""
+  op, dt = u.op, u.dtype
+  if op is Ops.CONST:
+    v = u.arg
+    if dt.is_float:
+      d = _dbits(v)
+      return _float(dt, v, v, d is not None, d or 0, True)
+    return Info(int(v), int(v), True, 0, True)
+  if op is Ops.BUFFER: return array_info(dt, inputs.get(u.arg.id))
+  if op is Ops.PARAM:
+    if u.arg.slot in params: return params[u.arg.slot]
+    raise Unsafe(f"PARAM slot {u.arg.slot} outside any call")
+  if op in (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): return s[0]
+  if op is Ops.PAD: return _join(s[0], Info(0, 0, True, 0, True))
+  if op is Ops.AFTER:
+    ret = s[0]
+    for dep in u.src[1:]:
+      for e in _stores(dep):
+        if e.op is Ops.STORE and (vi := _value_info.get(e.src[1])) is not None: ret = _join(ret, vi)
+    return ret
+  if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.TUPLE, Ops.CALL): return None
+  if op is Ops.GETTUPLE: return s[0]  # the walker puts the element's info here
+  if op is Ops.REDUCE: return _reduce(u, s[0])
+  if op in GroupOp.Elementwise: return _alu(u, s)
+  raise Unsafe(f"{op.name} is not analysed")
+
+
+_value_info: dict[UOp, Info] = {}  # set by the walker while a graph is analysed (STORE values reached through AFTER)
+
+
+def _stores(dep: UOp) -> list[UOp]:
+  out, stack = [], [dep]
+  while stack:
+    e = stack.pop()
+    if e.op is Ops.STORE: out.append(e)
+    elif e.op is Ops.GROUP: stack.extend(e.src)
+  return out
+
+
+def _reduce(u: UOp, a: Info) -> Info:
+  rop, n = u.arg
+  cnt = math.prod(u.src[0].shape[:n])
+  dt = u.dtype
+  if rop is Ops.MAX: return a
+  if rop is Ops.ADD:
+    lo, hi = a.lo * cnt, a.hi * cnt
+    return _float(dt, lo, hi, a.exact, a.dbits) if dt.is_float else _int(dt, lo, hi)
+  m = max(abs(a.lo), abs(a.hi))
+  lo, hi = (a.lo ** cnt, a.hi ** cnt) if a.lo >= 0 else (-(m ** cnt), m ** cnt)
+  if dt.is_float:
+    if m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
+    return _float(dt, lo, hi, a.exact, a.dbits * cnt)
+  return _int(dt, lo, hi)
+
+
+def _alu(u: UOp, s: list[Info | None]) -> Info:
+  op, dt = u.op, u.dtype
+  a = s[0]
+  sd = u.src[0].dtype
+  assert a is not None
+  if op is Ops.CAST: return _cast(dt, sd, a)
+  if op is Ops.BITCAST:
+    if sd.is_float:
+      if not a.raw: raise Unsafe("bitcast of a computed float (signed zeros)")
+      return _full(dt)
+    if dt.is_float:
+      inner = u.src[0]
+      if inner.op is Ops.BITCAST and inner.src[0].dtype is dt and (ii := _value_info.get(inner.src[0])) is not None: return ii
+      raise Unsafe("bitcast of an int to a float (denormals, NaN)")
+    if dt.is_bool or sd.is_bool: raise Unsafe("bitcast of bool")
+    return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
+  if dt.is_float or (op in GroupOp.Comparison and sd.is_float):
+    return _float_alu(u, s)
+  if op in GroupOp.Comparison: return Info(0, 1)
+  if op is Ops.WHERE: return _join(s[1], s[2])
+  b = s[1] if len(s) > 1 else None
+  if dt.is_bool:
+    if op in (Ops.AND, Ops.OR, Ops.XOR): return Info(0, 1)
+    raise Unsafe(f"{op.name} on bool")
+  if op is Ops.NEG: return _int(dt, -a.hi, -a.lo)
+  if op is Ops.TRUNC: return a
+  assert b is not None
+  if op is Ops.ADD: return _int(dt, a.lo + b.lo, a.hi + b.hi)
+  if op is Ops.SUB: return _int(dt, a.lo - b.hi, a.hi - b.lo)
+  if op is Ops.MUL: return _int(dt, *_corners(lambda x, y: x * y, a, b))
+  if op is Ops.MAX: return Info(max(a.lo, b.lo), max(a.hi, b.hi))
+  if op in (Ops.IDIV, Ops.MOD):
+    if b.lo <= 0 <= b.hi: raise Unsafe(f"{op.name} by a range holding 0")
+    if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise Unsafe(f"{op.name} of the minimum by -1")
+    if op is Ops.IDIV: return _int(dt, *_corners(_cdiv, a, b))
+    m = max(abs(b.lo), abs(b.hi)) - 1
+    if a.lo >= 0: return Info(0, min(a.hi, m))
+    return Info(max(a.lo, -m), min(max(a.hi, 0), m))
+  if op in (Ops.SHL, Ops.SHR):
+    if b.lo < 0 or b.hi >= dt.bits: raise Unsafe(f"{op.name} by a range [{b.lo}, {b.hi}] past the width {dt.bits}")
+    if op is Ops.SHR and a.lo >= 0: return Info(a.lo >> int(b.hi), a.hi >> int(b.lo))
+    if op is Ops.SHR: return Info(min(a.lo, 0), max(a.hi, 0))
+    return _int(dt, min(a.lo << int(b.hi), a.lo << int(b.lo), 0), max(a.hi << int(b.hi), 0))
+  if op is Ops.AND:
+    if a.lo >= 0 or b.lo >= 0: return Info(0, min(x.hi for x in (a, b) if x.lo >= 0))
+    return _full(dt)
+  if op in (Ops.OR, Ops.XOR):
+    if a.lo >= 0 and b.lo >= 0: return Info(0, (1 << int(max(a.hi, b.hi)).bit_length()) - 1)
+    return _full(dt)
+  raise Unsafe(f"{op.name} on {dt.name}")
+
+
+def _cast(dt: DType, sd: DType, a: Info) -> Info:
+  if dt.is_float:
+    if sd.is_float:
+      return _float(dt, a.lo, a.hi, a.exact, a.dbits)
+    return _float(dt, a.lo, a.hi, True, 0)
+  if sd.is_float:
+    if not a.exact: raise Unsafe("cast of an inexact float to an integer")
+    if dt.is_bool: return Info(0, 1) if a.lo <= 0 <= a.hi else Info(1, 1)
+    lo, hi = math.trunc(a.lo), math.trunc(a.hi)
+    if lo < dt.min or hi > dt.max: raise Unsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name} overflows")
+    return Info(lo, hi)
+  if dt.is_bool: return Info(0, 1) if a.lo <= 0 <= a.hi else Info(1, 1)
+  return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
+
+
+def _float_alu(u: UOp, s: list[Info | None]) -> Info:
+  op, dt = u.op, u.dtype
+  a = s[0]
+  b = s[1] if len(s) > 1 else None
+  assert a is not None
+  if op in GroupOp.Comparison:
+    assert b is not None
+    if not (a.exact and b.exact): raise Unsafe("comparison of inexact floats")
+    return Info(0, 1)
+  if op is Ops.WHERE: return _float(dt, min(s[1].lo, s[2].lo), max(s[1].hi, s[2].hi), s[1].exact and s[2].exact,  # type: ignore
+                                    max(s[1].dbits, s[2].dbits), s[1].raw and s[2].raw)  # type: ignore
+  if op is Ops.NEG: return _float(dt, -a.hi, -a.lo, a.exact, a.dbits)
+  if op is Ops.TRUNC: return _float(dt, math.trunc(a.lo), math.trunc(a.hi), a.exact, 0)
+  if op is Ops.RECIP:
+    if a.lo <= 1e-3 and a.hi >= -1e-3: raise Unsafe("RECIP of a range near 0")
+    return _float(dt, 1 / a.hi, 1 / a.lo, False, 0)
+  if op is Ops.SQRT:
+    if a.lo < 0: raise Unsafe("SQRT of a negative range")
+    return _float(dt, math.sqrt(a.lo), math.sqrt(a.hi), False, 0)
+  if op is Ops.LOG2:
+    if a.lo < 1e-3: raise Unsafe("LOG2 of a range reaching below 1e-3")
+    return _float(dt, math.log2(a.lo), math.log2(a.hi), False, 0)
+  if op is Ops.EXP2:
+    if a.hi > 16 or a.lo < -30: raise Unsafe("EXP2 of a range past [-30, 16]")
+    return _float(dt, 2.0 ** a.lo, 2.0 ** a.hi, False, 0)
+  if op is Ops.SIN:
+    if max(abs(a.lo), abs(a.hi)) > 100: raise Unsafe("SIN of a large range")
+    return _float(dt, -1.0, 1.0, False, 0)
+  assert b is not None
+  ex = a.exact and b.exact
+  if op is Ops.ADD: return _float(dt, a.lo + b.lo, a.hi + b.hi, ex, max(a.dbits, b.dbits))
+  if op is Ops.SUB: return _float(dt, a.lo - b.hi, a.hi - b.lo, ex, max(a.dbits, b.dbits))
+  if op is Ops.MUL: return _float(dt, *_corners(lambda x, y: x * y, a, b), ex, a.dbits + b.dbits)
+  if op is Ops.MAX: return _float(dt, max(a.lo, b.lo), max(a.hi, b.hi), ex, max(a.dbits, b.dbits))
+  raise Unsafe(f"{op.name} on {dt.name}")
+
+
+class Analysis:
+  """Infos of the nodes of one scope (the outer graph, or one call body bound to its args' Infos)."""
+
+  def __init__(self, inputs: dict[int, Any], params: dict[int, Info] | None = None):
+    self.inputs, self.params = inputs, params or {}
+    self.cache: dict[UOp, Info | None] = {}
+
+  def info(self, root: UOp) -> Info | None:
+    """The Info of root; raises Unsafe for the first unsafe node under it."""
+    if root in self.cache: return self.cache[root]
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+      u, ready = stack.pop()
+      if u in self.cache: continue
+      srcs = u.src[1:] if u.op is Ops.CALL else u.src
+      if not ready:
+        stack.append((u, True))
+        stack.extend((x, False) for x in srcs if x not in self.cache)
+        continue
+      if u.op is Ops.CALL:
+        self.cache[u] = None
+        continue
+      if u.op is Ops.GETTUPLE:
+        self.cache[u] = self._gettuple(u)
+        continue
+      si = [self.cache[x] for x in u.src]
+      for x, i in zip(u.src, si):
+        if i is not None: _value_info[x] = i
+      self.cache[u] = node_info(u, si, self.params, self.inputs)
+    return self.cache[root]
+
+  def _gettuple(self, u: UOp) -> Info | None:
+    c = u.src[0]
+    if c.op is Ops.TUPLE: return self.info(c.src[u.arg])
+    if c.op is not Ops.CALL or c.src[0].op is not Ops.TUPLE: raise Unsafe("GETTUPLE of a non-call")
+    key = ("body", c)
+    if key not in self.cache:  # type: ignore[comparison-overlap]
+      args = [self.info(a) for a in c.src[1:]]
+      self.cache[key] = Analysis(self.inputs, {k: a for k, a in enumerate(args) if a is not None})  # type: ignore[index]
+    return self.cache[key].info(c.src[0].src[u.arg])  # type: ignore[index, union-attr]
+
+
+def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
+  """Why the graph may hit undefined behaviour on these inputs, or None when it cannot."""
+  try:
+    an = Analysis(inputs)
+    for u in ([root] if root.op is not Ops.SINK else list(root.src)):
+      an.info(u)
+      for x in u.src if u.op in (Ops.STORE, Ops.GROUP) else ():
+        an.info(x)
+    return None
+  except Unsafe as e:
+    return str(e)
+  except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+    return f"malformed: {type(e).__name__}: {e}"
+  finally:
+    _value_info.clear()

@@ -1,0 +1,541 @@
+"""Generators of fuzz cases: graphs legal at TENSOR by construction, their inputs and the lowering choices.
+
+A generator draws every choice from a `random.Random`. Campaigns seed one per case (`case_for(seed, index)`), so the
+same seed gives the same cases and a campaign resumes from a case counter. The Hypothesis strategies (`cases()`,
+`tensor_graphs()`, `index_exprs()`, `kernel_graphs()`) hand the same generators a Hypothesis-controlled Random, so
+Hypothesis can shrink them; use them in your own property tests:
+
+    @given(fuzz.strategies.cases())
+    def test_my_pass(case): ...
+
+Programs stay free of undefined behaviour: fuzz.safety checks every node as it is built and the generator wraps an
+operand (MAX with 1 before a division, AND with width-1 before a shift, MAX with 0.5 before LOG2...) or picks another
+op when a precondition does not hold.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fuzz.safety import Analysis, Unsafe, _value_info
+from tinyspec.dtype import DType, dtypes
+from tinyspec.uop import AxisType, Ops, UOp
+
+MAX_SIZE = 32        # elements of any value
+MAX_DIM = 4
+MAX_RANK = 3
+
+INT_DTYPES = dtypes.ints
+NUM_DTYPES = (*dtypes.ints, *dtypes.floats)
+VALUE_DTYPES = (dtypes.bool, *dtypes.ints, *dtypes.floats)
+
+UNARY_FLOAT = (Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC)
+ARITH = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX)
+INT_ONLY = (Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR)
+BITWISE = (Ops.AND, Ops.OR, Ops.XOR)
+COMPARE = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
+ELEMENTWISE = (Ops.NEG, *UNARY_FLOAT, *ARITH, *INT_ONLY, *BITWISE, *COMPARE, Ops.WHERE, Ops.CAST, Ops.BITCAST)
+MOVEMENT = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP)
+
+# what a generator step builds, and how often (coverage steering scales these)
+STEP_WEIGHTS: dict[str, float] = {
+  "elementwise": 6.0, "movement": 3.0, "reduce": 1.5, "call": 1.2, "assign": 0.8, "contiguous": 0.5, "detach": 0.3,
+  "input": 0.6,
+}
+
+
+def default_weights() -> dict[str, float]:
+  """Weights of every generator choice, by feature name (step:*, op:*, dtype:*, callify:*, realize:*, opts:*)."""
+  w = {f"step:{k}": v for k, v in STEP_WEIGHTS.items()}
+  w.update({f"op:{o.name}": 1.0 for o in (*ELEMENTWISE, *MOVEMENT)})
+  w.update({f"op:{o.name}": 1.0 for o in (Ops.CAST, Ops.BITCAST)})
+  w.update({f"dtype:{d.name}": 1.0 for d in VALUE_DTYPES})
+  w.update({"dtype:float32": 3.0, "dtype:int32": 2.0})
+  w.update({"reduce:ADD": 1.0, "reduce:MAX": 1.0, "reduce:MUL": 0.4})
+  w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
+            "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0})
+  return w
+
+
+@dataclass
+class Case:
+  """One fuzz case: a graph, its inputs {BUFFER id: array} and the lowering choices (LowerOptions fields)."""
+  root: UOp
+  inputs: dict[int, np.ndarray]
+  options: dict[str, Any] = field(default_factory=dict)
+  kind: str = "tensor"               # tensor: a TENSOR graph; kernel: a KERNEL_GRAPH (lowering starts after rangeify)
+  seed: int | None = None
+  index: int | None = None
+  features: frozenset = frozenset()
+
+  def copy_inputs(self) -> dict[int, np.ndarray]:
+    return {k: v.copy() for k, v in self.inputs.items()}
+
+
+class _Scope:
+  def __init__(self, an: Analysis, depth: int):
+    self.an, self.depth = an, depth
+    self.pool: list[UOp] = []
+
+
+def _pick_weighted(rng: random.Random, items: list, weights: list[float]):
+  tot = sum(weights)
+  x = rng.random() * tot
+  for it, w in zip(items, weights):
+    x -= w
+    if x <= 0: return it
+  return items[-1]
+
+
+class TensorGen:
+  """Builds one TENSOR graph, legal by construction, and its inputs, from a Random."""
+
+  def __init__(self, rng: random.Random, weights: dict[str, float] | None = None, max_nodes: int = 48, max_steps: int = 7):
+    self.rng, self.max_nodes, self.max_steps = rng, max_nodes, max_steps
+    self.w = default_weights()
+    if weights: self.w.update(weights)
+    self.inputs: dict[int, np.ndarray] = {}
+    self.features: set[str] = set()
+    self.next_id = 1
+    self.nodes = 0
+    self.outer: _Scope | None = None
+    self.buffers: list[UOp] = []        # input buffers (flat), for captures
+    self.assigned: list[UOp] = []       # ends of assign chains, kept for the SINK
+
+  # ---- choices ----
+  def choose(self, prefix: str, items: list) -> Any:
+    ws = [self.w.get(f"{prefix}:{getattr(i, 'name', i)}", 1.0) for i in items]
+    it = _pick_weighted(self.rng, items, ws)
+    self.features.add(f"{prefix}:{getattr(it, 'name', it)}")
+    return it
+
+  def chance(self, feature: str, base: float) -> bool:
+    p = min(0.95, base * self.w.get(feature, 1.0))
+    if self.rng.random() < p:
+      self.features.add(feature)
+      return True
+    return False
+
+  def dtype(self, among: tuple = VALUE_DTYPES) -> DType:
+    return self.choose("dtype", list(among))
+
+  def shape(self, rank: int | None = None) -> tuple[int, ...]:
+    r = self.rng.choice([0, 1, 1, 2, 2, 2, 3]) if rank is None else rank
+    shp: list[int] = []
+    for _ in range(r):
+      left = MAX_SIZE // max(1, math.prod(shp))
+      shp.append(self.rng.randint(1, max(1, min(MAX_DIM, left))))
+    return tuple(shp)
+
+  # ---- values ----
+  def values(self, dt: DType, n: int) -> np.ndarray:
+    r = self.rng
+    prof = r.choice(["small", "small", "small", "positive", "wide"])
+    if dt.is_bool: return np.array([r.random() < 0.5 for _ in range(n)], dtype=np.bool_)
+    if dt.is_float:
+      if prof == "positive": vals = [r.randint(1, 16) / 4 for _ in range(n)]
+      elif prof == "wide": vals = [r.randint(-256, 256) / 8 for _ in range(n)]
+      else: vals = [r.randint(-16, 16) / 4 for _ in range(n)]
+      return np.array(vals, dtype=dt.np)
+    lo, hi = (dt.min, dt.max) if prof == "wide" else ((1, 9) if prof == "positive" else (max(dt.min, -8), min(dt.max, 8)))
+    edges = [dt.min, dt.max, 0, 1, dt.min + 1, dt.max - 1] if prof == "wide" else []
+    vals = [r.choice(edges) if edges and r.random() < 0.3 else r.randint(lo, hi) for _ in range(n)]
+    return np.array(vals, dtype=dt.np)
+
+  def new_buffer(self, dt: DType, shape: tuple[int, ...], fill: bool = True) -> tuple[UOp, UOp]:
+    n = math.prod(shape)
+    buf = UOp.buffer(dt, n, id=self.next_id)
+    self.next_id += 1
+    if fill: self.inputs[buf.arg.id] = self.values(dt, n)
+    view = buf if len(shape) == 1 else buf.reshape(shape)
+    return buf, view
+
+  def new_input(self, scope: _Scope, dt: DType | None = None, shape: tuple[int, ...] | None = None) -> UOp:
+    dt = dt or self.dtype()
+    shape = self.shape() if shape is None else shape
+    buf, view = self.new_buffer(dt, shape)
+    self.buffers.append(buf)
+    if self.outer is not None: self.outer.pool.append(view)
+    if scope is not self.outer: scope.pool.append(view)
+    return view
+
+  def const(self, dt: DType, shape: tuple[int, ...], value: Any = None) -> UOp:
+    if value is None:
+      r = self.rng
+      if dt.is_bool: value = r.random() < 0.5
+      elif dt.is_float: value = r.choice([0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.25])
+      else: value = r.choice([0, 1, 2, 3, 5, 7, -1, -3, dt.max, dt.min, 8, 16])
+    c = UOp.const(dt, value)
+    return c if shape == () else c.expand(shape)
+
+  # ---- pool access ----
+  def pick(self, scope: _Scope, pred: Callable[[UOp], bool]) -> UOp | None:
+    cands = [u for u in scope.pool if pred(u)]
+    if not cands: return None
+    ws = [1.0 + i for i in range(len(cands))]  # favour recent values: deeper graphs
+    return _pick_weighted(self.rng, cands, ws)
+
+  def operand(self, scope: _Scope, dt: DType, shape: tuple[int, ...], avoid: UOp | None = None) -> UOp:
+    """A value of this dtype and shape: from the pool, adapted from one, a constant or a new input."""
+    r = self.rng.random()
+    if r < 0.55 and (u := self.pick(scope, lambda x: x.dtype is dt and x.shape == shape and x is not avoid)) is not None: return u
+    if r < 0.7:
+      n = math.prod(shape)
+      if (u := self.pick(scope, lambda x: x.dtype is dt and x.size == n and x.shape != shape)) is not None: return u.reshape(shape)
+    if r < 0.8:
+      if (u := self.pick(scope, lambda x: x.dtype is dt and len(x.shape) < len(shape) and shape[len(shape) - len(x.shape):] == x.shape)) is not None:
+        return u.expand(shape[:len(shape) - len(u.shape)])
+    if r < 0.92 or self.outer is None: return self.const(dt, shape)
+    return self.new_input(scope, dt, shape)
+
+  def add(self, scope: _Scope, u: UOp) -> UOp | None:
+    """Keep u when it is safe; the pool gets it."""
+    try:
+      scope.an.info(u)
+    except Unsafe:
+      return None
+    scope.pool.append(u)
+    return u
+
+  def safe(self, scope: _Scope, u: UOp) -> bool:
+    try:
+      scope.an.info(u)
+      return True
+    except Unsafe:
+      return False
+
+  # ---- steps ----
+  def step(self, scope: _Scope) -> None:
+    kinds = list(STEP_WEIGHTS)
+    if scope.depth >= 2: kinds.remove("call")
+    if scope is not self.outer: kinds.remove("assign")
+    kind = self.choose("step", kinds)
+    getattr(self, f"step_{kind}")(scope)
+
+  def step_input(self, scope: _Scope) -> None:
+    self.new_input(scope)
+
+  def step_contiguous(self, scope: _Scope) -> None:
+    if (x := self.pick(scope, lambda u: u.shape is not None)) is not None: self.add(scope, UOp(Ops.CONTIGUOUS, x.dtype, (x,)))
+
+  def step_detach(self, scope: _Scope) -> None:
+    if (x := self.pick(scope, lambda u: u.shape is not None)) is not None: self.add(scope, UOp(Ops.DETACH, x.dtype, (x,)))
+
+  def movement(self, x: UOp, op: Ops) -> UOp | None:
+    r, shp = self.rng, x.shape
+    if op is Ops.RESHAPE:
+      n = x.size
+      new = self._factor(n)
+      return x.reshape(new) if new != shp else None
+    if op is Ops.PERMUTE:
+      if len(shp) < 2: return None
+      perm = list(range(len(shp)))
+      while perm == list(range(len(shp))): r.shuffle(perm)
+      return x.permute(tuple(perm))
+    if op is Ops.EXPAND:
+      if len(shp) >= MAX_RANK + 1: return None
+      k = r.randint(1, max(1, MAX_SIZE // max(1, x.size)))
+      if x.size * k > MAX_SIZE: return None
+      return x.expand((k,))
+    if op is Ops.PAD:
+      if not shp: return None
+      arg = []
+      for d in shp:
+        o = r.randint(0, 2)
+        arg.append((o, d + o + r.randint(0, 2)))
+      if math.prod(s for _, s in arg) > MAX_SIZE or all(s == d for (_, s), d in zip(arg, shp)): return None
+      return x.pad(tuple(arg))
+    if op is Ops.SHRINK:
+      if not shp or x.size <= 1: return None
+      arg = []
+      for d in shp:
+        s = r.randint(1, d)
+        arg.append((r.randint(0, d - s), s))
+      return x.shrink(tuple(arg))
+    if op is Ops.FLIP:
+      if not shp: return None
+      return x.flip(tuple(r.random() < 0.6 for _ in shp))
+    raise ValueError(op)
+
+  def _factor(self, n: int) -> tuple[int, ...]:
+    r, out = self.rng, []
+    while n > 1 and len(out) < MAX_RANK:
+      divs = [d for d in range(2, n + 1) if n % d == 0]
+      d = r.choice(divs) if len(out) < MAX_RANK - 1 else n
+      out.append(d)
+      n //= d
+    if r.random() < 0.2: out.insert(r.randint(0, len(out)), 1)
+    return tuple(out)
+
+  def step_movement(self, scope: _Scope) -> None:
+    x = self.pick(scope, lambda u: u.shape is not None)
+    if x is None: return
+    for _ in range(self.rng.randint(1, 4)):
+      op = self.choose("op", list(MOVEMENT))
+      if (y := self.movement(x, op)) is not None and y.size <= MAX_SIZE: x = y
+    self.add(scope, x)
+
+  def step_reduce(self, scope: _Scope) -> None:
+    x = self.pick(scope, lambda u: u.shape is not None and len(u.shape) >= 1 and not u.dtype.is_bool)
+    if x is None: return
+    rank = len(x.shape)
+    if rank >= 2 and self.rng.random() < 0.4:
+      perm = list(range(rank))
+      self.rng.shuffle(perm)
+      x = x.permute(tuple(perm))
+    rop = self.choose("reduce", [Ops.ADD, Ops.MAX, Ops.MUL])
+    n = self.rng.randint(1, rank)
+    y = x.reduce(rop, n)
+    if self.add(scope, y) is None and rop is not Ops.MAX: self.add(scope, x.reduce(Ops.MAX, n))
+
+  def step_elementwise(self, scope: _Scope) -> None:
+    op = self.choose("op", list(ELEMENTWISE))
+    fn = getattr(self, f"_ew_{op.name.lower()}", None)
+    if fn is not None:
+      fn(scope, op)
+      return
+    if op in UNARY_FLOAT or op is Ops.NEG:
+      among = dtypes.floats if op in UNARY_FLOAT else NUM_DTYPES
+      a = self.pick(scope, lambda u: u.dtype in among and u.shape is not None)
+      if a is None: a = self.new_input(scope, self.dtype(among))
+      u = a.alu(op)
+      if not self.safe(scope, u) and op in (Ops.RECIP, Ops.LOG2, Ops.SQRT):
+        u = a.maximum(self.const(a.dtype, a.shape, 0.0 if op is Ops.SQRT else 0.5)).alu(op)
+      self.add(scope, u)
+      return
+    among = {**{o: NUM_DTYPES for o in ARITH}, **{o: INT_DTYPES for o in INT_ONLY}, **{o: (dtypes.bool, *INT_DTYPES) for o in BITWISE},
+             Ops.CMPLT: NUM_DTYPES, Ops.CMPNE: VALUE_DTYPES, Ops.CMPEQ: VALUE_DTYPES}[op]
+    a = self.pick(scope, lambda u: u.dtype in among and u.shape is not None)
+    if a is None: a = self.new_input(scope, self.dtype(among))
+    if op in (Ops.IDIV, Ops.MOD) and self.rng.random() < 0.5:
+      d = self.rng.choice([2, 3, 4, 5, 7, 8, 16, -2, -3] if a.dtype.is_signed else [1, 2, 3, 4, 5, 7, 8, 16])
+      b = self.const(a.dtype, a.shape, d)
+    elif op in (Ops.SHL, Ops.SHR) and self.rng.random() < 0.5:
+      b = self.const(a.dtype, a.shape, self.rng.randint(0, a.dtype.bits - 1))
+    else:
+      b = self.operand(scope, a.dtype, a.shape)
+    if self.rng.random() < 0.5 and op is not Ops.IDIV and op is not Ops.MOD and op not in (Ops.SHL, Ops.SHR, Ops.SUB, Ops.CMPLT): a, b = b, a
+    u = a.alu(op, b)
+    if not self.safe(scope, u):
+      if op in (Ops.IDIV, Ops.MOD): u = a.alu(op, b.maximum(self.const(a.dtype, a.shape, 1)))
+      elif op in (Ops.SHL, Ops.SHR): u = a.alu(op, b & self.const(a.dtype, a.shape, a.dtype.bits - 1))
+    self.add(scope, u)
+
+  def _ew_where(self, scope: _Scope, op: Ops) -> None:
+    a = self.pick(scope, lambda u: u.shape is not None and u.dtype is not dtypes.bool)
+    if a is None: a = self.new_input(scope)
+    c = self.operand(scope, dtypes.bool, a.shape)
+    if c.op is Ops.EXPAND and c.src[0].op is Ops.CONST and self.rng.random() < 0.7:
+      # a comparison makes a more interesting condition than a constant
+      x = self.pick(scope, lambda u: u.shape == a.shape and u.dtype in NUM_DTYPES)
+      if x is not None:
+        cmp = x.alu(self.rng.choice(COMPARE), self.operand(scope, x.dtype, x.shape))
+        if self.safe(scope, cmp): c = cmp
+    b = self.operand(scope, a.dtype, a.shape, avoid=a)
+    self.add(scope, c.where(a, b))
+
+  def _ew_cast(self, scope: _Scope, op: Ops) -> None:
+    a = self.pick(scope, lambda u: u.shape is not None)
+    if a is None: return
+    if self.rng.random() < 0.25: a = self.const(self.dtype(), a.shape)  # a cast of a constant: folded by simplify
+    dt = self.dtype()
+    if dt is a.dtype: return
+    u = a.cast(dt)
+    if not self.safe(scope, u) and a.dtype.is_float and not dt.is_bool:
+      # bring the floats to exact small values first: trunc after clamping, when the source is exact
+      lo, hi = (0.0, 100.0) if dt.kind == "u" else (-100.0, 100.0)
+      lo, hi = max(lo, float(dt.min)), min(hi, float(dt.max))
+      cl = (-((-a.maximum(self.const(a.dtype, a.shape, lo))).maximum(self.const(a.dtype, a.shape, -hi))))
+      u = cl.cast(dt)
+    self.add(scope, u)
+
+  def _ew_bitcast(self, scope: _Scope, op: Ops) -> None:
+    a = self.pick(scope, lambda u: u.shape is not None and not u.dtype.is_bool)
+    if a is None: return
+    same = [d for d in (*dtypes.ints, *dtypes.floats) if d.itemsize == a.dtype.itemsize and d is not a.dtype and (a.dtype.is_float or not d.is_float)]
+    if not same: return
+    dt = self.rng.choice(same)
+    u = a.bitcast(dt)
+    if dt.is_int and a.dtype.is_float and self.rng.random() < 0.3: u = u.bitcast(a.dtype)  # round trip
+    self.add(scope, u)
+
+  def step_assign(self, scope: _Scope) -> None:
+    v = self.pick(scope, lambda u: u.shape is not None)
+    if v is None: return
+    _, target = self.new_buffer(v.dtype, v.shape if v.shape else (1,), fill=self.rng.random() < 0.5)
+    if v.shape == (): target = target.reshape(())
+    x = UOp(Ops.AFTER, v.dtype, (target, target.store(v)))
+    if self.add(scope, x) is None: return
+    while self.chance("assign:chain", 0.5):
+      w = self.operand(scope, v.dtype, v.shape, avoid=x)
+      if w is x or x in w.toposort(): w = self.const(v.dtype, v.shape)
+      op = self.rng.choice([Ops.XOR, Ops.OR, Ops.AND] if v.dtype.is_bool else [Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB])
+      nv = x.alu(op, w)
+      nx = UOp(Ops.AFTER, v.dtype, (x, x.store(nv)))
+      if self.add(scope, nx) is None: break
+      x = nx
+    self.assigned.append(x)
+
+  def step_call(self, scope: _Scope) -> None:
+    cands = [u for u in scope.pool if u.shape is not None]
+    if not cands: return
+    nargs = self.rng.randint(1, min(3, len(cands)))
+    args: list[UOp] = []
+    for _ in range(nargs):
+      a = self.pick(scope, lambda u: u.shape is not None and u not in args)
+      if a is not None: args.append(a)
+    try: arg_infos = [scope.an.info(a) for a in args]
+    except Unsafe: return
+    body = _Scope(Analysis(self.inputs, {k: i for k, i in enumerate(arg_infos) if i is not None}), scope.depth + 1)
+    for k, a in enumerate(args):
+      p = UOp.param(k, a.dtype, max(1, a.size))
+      body.pool.append(p if len(a.shape) == 1 else p.reshape(a.shape))
+    if self.buffers and self.chance("call:capture", 0.3):
+      buf = self.rng.choice(self.buffers)
+      body.pool.append(buf)
+    params = list(body.pool)
+    steps = self.rng.randint(1, 4)
+    if self.chance("call:nested", 0.3) and scope.depth + 1 < 2:
+      self.step_call(body)
+      steps -= 1
+    for _ in range(steps): self.step(body)
+    fresh = [u for u in body.pool if u not in params] or params
+    k = self.rng.randint(1, min(3, len(fresh)))
+    outs = list(dict.fromkeys(self.rng.sample(fresh[-4:], min(k, len(fresh[-4:])))))
+    tup = UOp(Ops.TUPLE, src=tuple(outs))
+    call = UOp(Ops.CALL, src=(tup, *args), arg=f"f{self.next_id}")
+    self.next_id += 1
+    for i in range(len(outs)): self.add(scope, call.gettuple(i))
+    if self.chance("call:reuse", 0.3):
+      # the same body called again, with other args of the same sizes and dtypes
+      other = []
+      for a in args:
+        o = self.pick(scope, lambda u, a=a: u.dtype is a.dtype and u.shape == a.shape and u is not a)
+        other.append(o if o is not None else self.const(a.dtype, a.shape))
+      call2 = UOp(Ops.CALL, src=(tup, *other), arg=call.arg)
+      self.add(scope, call2.gettuple(self.rng.randrange(len(outs))))
+
+  # ---- the case ----
+  def options(self) -> dict[str, Any]:
+    opts = None
+    if self.choose("opts", ["none", "some"]) == "some":
+      acts = []
+      for _ in range(self.rng.randint(1, 2)):
+        kind = self.rng.choice(["split", "unroll", "global"])
+        axis = self.rng.randint(0, 2)
+        acts.append(("split", axis, self.rng.choice([2, 3, 4])) if kind == "split" else (kind, axis))
+      opts = tuple(acts)
+    return {"callify": self.choose("callify", ["inline", "precompile"]), "realize": self.choose("realize", ["minimal", "all"]), "opts": opts}
+
+  def graph(self) -> UOp:
+    self.outer = _Scope(Analysis(self.inputs), 0)
+    for _ in range(self.rng.randint(1, 2)): self.new_input(self.outer)
+    for _ in range(self.rng.randint(1, self.max_steps)):
+      self.step(self.outer)
+    pool = self.outer.pool
+    used = {s for u in pool for s in u.toposort() if s is not u}
+    leaves = [u for u in pool if u not in used and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER]
+    outs = list(dict.fromkeys([*self.assigned, *leaves[-2:]])) or [pool[-1]]
+    if self.rng.random() < 0.2 and len(pool) > 1: outs.append(self.rng.choice(pool))
+    return UOp(Ops.SINK, src=tuple(dict.fromkeys(outs)))
+
+  def case(self) -> Case:
+    root = self.graph()
+    _value_info.clear()
+    return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
+
+
+def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
+    """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
+    rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
+    kind_roll = rng.random()
+    if kind_roll < 0.1:
+      c = kernel_case(rng)
+    else:
+      c = TensorGen(rng, weights).case()
+    c.seed, c.index = seed, index
+    return c
+
+
+# ---- integer index expressions and kernel-level graphs ----
+def index_expr(rng: random.Random, ranges: list[UOp], depth: int = 3) -> UOp:
+  """A non-negative `index` expression over the ranges: CONST, RANGE, ADD, MUL, IDIV, MOD, MAX, WHERE of a comparison."""
+  if depth == 0 or rng.random() < 0.3:
+    return rng.choice(ranges) if ranges and rng.random() < 0.7 else UOp.const(dtypes.index, rng.randint(0, 8))
+  op = rng.choice([Ops.ADD, Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.WHERE, Ops.SUB])
+  a = index_expr(rng, ranges, depth - 1)
+  if op in (Ops.IDIV, Ops.MOD): return a.alu(op, UOp.const(dtypes.index, rng.randint(1, 9)))
+  if op is Ops.MUL: return a * UOp.const(dtypes.index, rng.randint(0, 4)) if rng.random() < 0.7 else a * index_expr(rng, ranges, depth - 1)
+  b = index_expr(rng, ranges, depth - 1)
+  if op is Ops.WHERE: return (a < b).where(index_expr(rng, ranges, depth - 1), b)
+  if op is Ops.SUB: return (a + b).alu(Ops.SUB, b) if rng.random() < 0.5 else a.maximum(b).alu(Ops.SUB, b)
+  return a.alu(op, b)
+
+
+def in_bounds(idx: UOp, size: int) -> UOp:
+  """idx wrapped into [0, size) when its bounds do not already prove it."""
+  if idx.vmin >= 0 and idx.vmax < size: return idx
+  if idx.vmin < 0: idx = idx.maximum(UOp.const(dtypes.index, 0))
+  return idx % UOp.const(dtypes.index, size)
+
+
+def kernel_case(rng: random.Random) -> Case:
+  """A small KERNEL_GRAPH: one kernel that stores an expression of loads at index expressions into a new buffer."""
+  inputs: dict[int, np.ndarray] = {}
+  n_in = rng.randint(1, 2)
+  shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 2)))
+  out_size = math.prod(shape)
+  dt = rng.choice([dtypes.int32, dtypes.float32, dtypes.int64])
+  rs = [UOp.range(d, i) for i, d in enumerate(shape)]
+  flat = UOp.const(dtypes.index, 0)
+  for r_, d in zip(rs, shape): flat = flat * UOp.const(dtypes.index, d) + r_
+  params, bufs = [UOp.param(0, dt, out_size)], [UOp.buffer(dt, out_size, id=1)]
+  val: UOp | None = None
+  for k in range(n_in):
+    size = rng.randint(1, 12)
+    p = UOp.param(k + 1, dt, size)
+    b = UOp.buffer(dt, size, id=k + 2)
+    gen = TensorGen(rng)
+    inputs[b.arg.id] = gen.values(dt, size) if not dt.is_float else np.array([rng.randint(-8, 8) / 4 for _ in range(size)], dtype=dt.np)
+    params.append(p)
+    bufs.append(b)
+    ld = p.index(in_bounds(index_expr(rng, rs), size)).load()
+    val = ld if val is None else val.alu(rng.choice([Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB]), ld)
+  assert val is not None
+  if rng.random() < 0.3 and len(rs) > 1:
+    red = UOp.range(shape[-1], len(rs), AxisType.REDUCE)
+    val = UOp(Ops.REDUCE, dt, (val.alu(Ops.ADD, params[1].index(in_bounds(index_expr(rng, [*rs, red]), params[1].arg.size)).load()), red), Ops.ADD)
+  st_ = params[0].index(in_bounds(flat, out_size)).store(val)
+  ksink = UOp(Ops.SINK, src=(st_.end(*rs),))
+  call = UOp(Ops.CALL, src=(ksink, *bufs), arg="k")
+  root = UOp(Ops.SINK, src=(bufs[0].after(call),))
+  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": None}, "kernel", features=frozenset({"kind:kernel"}))
+
+
+# ---- Hypothesis strategies ----
+def cases(weights: dict[str, float] | None = None, max_nodes: int = 48, max_steps: int = 7) -> st.SearchStrategy[Case]:
+  """Fuzz cases (TENSOR graph, inputs, lowering choices), shrinkable by Hypothesis."""
+  return st.randoms(use_true_random=False).map(lambda r: TensorGen(r, weights, max_nodes, max_steps).case())
+
+
+def tensor_graphs(**kw) -> st.SearchStrategy[UOp]:
+  """Graphs legal at TENSOR (SINK roots)."""
+  return cases(**kw).map(lambda c: c.root)
+
+
+def index_exprs(max_ranges: int = 3) -> st.SearchStrategy[tuple[UOp, list[UOp]]]:
+  """(a non-negative `index` expression, the RANGEs it uses)."""
+  def build(r: random.Random) -> tuple[UOp, list[UOp]]:
+    rs = [UOp.range(r.randint(1, 16), i) for i in range(r.randint(1, max_ranges))]
+    return index_expr(r, rs, 4), rs
+  return st.randoms(use_true_random=False).map(build)
+
+
+def kernel_graphs() -> st.SearchStrategy[Case]:
+  """Cases whose graph is a KERNEL_GRAPH of one kernel (kind "kernel")."""
+  return st.randoms(use_true_random=False).map(kernel_case)

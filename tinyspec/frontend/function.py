@@ -1,0 +1,82 @@
+"""@function: trace a Python function of Tensors into a value call CALL(TUPLE(outs...), args...) read through GETTUPLE.
+
+Tensor argument k becomes PARAM slot k (flat, of the argument's size and dtype), reshaped to the argument's shape
+inside the body. BUFFERs the body reads that were not arguments (captured from the closure) become extra args after
+the explicit ones, each with its own PARAM slot. A @function called while tracing another nests: its CALL is part of
+the outer body. Tracing the same function on the same args builds the identical, interned CALL.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from tinyspec.frontend.tensor import Tensor
+from tinyspec.uop import Ops, UOp
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+  """root with nodes replaced per mapping, rebuilt bottom-up; never enters a CALL body (its PARAMs are its own)."""
+  order: list[UOp] = []
+  seen: set[UOp] = set()
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, done = stack.pop()
+    if done:
+      order.append(u)
+      continue
+    if u in seen or u in mapping: continue
+    seen.add(u)
+    stack.append((u, True))
+    kids = u.src[1:] if u.op is Ops.CALL else u.src
+    stack.extend((s, False) for s in reversed(kids))
+  new: dict[UOp, UOp] = dict(mapping)
+  for u in order:
+    kids = u.src[1:] if u.op is Ops.CALL else u.src
+    nk = tuple(new.get(s, s) for s in kids)
+    if nk != kids: new[u] = u.replace(src=(u.src[0], *nk) if u.op is Ops.CALL else nk)
+  return new.get(root, root)
+
+
+def captured_buffers(root: UOp) -> list[UOp]:
+  """BUFFERs reachable from root outside CALL bodies, in first-seen order."""
+  out, seen = [], set()
+  stack = [root]
+  while stack:
+    u = stack.pop()
+    if u in seen: continue
+    seen.add(u)
+    if u.op is Ops.BUFFER: out.append(u)
+    kids = u.src[1:] if u.op is Ops.CALL else u.src
+    stack.extend(reversed(kids))
+  return out
+
+
+class Function:
+  """A traced function: calling it builds a value CALL and returns Tensors reading its outputs."""
+
+  def __init__(self, fn: Callable[..., Any], name: str | None = None):
+    self.fn, self.name = fn, name or fn.__name__
+    functools.update_wrapper(self, fn)
+
+  def __call__(self, *args: Any) -> Tensor | tuple[Tensor, ...]:
+    tensors = [a if isinstance(a, Tensor) else Tensor(a) for a in args]
+    params = [UOp.param(k, t.dtype, t.size, t.device or "CPU") for k, t in enumerate(tensors)]
+    inner = [Tensor(p.reshape(t.shape)) for p, t in zip(params, tensors)]
+    ret = self.fn(*inner)
+    single = isinstance(ret, Tensor)
+    outs = (ret,) if single else tuple(ret) if isinstance(ret, (tuple, list)) else None
+    if not outs or not all(isinstance(o, Tensor) for o in outs):
+      raise TypeError(f"@function {self.name} must return a Tensor or a tuple of Tensors, got {type(ret).__name__}")
+    body = UOp(Ops.TUPLE, src=tuple(o.uop for o in outs))
+    caps = captured_buffers(body)
+    mapping = {b: UOp.param(len(tensors) + j, b.dtype, b.arg.size, b.arg.device, b.arg.addrspace) for j, b in enumerate(caps)}
+    if mapping: body = substitute(body, mapping)
+    call = UOp(Ops.CALL, src=(body, *(t.uop for t in tensors), *caps), arg=self.name)
+    res = tuple(Tensor(call.gettuple(i)) for i in range(len(outs)))
+    return res[0] if single else res
+
+
+def function(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+  """Decorator: `@function` or `@function(name="f")`."""
+  if fn is None: return lambda f: Function(f, name)
+  return Function(fn, name)

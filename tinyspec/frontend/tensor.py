@@ -1,0 +1,469 @@
+"""The Tensor class: graph building over UOps with numpy-style broadcasting and dtype promotion."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.uop import GroupOp, Ops, UOp
+
+# data of BUFFERs made from Python data, by buffer id; graphs only name buffers, this is where their contents live
+_BUFFER_DATA: dict[int, np.ndarray] = {}
+
+
+def inputs_of(root: UOp) -> dict[int, np.ndarray]:
+  """{buffer id: data} for every BUFFER under root that a Tensor was made from (call bodies included)."""
+  return {u.arg.id: _BUFFER_DATA[u.arg.id] for u in root.toposort() if u.op is Ops.BUFFER and u.arg.id in _BUFFER_DATA}
+
+
+def _default_dtype(x: Any) -> DType:
+  if isinstance(x, (bool, np.bool_)): return dtypes.bool
+  if isinstance(x, (int, np.integer)): return dtypes.int32
+  if isinstance(x, (float, np.floating)): return dtypes.float32
+  raise TypeError(f"no dtype for {x!r}")
+
+
+def _rank(dt: DType) -> int:
+  return {"b": 0, "u": 1, "i": 1, "x": 1, "f": 2}[dt.kind]
+
+
+def promote(a: DType, b: DType) -> DType:
+  """The dtype of a binary op on a and b (see the module docstring)."""
+  if a is b: return a
+  if _rank(a) != _rank(b): return a if _rank(a) > _rank(b) else b
+  if a.is_float: return a if a.itemsize >= b.itemsize else b
+  if dtypes.index in (a, b): return dtypes.index
+  if a.is_signed == b.is_signed: return a if a.itemsize >= b.itemsize else b
+  s, u = (a, b) if a.is_signed else (b, a)
+  size = min(max(s.itemsize, 2 * u.itemsize), 8)
+  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[size]
+
+
+def _scalar_dtype(t: DType, x: Any) -> DType:
+  if isinstance(x, (bool, np.bool_)): return t
+  if isinstance(x, (int, np.integer)): return dtypes.int32 if t.is_bool else t
+  return t if t.is_float else dtypes.float32
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  n = max(len(s) for s in shapes)
+  out = []
+  for dims in zip(*((1,) * (n - len(s)) + tuple(s) for s in shapes)):
+    big = {d for d in dims if d != 1}
+    if len(big) > 1: raise ValueError(f"shapes {shapes} do not broadcast")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+
+def broadcast_uop(u: UOp, shape: tuple[int, ...]) -> UOp:
+  """u broadcast to shape with RESHAPE, EXPAND (prepending the broadcast axes) and PERMUTE."""
+  s = u.shape
+  if s == tuple(shape): return u
+  if len(shape) < len(s): raise ValueError(f"cannot broadcast {s} to {shape}")
+  full = (1,) * (len(shape) - len(s)) + tuple(s)
+  for d, t in zip(full, shape):
+    if d != t and d != 1: raise ValueError(f"cannot broadcast {s} to {shape}")
+  grow = [i for i, (d, t) in enumerate(zip(full, shape)) if d != t]
+  keep = [i for i in range(len(shape)) if i not in grow]
+  x = u.reshape(tuple(full[i] for i in keep)) if tuple(full[i] for i in keep) != s else u
+  if grow: x = x.expand(tuple(shape[i] for i in grow))
+  order = grow + keep  # the target axis each current axis holds
+  perm = tuple(order.index(i) for i in range(len(shape)))
+  if perm != tuple(range(len(shape))): x = x.permute(perm)
+  return x
+
+
+def _norm_axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+  if axis is None: return tuple(range(ndim))
+  axes = (axis,) if isinstance(axis, int) else tuple(axis)
+  out = []
+  for a in axes:
+    if not -ndim <= a < max(ndim, 1): raise IndexError(f"axis {a} out of range for {ndim} dims")
+    out.append(a % ndim if ndim else 0)
+  if len(set(out)) != len(out): raise ValueError(f"repeated axis in {axis}")
+  return tuple(sorted(out))
+
+
+class Tensor:
+  """A lazily built tensor: `uop` is its graph. Made from numpy arrays, Python lists and scalars, or a UOp."""
+  __slots__ = ("uop", "__weakref__")
+  __hash__ = object.__hash__
+
+  def __init__(self, data: Any, dtype: DType | None = None, device: str = "CPU"):
+    if isinstance(data, UOp):
+      if data.shape is None: raise ValueError(f"a Tensor needs a value with a shape, not {data.op.name}")
+      self.uop = data if dtype is None or dtype is data.dtype else data.cast(dtype)
+      return
+    if isinstance(data, Tensor):
+      self.uop = data.uop if dtype is None else data.cast(dtype).uop
+      return
+    if isinstance(data, np.ndarray): dt = dtype or dtypes.from_np(data.dtype)
+    else:
+      arr = np.array(data)
+      if arr.dtype == object: raise TypeError(f"cannot make a Tensor from {type(data).__name__}")
+      if dtype is None:
+        flat = arr.reshape(-1)
+        dt = _default_dtype(flat[0].item()) if flat.size else dtypes.float32
+        if arr.dtype.kind == "f": dt = dtypes.float32
+      else: dt = dtype
+      data = arr
+    if dt is dtypes.void or dt is dtypes.index: raise TypeError(f"a data Tensor cannot have dtype {dt.name}")
+    with np.errstate(all="ignore"): arr = np.array(data, dtype=dt.np).copy()
+    buf = UOp.buffer(dt, arr.size, device)
+    _BUFFER_DATA[buf.arg.id] = arr.reshape(-1)
+    self.uop = buf.reshape(arr.shape)
+
+  # ---- properties ----
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  @property
+  def size(self) -> int: return math.prod(self.shape)
+  @property
+  def device(self) -> str | None: return self.uop.device
+  def __repr__(self) -> str: return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype.name}>"
+  def __len__(self) -> int: return self.shape[0]
+
+  # ---- creation ----
+  @staticmethod
+  def full(shape: tuple[int, ...] | int, value: Any, dtype: DType | None = None) -> Tensor:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    dt = dtype or _default_dtype(value)
+    c = UOp.const(dt, value)
+    return Tensor(c.expand(shape) if shape else c)
+
+  @staticmethod
+  def zeros(shape: tuple[int, ...] | int, dtype: DType = dtypes.float32) -> Tensor: return Tensor.full(shape, 0, dtype)
+  @staticmethod
+  def ones(shape: tuple[int, ...] | int, dtype: DType = dtypes.float32) -> Tensor: return Tensor.full(shape, 1, dtype)
+
+  @staticmethod
+  def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: DType | None = None) -> Tensor:
+    """start, start+step, ... below stop; built as a prefix sum of a constant (no buffer)."""
+    if stop is None: start, stop = 0, start
+    dt = dtype or (dtypes.float32 if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.int32)
+    n = max(0, math.ceil((stop - start) / step))
+    if n == 0: return Tensor.full((0,), 0, dt)
+    return (Tensor.full((n,), step, dt).cumsum() + (start - step)).cast(dt)
+
+  @staticmethod
+  def sink(*tensors: Tensor | UOp) -> UOp:
+    """The root SINK of these tensors' graphs."""
+    return UOp(Ops.SINK, src=tuple(t.uop if isinstance(t, Tensor) else t for t in tensors))
+
+  def inputs(self) -> dict[int, np.ndarray]:
+    """{buffer id: data} for the buffers this tensor's graph reads."""
+    return inputs_of(self.uop)
+
+  # ---- evaluation ----
+  def numpy(self, backend: str = "reference") -> np.ndarray:
+    root = Tensor.sink(self)
+    inputs = inputs_of(root)
+    if backend == "reference":
+      from tinyspec.semantics import evaluate
+      out = evaluate(root, inputs)[0]
+    else:
+      try: from tinyspec.runtime import run
+      except ImportError: raise RuntimeError(f"backend {backend!r} is not available: tinyspec.runtime.run is missing") from None
+      out = run(root, inputs, backend)[0]
+    return np.asarray(out).reshape(self.shape)
+
+  def tolist(self) -> Any: return self.numpy().tolist()
+  def item(self) -> Any: return self.numpy().item()
+
+  # ---- helpers ----
+  def _wrap(self, x: Any, dtype: DType | None = None) -> Tensor:
+    if isinstance(x, Tensor): return x
+    if isinstance(x, (bool, int, float, np.generic)): return Tensor.full((), x, dtype or _scalar_dtype(self.dtype, x))
+    return Tensor(x)
+
+  def _binop_srcs(self, x: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    other = self._wrap(x)
+    a, b = (other, self) if reverse else (self, other)
+    dt = promote(a.dtype, b.dtype)
+    shape = broadcast_shape(a.shape, b.shape)
+    return a.cast(dt)._bcast(shape), b.cast(dt)._bcast(shape)
+
+  def _bcast(self, shape: tuple[int, ...]) -> Tensor:
+    return self if self.shape == shape else Tensor(broadcast_uop(self.uop, shape))
+
+  def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
+    return Tensor(self.uop.alu(op, *(s.uop for s in srcs)))
+
+  def _bin(self, op: Ops, x: Any, reverse: bool = False) -> Tensor:
+    a, b = self._binop_srcs(x, reverse)
+    return a._alu(op, b)
+
+  def _float(self) -> Tensor:
+    return self if self.dtype.is_float else self.cast(dtypes.float32)
+
+  def _need(self, kinds: str, what: str) -> None:
+    if self.dtype.kind not in kinds: raise TypeError(f"{what} is not defined for dtype {self.dtype.name}")
+
+  # ---- elementwise ----
+  def __add__(self, x: Any) -> Tensor: return self._bin(Ops.ADD, x)
+  def __radd__(self, x: Any) -> Tensor: return self._bin(Ops.ADD, x, True)
+  def __sub__(self, x: Any) -> Tensor: return self._bin(Ops.SUB, x)
+  def __rsub__(self, x: Any) -> Tensor: return self._bin(Ops.SUB, x, True)
+  def __mul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x)
+  def __rmul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x, True)
+  def __truediv__(self, x: Any) -> Tensor:
+    a, b = self._binop_srcs(x)
+    return a._float() * b._float().reciprocal()
+  def __rtruediv__(self, x: Any) -> Tensor:
+    a, b = self._binop_srcs(x, True)
+    return a._float() * b._float().reciprocal()
+  def __floordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x)
+  def __rfloordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x, True)
+  def __mod__(self, x: Any) -> Tensor: return self._bin(Ops.MOD, x)
+  def __rmod__(self, x: Any) -> Tensor: return self._bin(Ops.MOD, x, True)
+  def __and__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x)
+  def __rand__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x, True)
+  def __or__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x)
+  def __ror__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x, True)
+  def __xor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x)
+  def __rxor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x, True)
+  def __lshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHL, x)
+  def __rshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHR, x)
+  def __neg__(self) -> Tensor: return self._alu(Ops.NEG)
+  def __invert__(self) -> Tensor:
+    self._need("biux", "~")
+    return self ^ (True if self.dtype.is_bool else -1 if self.dtype.is_signed else self.dtype.max)
+  def __lt__(self, x: Any) -> Tensor: return self._bin(Ops.CMPLT, x)
+  def __gt__(self, x: Any) -> Tensor: return self._bin(Ops.CMPLT, x, True)
+  def __le__(self, x: Any) -> Tensor: return (self > x).logical_not()
+  def __ge__(self, x: Any) -> Tensor: return (self < x).logical_not()
+  def __eq__(self, x: Any) -> Tensor: return self._bin(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x: Any) -> Tensor: return self._bin(Ops.CMPNE, x)  # type: ignore[override]
+  def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._bin(Ops.CMPEQ, False)
+
+  def maximum(self, x: Any) -> Tensor: return self._bin(Ops.MAX, x)
+  def minimum(self, x: Any) -> Tensor:
+    a, b = self._binop_srcs(x)
+    return (a < b).where(a, b)
+  def where(self, a: Any, b: Any) -> Tensor:
+    """a where self is true, else b (self is cast to bool; a and b promote and broadcast)."""
+    cond = self.cast(dtypes.bool)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor): a = Tensor.full((), a)
+    x, y = a._binop_srcs(b) if isinstance(a, Tensor) else b._binop_srcs(a, reverse=True)
+    shape = broadcast_shape(cond.shape, x.shape)
+    return cond._bcast(shape)._alu(Ops.WHERE, x._bcast(shape), y._bcast(shape))
+
+  def cast(self, dtype: DType) -> Tensor: return self if dtype is self.dtype else Tensor(self.uop.cast(dtype))
+  def bitcast(self, dtype: DType) -> Tensor:
+    if dtype.itemsize != self.dtype.itemsize: raise TypeError(f"bitcast from {self.dtype.name} to {dtype.name} changes the item size")
+    return Tensor(self.uop.bitcast(dtype))
+
+  def exp2(self) -> Tensor: return self._float()._alu(Ops.EXP2)
+  def log2(self) -> Tensor: return self._float()._alu(Ops.LOG2)
+  def exp(self) -> Tensor: return (self._float() * (1 / math.log(2))).exp2()
+  def log(self) -> Tensor: return self._float().log2() * math.log(2)
+  def sqrt(self) -> Tensor: return self._float()._alu(Ops.SQRT)
+  def sin(self) -> Tensor: return self._float()._alu(Ops.SIN)
+  def cos(self) -> Tensor: return (self._float() + math.pi / 2).sin()
+  def reciprocal(self) -> Tensor: return self._float()._alu(Ops.RECIP)
+  def trunc(self) -> Tensor: return self._alu(Ops.TRUNC) if self.dtype.is_float else self
+  def relu(self) -> Tensor: return self.maximum(0)
+  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
+  def tanh(self) -> Tensor: return 2 * (2 * self._float()).sigmoid() - 1
+  def abs(self) -> Tensor: return (self < 0).where(-self, self) if self.dtype.kind != "u" and not self.dtype.is_bool else self
+  def square(self) -> Tensor: return self * self
+
+  # ---- movement ----
+  def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+    shp = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+    if shp.count(-1) > 1: raise ValueError(f"reshape {shp}: at most one -1")
+    if -1 in shp:
+      rest = math.prod(d for d in shp if d != -1)
+      shp = tuple(self.size // rest if d == -1 else d for d in shp)
+    if math.prod(shp) != self.size: raise ValueError(f"cannot reshape {self.shape} to {shp}")
+    return self if shp == self.shape else Tensor(self.uop.reshape(shp))
+
+  def permute(self, *order: int | Sequence[int]) -> Tensor:
+    o = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
+    o = tuple(a % self.ndim for a in o)
+    if sorted(o) != list(range(self.ndim)): raise ValueError(f"{o} is not a permutation of {self.ndim} axes")
+    return self if o == tuple(range(self.ndim)) else Tensor(self.uop.permute(o))
+
+  def transpose(self, a: int = -2, b: int = -1) -> Tensor:
+    order = list(range(self.ndim))
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+
+  @property
+  def T(self) -> Tensor: return self.transpose()
+
+  def expand(self, *shape: int | Sequence[int]) -> Tensor:
+    """numpy-style broadcast to shape (-1 keeps a dim)."""
+    shp = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+    full = (1,) * (len(shp) - self.ndim) + self.shape
+    return self._bcast(tuple(f if s == -1 else s for s, f in zip(shp, full)))
+
+  def pad(self, padding: Sequence[tuple[int, int] | None]) -> Tensor:
+    """padding[i] = (before, after) zeros on axis i (None: no padding)."""
+    if len(padding) != self.ndim: raise ValueError(f"pad needs {self.ndim} entries, got {len(padding)}")
+    arg = tuple((0, d) if p is None else (p[0], p[0] + d + p[1]) for p, d in zip(padding, self.shape))
+    if any(p is not None and (p[0] < 0 or p[1] < 0) for p in padding): raise ValueError(f"negative padding {padding}")
+    return self if all(o == 0 and n == d for (o, n), d in zip(arg, self.shape)) else Tensor(self.uop.pad(arg))
+
+  def shrink(self, window: Sequence[tuple[int, int] | None]) -> Tensor:
+    """window[i] = (start, end) kept on axis i (None: all)."""
+    if len(window) != self.ndim: raise ValueError(f"shrink needs {self.ndim} entries, got {len(window)}")
+    arg = tuple((0, d) if w is None else (w[0], w[1] - w[0]) for w, d in zip(window, self.shape))
+    return self if all(o == 0 and n == d for (o, n), d in zip(arg, self.shape)) else Tensor(self.uop.shrink(arg))
+
+  def flip(self, axis: int | Sequence[int]) -> Tensor:
+    axes = _norm_axes(axis, self.ndim)
+    return Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
+
+  def __getitem__(self, key: Any) -> Tensor:
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in key) > 1: raise IndexError("only one ... allowed")
+    if Ellipsis in key:
+      i = key.index(Ellipsis)
+      key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+    if len(key) > self.ndim: raise IndexError(f"too many indices ({len(key)}) for {self.ndim} dims")
+    key = key + (slice(None),) * (self.ndim - len(key))
+    window, flips, out_shape = [], [], []
+    for i, (k, d) in enumerate(zip(key, self.shape)):
+      if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        k = int(k)
+        if not -d <= k < d: raise IndexError(f"index {k} out of range for axis {i} of size {d}")
+        window.append((k % d, k % d + 1))
+      elif isinstance(k, slice):
+        start, stop, step = k.indices(d)
+        if step == 1: window.append((start, max(start, stop)))
+        elif step == -1:
+          lo, hi = stop + 1, start + 1
+          window.append((lo, max(lo, hi)))
+          flips.append(i)
+        else: raise IndexError(f"slice step {step} is not supported (only 1 and -1)")
+        out_shape.append(window[-1][1] - window[-1][0])
+      else: raise IndexError(f"unsupported index {k!r}")
+    x = self.shrink(window)
+    if flips: x = x.flip(flips)
+    return x.reshape(tuple(out_shape))
+
+  # ---- reductions ----
+  def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
+    axes = _norm_axes(axis, self.ndim)
+    rest = [i for i in range(self.ndim) if i not in axes]
+    x = self.permute(list(axes) + rest) if axes else self
+    out = Tensor(x.uop.reduce(op, len(axes))) if axes else x
+    if keepdim: out = out.reshape(tuple(1 if i in axes else d for i, d in enumerate(self.shape)))
+    return out
+
+  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    x = self.cast(dtypes.int32) if self.dtype.is_bool else self
+    return x._reduce(Ops.ADD, axis, keepdim)
+
+  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    x = self.cast(dtypes.int32) if self.dtype.is_bool else self
+    return x._reduce(Ops.MUL, axis, keepdim)
+
+  def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    return self._reduce(Ops.MAX, axis, keepdim)
+
+  def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    # an order-reversing bijection of the dtype, so no value is lost: -x for floats, ~x for ints and bools
+    if self.dtype.is_float: return -((-self).max(axis, keepdim))
+    return ~((~self).max(axis, keepdim))
+
+  def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    n = math.prod(self.shape[i] for i in _norm_axes(axis, self.ndim))
+    return self._float().sum(axis, keepdim) * (1.0 / n if n else float("nan"))
+
+  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    d = self._float() - self._float().mean(axis, keepdim=True)
+    return (d * d).mean(axis, keepdim)
+
+  def argmax(self, axis: int = -1, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum along axis (int32)."""
+    axis = axis % self.ndim
+    n = self.shape[axis]
+    mask = self == self.max(axis, keepdim=True)
+    rev = Tensor.arange(n, 0, -1).reshape(tuple(n if i == axis else 1 for i in range(self.ndim)))
+    return (n - mask.where(rev, 0).max(axis, keepdim)).cast(dtypes.int32)
+
+  # ---- windows, prefix sums ----
+  def windows(self, k: int) -> Tensor:
+    """Sliding windows of length k along the last axis, by repeat / reshape / shrink: shape (..., k, L-k+1),
+    out[..., r, c] = x[..., c + r]."""
+    L = self.shape[-1]
+    o = L - k + 1
+    if o <= 0 or k <= 0: raise ValueError(f"window {k} does not fit length {L}")
+    e = -(-k * (L + 1) // L)
+    lead = self.shape[:-1]
+    x = Tensor(self.uop.expand((e,)))  # (e, ..., L)
+    x = x.permute(list(range(1, len(lead) + 1)) + [0, len(lead) + 1]).reshape(lead + (e * L,))
+    x = x.shrink([None] * len(lead) + [(0, k * (L + 1))]).reshape(lead + (k, L + 1))
+    return x.shrink([None] * len(lead) + [None, (0, o)])
+
+  def cumsum(self, axis: int = -1) -> Tensor:
+    """Prefix sum along axis, as a window sum over the input padded with n-1 leading zeros."""
+    axis = axis % self.ndim
+    n = self.shape[axis]
+    if n == 0: return self
+    x = self.transpose(axis, -1) if axis != self.ndim - 1 else self
+    x = x.pad([None] * (x.ndim - 1) + [(n - 1, 0)]).windows(n).sum(-2)
+    return x.transpose(axis, -1) if axis != self.ndim - 1 else x
+
+  # ---- composites ----
+  def matmul(self, w: Tensor) -> Tensor:
+    a, b = self, w
+    if a.ndim == 0 or b.ndim == 0: raise ValueError("matmul needs at least 1-d operands")
+    va, vb = a.ndim == 1, b.ndim == 1
+    if va: a = a.reshape(1, a.shape[0])
+    if vb: b = b.reshape(b.shape[0], 1)
+    if a.shape[-1] != b.shape[-2]: raise ValueError(f"matmul shapes {self.shape} and {w.shape} do not match")
+    x = a.reshape(a.shape[:-1] + (1, a.shape[-1])) * b.transpose(-1, -2).reshape(b.shape[:-2] + (1, b.shape[-1], b.shape[-2]))
+    out = x.sum(-1)
+    if va: out = out.reshape(out.shape[:-2] + out.shape[-1:])
+    if vb: out = out.reshape(out.shape[:-1])
+    return out
+
+  __matmul__ = matmul
+  def dot(self, w: Tensor) -> Tensor: return self.matmul(w)
+
+  def softmax(self, axis: int = -1) -> Tensor:
+    e = (self - self.max(axis, keepdim=True)).exp()
+    return e / e.sum(axis, keepdim=True)
+
+  def log_softmax(self, axis: int = -1) -> Tensor:
+    m = self - self.max(axis, keepdim=True)
+    return m - m.exp().sum(axis, keepdim=True).log()
+
+  def layernorm(self, axis: int = -1, eps: float = 1e-5) -> Tensor:
+    x = self._float()
+    d = x - x.mean(axis, keepdim=True)
+    return d * ((d * d).mean(axis, keepdim=True) + eps).sqrt().reciprocal()
+
+  # ---- realization and effects ----
+  def contiguous(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
+  def copy_to(self, device: str) -> Tensor: return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), device))
+
+  def is_storage(self) -> bool:
+    u = self.uop
+    while u.op in GroupOp.Movement or u.op is Ops.AFTER: u = u.src[0]
+    return u.op in (Ops.BUFFER, Ops.PARAM, Ops.CONTIGUOUS)
+
+  def assign(self, x: Any) -> Tensor:
+    """Store x into this tensor's storage: STORE(self, x) then AFTER, which this tensor then refers to."""
+    if not self.is_storage(): raise ValueError(f"assign target {self.uop.op.name} is not storage (a buffer or a view of one)")
+    v = self._wrap(x, self.dtype).cast(self.dtype)._bcast(self.shape)
+    self.uop = self.uop.after(self.uop.store(v.uop))
+    return self
+
+  def _iop(self, op: str, x: Any) -> Tensor:
+    out = getattr(self, op)(x)
+    return self.assign(out) if self.is_storage() else out
+
+  def __iadd__(self, x: Any) -> Tensor: return self._iop("__add__", x)
+  def __isub__(self, x: Any) -> Tensor: return self._iop("__sub__", x)
+  def __imul__(self, x: Any) -> Tensor: return self._iop("__mul__", x)

@@ -1,0 +1,77 @@
+"""Walking and rebuilding the kernels of a kernel graph: the plumbing every kernel-level pass shares.
+
+A kernel body is the src[0] of a kernel CALL: a SINK of effects (STORE, END, GROUP) at the KERNEL stage or a PROGRAM
+after linearize. A CALL body may also be a SINK that is itself a kernel graph (a precompiled value call); those are
+walked into. A pass may also be given one kernel body on its own instead of a whole graph.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tinyspec.uop import Ops, UOp
+
+_EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP})
+
+
+def is_kernel_body(u: UOp) -> bool:
+  """A kernel SINK (only effects under it) or a PROGRAM."""
+  return u.op is Ops.PROGRAM or (u.op is Ops.SINK and all(s.op in _EFFECTS for s in u.src))
+
+
+def is_kernel_call(u: UOp) -> bool:
+  return u.op is Ops.CALL and len(u.src) > 0 and is_kernel_body(u.src[0])
+
+
+def _outer_nodes(root: UOp) -> list[UOp]:
+  # the walk stops at kernel bodies: their insides are the passes' business, and can be large
+  return root.toposort(gate=lambda u: not is_kernel_body(u))
+
+
+def kernel_calls(root: UOp) -> list[UOp]:
+  """Every kernel CALL of the graph (nested kernel graphs included), in execution-compatible order."""
+  if is_kernel_body(root): return []
+  return [u for u in _outer_nodes(root) if is_kernel_call(u)]
+
+
+def map_kernels(root: UOp, fn: Callable[[UOp | None, UOp], UOp]) -> UOp:
+  """The graph with each kernel body replaced by fn(call, body). When root is itself a body: fn(None, root)."""
+  if is_kernel_body(root): return fn(None, root)
+  new: dict[UOp, UOp] = {}
+  for u in _outer_nodes(root):
+    if is_kernel_body(u): continue  # replaced where its CALL is rebuilt
+    if is_kernel_call(u):
+      body = fn(u, u.src[0])
+      src = (body, *(new[s] for s in u.src[1:]))
+    else:
+      src = tuple(new[s] for s in u.src)
+    new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+  return new[root]
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+  """root with every node in mapping replaced by its image (and every user of one rebuilt). Iterative."""
+  if not mapping: return root
+  new: dict[UOp, UOp] = {}
+  for u in root.toposort(gate=lambda u: u not in mapping):
+    if u in mapping:
+      new[u] = mapping[u]
+      continue
+    src = tuple(new[s] for s in u.src)
+    new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+  return new[root]
+
+
+def open_ranges(root: UOp) -> dict[UOp, frozenset[UOp]]:
+  """For every node under root, the RANGEs it depends on that no END or REDUCE between it and them closes."""
+  out: dict[UOp, frozenset[UOp]] = {}
+  for u in root.toposort():
+    rs: frozenset[UOp] = frozenset().union(*(out[s] for s in u.src)) if u.src else frozenset()
+    if u.op is Ops.RANGE: rs = rs | {u}
+    elif u.op in (Ops.END, Ops.REDUCE): rs = rs - {s for s in u.src[1:] if s.op is Ops.RANGE}
+    out[u] = rs
+  return out
+
+
+def max_axis(root: UOp) -> int:
+  """The largest RANGE axis id under root, -1 when there is none."""
+  return max((u.arg.axis for u in root.toposort() if u.op is Ops.RANGE), default=-1)

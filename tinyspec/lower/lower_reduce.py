@@ -1,0 +1,49 @@
+"""lower_reduce (KERNEL -> KERNEL): every REDUCE(value, rr...) becomes an accumulator in a REG buffer.
+
+The form is fixed by docs/ir.md (the evaluator gives it the meaning of the reduction):
+
+  acc  = BUFFER(value.dtype, size=1, addrspace=REG)
+  init = STORE(INDEX(AFTER(acc, outer...), 0), identity)        outer: the RANGEs the REDUCE depends on, by axis
+  upd  = END(STORE(INDEX(acc, 0), op(LOAD(INDEX(AFTER(acc, init, rr...), 0)), value)), rr...)
+  read = LOAD(INDEX(AFTER(acc, upd), 0))
+"""
+from __future__ import annotations
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.kernel_map import map_kernels, open_ranges
+from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.spec import Stage
+from tinyspec.uop import AddrSpace, Ops, UOp
+
+
+def identity(op: Ops, dt: DType) -> UOp:
+  """The identity element of a reduction: 0 for ADD, 1 for MUL, the dtype's minimum (-inf for floats) for MAX."""
+  if op is Ops.ADD: return UOp.const(dt, 0)
+  if op is Ops.MUL: return UOp.const(dt, 1)
+  if op is Ops.MAX: return UOp.const(dt, dt.min)
+  raise ValueError(f"REDUCE op {op!r} is not one of ADD, MUL, MAX")
+
+
+def reduce_to_acc(red: UOp) -> UOp:
+  """The accumulator form of one REDUCE node."""
+  value, rr = red.src[0], red.src[1:]
+  if not all(r.op is Ops.RANGE for r in rr): raise ValueError(f"REDUCE over {[r.op.name for r in rr]}: every source after the value must be a RANGE")
+  outer = sorted(open_ranges(red)[red], key=lambda r: r.arg.axis)
+  acc = UOp.buffer(value.dtype, 1, red.device or "CPU", AddrSpace.REG)
+  init = UOp(Ops.INDEX, acc.dtype, (acc.after(*outer) if outer else acc, UOp.const(dtypes.index, 0))).store(identity(red.arg, value.dtype))
+  running = UOp(Ops.INDEX, acc.dtype, (acc.after(init, *rr), UOp.const(dtypes.index, 0))).load()
+  upd = acc.index(UOp.const(dtypes.index, 0)).store(running.alu(red.arg, value)).end(*rr)
+  return acc.after(upd).index(UOp.const(dtypes.index, 0)).load()
+
+
+lower_reduce_pm = PatternMatcher([
+  ("reduce_to_accumulator", UPat(Ops.REDUCE, name="red"), lambda red: reduce_to_acc(red) if not isinstance(red.arg, tuple) else None),
+], name="lower_reduce")
+
+
+def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+  return map_kernels(root, lambda call, body: trace.rewrite(body, lower_reduce_pm))
+
+
+LOWER_REDUCE = Pass("lower_reduce", Stage.KERNEL, Stage.KERNEL, _run, (lower_reduce_pm,))

@@ -1,0 +1,184 @@
+"""optimize (KERNEL -> KERNEL): opts applied to the ranges of each kernel.
+
+An opt is a tuple naming a RANGE by its axis id (RangeArg.axis, unique within a kernel):
+
+  ("split", axis, factor)  RANGE r of bound n (n % factor == 0, 1 < factor < n) becomes ro * factor + ri with
+                           ro = RANGE(n // factor) and ri = RANGE(factor) of the same kind, new axis ids max+1 and
+                           max+2 (a GLOBAL range keeps GLOBAL on ro only); every END and REDUCE over r runs over
+                           (ro, ri) instead.
+  ("unroll", axis)         a RANGE of bound 1..UNROLL_LIMIT is replaced by its copies: an END over it becomes a GROUP
+                           of the body with r = 0, 1, ...; a REDUCE over it combines the copies with its op.
+  ("global", axis)         a LOOP range becomes GLOBAL (OpenCL runs it as get_global_id; C keeps it a loop). It must
+                           enclose the whole kernel: every entry of the kernel SINK is an END over it. At most
+                           MAX_GLOBALS per kernel.
+
+Every opt is tried on every kernel of the graph. An opt that does not apply to a kernel (no such axis, a bound that
+is not a constant or not divisible, a range too long to unroll, a range that does not enclose the kernel, a
+malformed tuple's numbers out of range) leaves that kernel unchanged, so a fuzzer may choose opts freely.
+A tuple that is not an opt at all (unknown name, wrong length, non-integer fields) is a ValueError.
+
+options.opts None runs the heuristic: unroll every reduce range of bound <= 4, then mark the leading (up to 3) LOOP
+ranges of a kernel whose SINK holds a single END as GLOBAL.
+After the opts, a kernel they changed is simplified again (unrolled copies index with constants).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.kernel_map import map_kernels, max_axis, substitute
+from tinyspec.lower.simplify import SIMPLIFY_PM, simplify_body
+from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.spec import Stage
+from tinyspec.uop import AxisType, Ops, RangeArg, UOp
+
+UNROLL_LIMIT = 32
+MAX_GLOBALS = 3
+HEURISTIC_UNROLL = 4
+OPT_ARITY = {"split": 3, "unroll": 2, "global": 2}
+
+
+def validate_opts(opts: tuple | list) -> list[tuple]:
+  """The opts as a list of tuples; ValueError naming the first one that is not an opt."""
+  out = []
+  for o in opts:
+    if not isinstance(o, (tuple, list)) or not o or o[0] not in OPT_ARITY:
+      raise ValueError(f"opt {o!r} is not one of ('split', axis, factor), ('unroll', axis), ('global', axis)")
+    if len(o) != OPT_ARITY[o[0]] or not all(isinstance(x, int) and not isinstance(x, bool) for x in o[1:]):
+      raise ValueError(f"opt {o!r}: {o[0]!r} takes {OPT_ARITY[o[0]] - 1} integer argument(s)")
+    out.append(tuple(o))
+  return out
+
+
+@dataclass
+class OptCtx:
+  axis: int
+  factor: int = 0
+  new_axis: int = 0
+  split: dict | None = None  # the expression ro*f+ri -> (ro, ri)
+
+
+def _find_range(body: UOp, axis: int) -> UOp | None:
+  return next((u for u in body.toposort() if u.op is Ops.RANGE and u.arg.axis == axis), None)
+
+
+def _bound(r: UOp) -> int | None:
+  return r.src[0].arg if r.src[0].op is Ops.CONST else None
+
+
+# ---- split ----
+def split_range(ctx: OptCtx, r: UOp) -> UOp | None:
+  if r.arg.axis != ctx.axis: return None
+  n = _bound(r)
+  outer_kind = r.arg.kind
+  inner_kind = AxisType.LOOP if outer_kind is AxisType.GLOBAL else outer_kind
+  ro = UOp.range(n // ctx.factor, ctx.new_axis, outer_kind)
+  ri = UOp.range(ctx.factor, ctx.new_axis + 1, inner_kind)
+  expr = ro * UOp.const(r.dtype, ctx.factor) + ri
+  ctx.split[expr] = (ro, ri)
+  return expr
+
+
+def _respan(ctx: OptCtx, u: UOp) -> UOp | None:
+  if not any(s in ctx.split for s in u.src[1:]): return None
+  rs = tuple(x for s in u.src[1:] for x in (ctx.split[s] if s in ctx.split else (s,)))
+  return u.replace(src=(u.src[0], *rs))
+
+
+split_pm = PatternMatcher([
+  ("split_range", UPat(Ops.RANGE, name="r"), split_range),
+  ("split_end_ranges", UPat(Ops.END, name="u"), _respan),
+  ("split_reduce_ranges", UPat(Ops.REDUCE, name="u"), _respan),
+], name="split")
+
+
+# ---- unroll ----
+def _copies(ctx: OptCtx, u: UOp, x: UOp) -> tuple[list[UOp], tuple[UOp, ...]] | None:
+  r = next((s for s in u.src[1:] if s.op is Ops.RANGE and s.arg.axis == ctx.axis), None)
+  if r is None: return None
+  n = _bound(r)
+  return [substitute(x, {r: UOp.const(r.dtype, i)}) for i in range(n)], tuple(s for s in u.src[1:] if s is not r)
+
+
+def unroll_end(ctx: OptCtx, u: UOp) -> UOp | None:
+  if (hit := _copies(ctx, u, u.src[0])) is None: return None
+  copies, rest = hit
+  effects = [y for c in copies for y in (c.src if c.op is Ops.GROUP else (c,))]
+  group = UOp(Ops.GROUP, src=tuple(effects))
+  return group.end(*rest) if rest else group
+
+
+def unroll_reduce(ctx: OptCtx, u: UOp) -> UOp | None:
+  if (hit := _copies(ctx, u, u.src[0])) is None: return None
+  copies, rest = hit
+  val = functools.reduce(lambda a, b: a.alu(u.arg, b), copies)
+  return UOp(Ops.REDUCE, u.dtype, (val, *rest), u.arg) if rest else val
+
+
+unroll_pm = PatternMatcher([
+  ("unroll_end", UPat(Ops.END, name="u"), unroll_end),
+  ("unroll_reduce", UPat(Ops.REDUCE, name="u"), unroll_reduce),
+], name="unroll")
+
+
+# ---- global ----
+def mark_global(ctx: OptCtx, r: UOp) -> UOp | None:
+  if r.arg.axis != ctx.axis or r.arg.kind is not AxisType.LOOP: return None
+  return r.replace(arg=RangeArg(r.arg.axis, AxisType.GLOBAL))
+
+
+global_pm = PatternMatcher([("mark_global", UPat(Ops.RANGE, name="r"), mark_global)], name="global")
+
+
+# ---- applicability and driver ----
+def _encloses_kernel(body: UOp, r: UOp) -> bool:
+  return body.op is Ops.SINK and len(body.src) > 0 and all(s.op is Ops.END and r in s.src[1:] for s in body.src)
+
+
+def apply_opt(body: UOp, opt: tuple, trace: Trace) -> UOp:
+  """body with one opt applied, or body itself when the opt does not apply to it."""
+  kind, axis = opt[0], opt[1]
+  if (r := _find_range(body, axis)) is None or (n := _bound(r)) is None: return body
+  if kind == "split":
+    f = opt[2]
+    if not (1 < f < n and n % f == 0): return body
+    return trace.rewrite(body, split_pm, OptCtx(axis, f, max_axis(body) + 1, {}))
+  if kind == "unroll":
+    if not 1 <= n <= UNROLL_LIMIT: return body
+    return trace.rewrite(body, unroll_pm, OptCtx(axis))
+  if kind == "global":
+    nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
+    if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
+    return trace.rewrite(body, global_pm, OptCtx(axis))
+  raise ValueError(f"unknown opt {opt!r}")
+
+
+def heuristic_opts(body: UOp) -> list[tuple]:
+  """The opts the heuristic picks for one kernel body."""
+  opts: list[tuple] = []
+  nodes = body.toposort()
+  reduce_ranges = {s for u in nodes if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.RANGE}
+  for r in sorted(reduce_ranges, key=lambda r: r.arg.axis):
+    if (n := _bound(r)) is not None and 1 <= n <= HEURISTIC_UNROLL: opts.append(("unroll", r.arg.axis))
+  if body.op is Ops.SINK and len(body.src) == 1 and body.src[0].op is Ops.END:
+    loops = [r for r in body.src[0].src[1:] if r.op is Ops.RANGE and r.arg.kind is AxisType.LOOP]
+    opts += [("global", r.arg.axis) for r in loops[:MAX_GLOBALS]]
+  return opts
+
+
+def optimize_body(body: UOp, opts: tuple | list | None, trace: Trace | None = None) -> UOp:
+  trace = trace or Trace()
+  start = body
+  for opt in heuristic_opts(body) if opts is None else validate_opts(opts):
+    body = apply_opt(body, opt, trace)
+  # unrolled copies hold constant indices: fold them now rather than render them
+  return body if body is start else simplify_body(body, trace)
+
+
+def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+  if options.opts is not None: validate_opts(options.opts)
+  return map_kernels(root, lambda call, body: optimize_body(body, options.opts, trace))
+
+
+OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, _run, (split_pm, unroll_pm, global_pm, SIMPLIFY_PM))

@@ -1,0 +1,212 @@
+"""rangeify (TENSOR -> KERNEL, a kernel graph whose CALL bodies are kernel SINKs): realize, allocate, index.
+
+1. PREPARE (rule table): DETACH is dropped, AFTER is moved under views (AFTER(view(x), d) -> view(AFTER(x, d))) so an
+   AFTER always sits on storage and names one version of it, GETTUPLE of a bare TUPLE is folded.
+2. schedule.Schedule (plain Python) chooses what is realized and the kernels, their storage versions and their order.
+   Realized (realize="minimal"): SINK values that are not exactly a flat leaf, CONTIGUOUS, COPY, REDUCE, value-call
+   outputs and their args that are not flat storage, the storage under an AFTER; STORE becomes a kernel writing its
+   target in place. realize="all" also realizes every elementwise value.
+3. Every kernel becomes CALL(body, args...): slot 0 is the buffer it writes (for a precompiled call: the inputs, then
+   one output buffer per TUPLE element), then one slot per storage version it reads. An arg is BUFFER/PARAM, or
+   AFTER(BUFFER, calls...) naming every kernel it must run after: the writer of the version read (RAW); for the
+   written arg, the previous writer (WAW) and every reader of the old contents (WAR). The body
+     SINK(END(STORE(INDEX(PARAM(0), flat(r0..rn)), value), r0..rn))
+   comes from the INDEXING table (indexing.py) rewriting the value addressed at the output RANGEs; a REDUCE is
+   REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A precompiled value call is lowered on its own into a
+   nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
+   AFTER(out_buf_i, CALL). A COPY is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
+4. The root is SINK of one entry per tensor SINK entry, in order:
+   - a value: AFTER(BUFFER, writer CALL) of its buffer, or the input BUFFER itself when it is exactly an unwritten input
+     (seen through RESHAPEs only). A version of storage that a later kernel overwrites is copied first.
+   - an effect (STORE, GROUP, END, opaque CALL): AFTER(BUFFER written by its first kernel, every kernel performing it).
+     It evaluates to that buffer's contents; the tensor graph gives None there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tinyspec.dtype import dtypes
+from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.indexing import INDEXING, flatten, iconst, vindex
+from tinyspec.lower.schedule import Kernel, Read, Schedule
+from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.spec import Stage
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp
+
+
+def _after_through_view(a: UOp, v: UOp) -> UOp:
+  return v.replace(src=(a.replace(src=(v.src[0], *a.src[1:])),))
+
+
+PREPARE = PatternMatcher([
+  ("strip_detach", UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
+  ("after_through_view", UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="v"),), allow_any_len=True, name="a"), _after_through_view),
+  ("prepare_gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), lambda g, t: t.src[g.arg]),
+], "rangeify_prepare")
+
+
+@dataclass
+class KernelCtx:
+  """What the INDEXING rules need: the PARAM each leaf of the kernel is loaded from."""
+  leaves: dict[UOp, UOp]
+
+
+def _node_of(key) -> UOp:
+  return key if isinstance(key, UOp) else key[-1]
+
+
+def _param(slot: int, storage: UOp) -> UOp:
+  a = storage.arg
+  return UOp.param(slot, storage.dtype, a.size, a.device, a.addrspace)
+
+
+def _dedupe(xs: list) -> list: return list(dict.fromkeys(xs))
+
+
+class _Builder:
+  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, out_params: list[UOp] | None):
+    self.s, self.options, self.trace = sched, options, trace
+    self.buffers: dict = {}
+    self.nested: dict[UOp, UOp] = {}
+    self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
+    if out_params is not None:
+      if len(out_params) != len(sched.entries): raise ValueError("a nested graph needs one output PARAM per value")
+      for p, (kind, r) in zip(out_params, sched.entries):
+        if kind == "effect": raise ValueError("a value call returns an effect; TUPLE elements must be values")
+        self.buffers[r.key] = p
+
+  # ---- storage and args ----
+  def storage(self, key) -> UOp:
+    if (b := self.buffers.get(key)) is not None: return b
+    if isinstance(key, UOp) and key.op in GroupOp.Storage: return key
+    n = _node_of(key)
+    b = self.buffers[key] = UOp.buffer(n.dtype, n.size, n.device or "CPU")
+    return b
+
+  def _after(self, b: UOp, ks: list[Kernel]) -> UOp:
+    if any(k.call is None and k not in self.empty for k in ks): raise RuntimeError("a kernel was built before one it depends on")
+    deps = _dedupe([k.call for k in ks if k.call is not None])
+    return b.after(*deps) if deps else b
+
+  def read_arg(self, r: Read) -> UOp:
+    ks = ([self.s.writer[(r.key, r.version)]] if r.version >= 1 else []) + list(r.extras)
+    return self._after(self.storage(r.key), ks)
+
+  def write_arg(self, k: Kernel, key, ver: int) -> UOp:
+    ks = [self.s.writer[(key, ver - 1)]] if ver >= 2 else []
+    ks += [rk for kk, rk in k.war if kk == key]
+    if k.target is not None: ks += list(k.target_ref.extras)
+    return self._after(self.storage(key), ks)
+
+  # ---- kernels ----
+  def build(self) -> UOp:
+    for k in self.s.order: self.build_kernel(k)
+    out = []
+    for kind, r in self.s.entries:
+      if kind == "effect":
+        first = next((w for k in r for w in k.writes), None)
+        if first is None: raise ValueError("an effect entry whose kernels write no storage")
+        out.append(self._after(self.storage(first[0]), list(r)))
+      else: out.append(self.read_arg(r))
+    return UOp(Ops.SINK, dtypes.void, tuple(out))
+
+  def build_kernel(self, k: Kernel) -> None:
+    if k.kind == "call": k.call = self.build_call(k)
+    elif k.kind == "copy":
+      (key, ver), r = k.writes[0], next(iter(k.reads.values()))
+      src = self.storage(r.key)
+      body = UOp(Ops.COPY, src.dtype, (_param(1, src),), k.node.arg)
+      k.call = UOp(Ops.CALL, dtypes.void, (body, self.write_arg(k, key, ver), self.read_arg(r)))
+    elif k.kind == "opaque":
+      args = [self.write_arg(k, key, v) for key, v in k.writes]
+      by_key = {key: a for (key, _), a in zip(k.writes, args)}
+      k.call = k.node.replace(src=(k.node.src[0], *[by_key[k.reads[self.s.flat_base(a)].key] for a in k.node.src[1:]]))
+    elif (k.target if k.kind == "store" else k.expr).size == 0: self.empty.add(k)
+    else: k.call = self.build_body(k)
+
+  def build_body(self, k: Kernel) -> UOp:
+    key, ver = k.writes[0]
+    args = [self.write_arg(k, key, ver)]
+    p0 = _param(0, self.storage(key))
+    leaves: dict[UOp, UOp] = {}
+    inplace = []
+    for leaf, r in k.reads.items():
+      if r.key == key and r.version == ver - 1: leaves[leaf] = p0; inplace.append(leaf)  # noqa: E702
+      else:
+        a = self.read_arg(r)
+        if a not in args: args.append(a)
+        leaves[leaf] = _param(args.index(a), self.storage(r.key))
+    if k.kind == "store":
+      # the target is addressed through its own views, based on a marker so it never shares a leaf with the value
+      marker = p0.replace(tag="store_target")
+      leaves[marker] = p0
+      target = _rebase(k.target, marker)
+      shape = target.shape
+      if k.expr.shape != shape: raise ValueError(f"STORE of a {k.expr.shape} value into a {shape} target")
+      ro = _ranges(shape)
+      st = vindex(target, ro).store(vindex(k.expr, ro), *(() if k.gate is None else (vindex(k.gate, ro),)))
+    else:
+      own = k.own
+      shape = own.shape if own is not None else k.expr.shape
+      ro = _ranges(shape)
+      if own is not None and own.op is Ops.REDUCE:
+        x, (op, n) = own.src[0], own.arg
+        rr = _ranges(x.shape[:n], len(ro), AxisType.REDUCE)
+        loops = [r for r in rr if r.op is Ops.RANGE]
+        val = UOp(Ops.REDUCE, x.dtype, (vindex(x, rr + ro), *loops), op) if loops else vindex(x, rr + ro)
+      else: val = vindex(k.expr, ro)
+      st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
+    loops = [r for r in ro if r.op is Ops.RANGE]
+    body = self.trace.rewrite(UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,)), INDEXING, KernelCtx(leaves), bottom_up=False)
+    if inplace and not _pointwise(body, p0):
+      # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
+      for leaf in inplace:
+        s = self.s.snapshot(leaf)
+        if s.call is None: self.build_kernel(s)
+        k.reads[leaf] = Read(s.writes[0][0], 1)
+      return self.build_body(k)
+    return UOp(Ops.CALL, dtypes.void, (body, *args))
+
+  def build_call(self, k: Kernel) -> UOp:
+    call = k.node
+    ins = [self.read_arg(k.reads[self.s.flat_base(a)]) for a in call.src[1:]]
+    outs = [self.write_arg(k, key, v) for key, v in k.writes]
+    if (g := self.nested.get(call.src[0])) is None:
+      body, n_in = call.src[0], len(ins)
+      params = [_param(n_in + i, self.storage(key)) for i, (key, _) in enumerate(k.writes)]
+      g = self.nested[body] = lower_graph(UOp(Ops.SINK, dtypes.void, body.src), self.options, self.trace, params)
+    return UOp(Ops.CALL, dtypes.void, (g, *ins, *outs), call.arg)
+
+
+def _ranges(shape: tuple, first_axis: int = 0, kind: AxisType = AxisType.LOOP) -> list[UOp]:
+  """One index per axis: a RANGE, or CONST 0 for an axis of size 1 (a loop of one iteration is no loop)."""
+  return [iconst(0) if d == 1 else UOp.range(d, first_axis + i, kind) for i, d in enumerate(shape)]
+
+
+def _rebase(view: UOp, base: UOp) -> UOp:
+  """The chain of movement ops `view` applied to `base` instead of the storage it is on."""
+  chain = []
+  while view.op in GroupOp.Movement: chain.append(view); view = view.src[0]  # noqa: E702
+  if base.shape != view.shape: base = base.reshape(view.shape)
+  for v in reversed(chain): base = v.replace(src=(base,))
+  return base
+
+
+def _pointwise(body: UOp, p0: UOp) -> bool:
+  """Every load of the output PARAM reads the element the kernel stores at that point."""
+  stores = [u.src[0] for u in body.toposort() if u.op is Ops.STORE]
+  loads = [u.src[0] for u in body.toposort() if u.op is Ops.LOAD and u.src[0].src[0] is p0]
+  return len(stores) == 1 and all(i is stores[0] for i in loads)
+
+
+def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, out_params: list[UOp] | None = None) -> UOp:
+  """The kernel graph of a prepared tensor SINK. With out_params, entry i is written into out_params[i]."""
+  if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
+  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, out_params).build()
+
+
+def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+  return lower_graph(trace.rewrite(root, PREPARE, bottom_up=True), options, trace)
+
+
+RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING))

@@ -1,0 +1,315 @@
+"""The kernel schedule of a tensor graph: what is realized, which kernels exist, what each reads and writes, and the
+order between them. Plain Python over the graph; rangeify turns the schedule into UOps.
+
+Storage model. A storage key is a BUFFER or PARAM (an input), or a realized tensor node (a fresh buffer). Every kernel
+that writes a key makes a new version of it: version 0 is an input's initial contents, version 1 of a realized node is
+written by its own kernel, and every STORE adds one. A tensor node that reads storage (a leaf: BUFFER, PARAM, AFTER, or
+a realized node) reads one version:
+  BUFFER/PARAM -> 0; a realized node -> 1; AFTER(s, deps...) -> the latest version of s's key written by a STORE in deps.
+Order between kernels: a reader of version v runs after the writer of v (RAW) and before the writer of v+1 (WAR);
+writers of one key run in version order (WAW). When a WAR edge would close a cycle (a kernel that must read an old
+version also depends on its overwrite), the old version is first copied into a snapshot buffer, which the reader
+reads instead.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinyspec.uop import GroupOp, Ops, UOp
+
+STORAGE_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
+# ops a kernel computes in place (it indexes through them); everything else is realized or storage
+COMPUTED = GroupOp.Movement | GroupOp.Elementwise | {Ops.CONST, Ops.DETACH}
+
+
+@dataclass(frozen=True)
+class Read:
+  """A version of a storage key, plus kernels that must have run first for ordering only (AFTER deps that wrote
+  other storage)."""
+  key: Any
+  version: int
+  extras: tuple = ()
+
+
+@dataclass(eq=False)
+class Kernel:
+  """One kernel of the schedule.
+  kind: value (realize `expr` into the key's buffer), store (write `value` through the `target` view), copy (a COPY
+        of flat storage to another device),
+        call (a precompiled value call; writes one key per output), opaque (a void call kept as it is).
+  own: the realized node this kernel computes, indexed through rather than loaded (None for copies)."""
+  kind: str
+  order: int
+  writes: list[tuple[Any, int]]
+  expr: UOp | None = None
+  own: UOp | None = None
+  target: UOp | None = None
+  gate: UOp | None = None
+  node: UOp | None = None
+  reads: dict[UOp, Read] = field(default_factory=dict)
+  deps: set = field(default_factory=set)
+  war: list = field(default_factory=list)  # (key, reader) for each reader of a version this kernel overwrites
+  target_ref: Read | None = None
+  call: UOp | None = None
+
+  def __lt__(self, other: Kernel) -> bool: return self.order < other.order
+  def __hash__(self) -> int: return id(self)
+
+
+def strip_views(u: UOp, ops=GroupOp.Movement) -> UOp:
+  while u.op in ops: u = u.src[0]
+  return u
+
+
+def is_value_call(u: UOp) -> bool: return u.op is Ops.CALL and u.src[0].op is Ops.TUPLE
+
+
+def walk(root: UOp) -> list[UOp]:
+  """Toposort without entering any CALL's body (src[0]); call args are walked."""
+  out: list[UOp] = []
+  seen: set[UOp] = set()
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, done = stack.pop()
+    if done: out.append(u); continue  # noqa: E702
+    if u in seen: continue
+    seen.add(u)
+    stack.append((u, True))
+    srcs = u.src[1:] if u.op is Ops.CALL else u.src
+    stack.extend((s, False) for s in reversed(srcs) if s not in seen)
+  return out
+
+
+class Schedule:
+  """The kernels of one (tensor-stage, call-free or precompile) graph: build with `Schedule(sink, realize)`."""
+
+  def __init__(self, sink: UOp, realize: str = "minimal", nested_outputs: bool = False):
+    if realize not in ("minimal", "all"): raise ValueError(f"unknown realize mode {realize!r}; expected 'minimal' or 'all'")
+    self.sink, self.mode, self.nested = sink, realize, nested_outputs
+    self.nodes = walk(sink)
+    self.kernels: list[Kernel] = []
+    self.writer: dict[tuple[Any, int], Kernel] = {}
+    self.nversions: dict[Any, int] = {}
+    self.store_kernel: dict[UOp, Kernel] = {}
+    self.refs: dict[UOp, Read] = {}
+    self.snapshots: dict[UOp, Kernel] = {}
+    self.entries: list[tuple[str, Any]] = []
+    self.realized = self._choose_realized()
+    self._make_kernels()
+    self._make_entries()
+    self._order()
+
+  # ---- what is realized ----
+  def _leafish(self, u: UOp, realized: set) -> bool:
+    return u.op in STORAGE_OPS or u in realized
+
+  def _flat_leaf(self, u: UOp, realized: set) -> bool:
+    """u is a leaf seen through RESHAPEs only, so its row-major elements are exactly the leaf's storage."""
+    return self._leafish(self.flat_base(u, realized), realized)
+
+  def flat_base(self, u: UOp, realized: set | None = None) -> UOp:
+    """The first leaf under u's RESHAPEs (or the first node that is not a RESHAPE)."""
+    realized = self.realized if realized is None else realized
+    while u.op is Ops.RESHAPE and not self._leafish(u, realized): u = u.src[0]
+    return u
+
+  def _choose_realized(self) -> set:
+    r: set[UOp] = set()
+    for u in self.nodes:
+      if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.REDUCE): r.add(u)
+      elif u.op is Ops.GETTUPLE:
+        if not is_value_call(u.src[0]): raise ValueError(f"GETTUPLE of {u.src[0].op.name} left at rangeify; expected a value CALL")
+        r.add(u)
+      elif self.mode == "all" and u.op in GroupOp.Elementwise: r.add(u)
+      if u.op is Ops.CALL:  # call args are storage: realize those that are not exactly a flat leaf
+        r.update(a for a in u.src[1:] if not self._flat_leaf(a, r))
+      elif u.op is Ops.COPY and not self._flat_leaf(u.src[0], r): r.add(u.src[0])  # a COPY moves storage
+      elif u.op is Ops.AFTER and not self._leafish(u.src[0], r): r.add(u.src[0])
+    for e in self.sink.src:
+      if e.shape is not None and not self._flat_leaf(e, r): r.add(e)
+    return r
+
+  # ---- storage versions ----
+  def ref(self, leaf: UOp) -> Read:
+    """The storage version a leaf node reads."""
+    if (ret := self.refs.get(leaf)) is not None: return ret
+    if leaf.op in GroupOp.Storage: ret = Read(leaf, 0)
+    elif leaf.op is Ops.AFTER:
+      base = self.ref(strip_views(leaf.src[0]))
+      ver, extras = base.version, list(base.extras)
+      for k in self.effect_kernels(leaf.src[1:]):
+        hit = [v for key, v in k.writes if key is base.key]
+        if hit: ver = max(ver, *hit)
+        elif k not in extras: extras.append(k)
+      ret = Read(base.key, ver, tuple(extras))
+    elif leaf in self.realized: ret = Read(leaf, 1)
+    else: raise ValueError(f"{leaf.op.name} is not storage; expected BUFFER, PARAM, AFTER or a realized value")
+    self.refs[leaf] = ret
+    return ret
+
+  def effect_kernels(self, effects: tuple[UOp, ...]) -> list[Kernel]:
+    """The kernels that perform these effects (STOREs, calls, and what GROUP/END/SINK/AFTER hold)."""
+    out: list[Kernel] = []
+    stack, seen = list(reversed(effects)), set()
+    while stack:
+      u = stack.pop()
+      if u in seen: continue
+      seen.add(u)
+      if (k := self.store_kernel.get(u)) is not None: out.append(k)
+      elif u.op in (Ops.GROUP, Ops.SINK, Ops.END): stack.extend(reversed(u.src))
+      elif u.op is Ops.AFTER: stack.extend(reversed(u.src[1:]))
+    return out
+
+  def leaves(self, expr: UOp, own: UOp | None = None) -> dict[UOp, Read]:
+    """The leaves a kernel computing expr loads (expr itself is indexed through when it is `own`)."""
+    out: dict[UOp, Read] = {}
+    stack, seen = [expr], set()
+    while stack:
+      u = stack.pop()
+      if u in seen: continue
+      seen.add(u)
+      if u is not own and self._leafish(u, self.realized): out[u] = self.ref(u)
+      elif u.op in COMPUTED or (u is own and u.op in GroupOp.Elementwise): stack.extend(u.src)
+      elif u is own and u.op is Ops.REDUCE: stack.append(u.src[0])
+      else: raise ValueError(f"{u.op.name} cannot be computed inside a kernel at rangeify")
+    return out
+
+  # ---- the kernels ----
+  def _new(self, kind: str, writes: list, **kw) -> Kernel:
+    k = Kernel(kind, len(self.kernels), writes, **kw)
+    self.kernels.append(k)
+    for w in writes:
+      self.writer[w] = k
+      self.nversions[w[0]] = w[1]
+    return k
+
+  def _next_version(self, key: Any) -> int:
+    return self.nversions.get(key, 0) + 1
+
+  def _make_kernels(self) -> None:
+    for u in self.nodes:
+      if u.op is Ops.COPY:
+        leaf = self.flat_base(u.src[0])
+        k = self._new("copy", [(u, 1)], expr=u.src[0], node=u)
+        k.reads = {leaf: self.ref(leaf)}
+      elif u in self.realized and u.op is not Ops.GETTUPLE:
+        expr = u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u
+        k = self._new("value", [(u, 1)], expr=expr, own=u if expr is u else None, node=u)
+        k.reads = self.leaves(expr, k.own)
+      elif u.op is Ops.STORE:
+        if len(u.src) not in (2, 3): raise ValueError(f"STORE with {len(u.src)} sources; expected target, value[, gate]")
+        base = strip_views(u.src[0])
+        if not self._leafish(base, self.realized):
+          raise ValueError(f"STORE target is a view of {base.op.name}; expected storage (BUFFER, PARAM, AFTER, CONTIGUOUS)")
+        tref = self.ref(base)
+        k = self._new("store", [(tref.key, self._next_version(tref.key))], expr=u.src[1], target=u.src[0],
+                      gate=u.src[2] if len(u.src) == 3 else None, node=u)
+        k.reads = {**self.leaves(u.src[1]), **(self.leaves(k.gate) if k.gate is not None else {})}
+        k.target_ref = tref
+        self.store_kernel[u] = k
+      elif u.op is Ops.CALL:
+        args = u.src[1:]
+        if is_value_call(u):
+          outs = [(UOp(Ops.GETTUPLE, v.dtype, (u,), i), 1) for i, v in enumerate(u.src[0].src)]
+          k = self._new("call", outs, node=u)
+        else:  # an opaque call may write any of its args: each gets a new version
+          k = self._new("opaque", [], node=u)
+        for a in args:
+          leaf = self.flat_base(a)
+          k.reads[leaf] = self.ref(leaf)
+        if k.kind == "opaque":
+          for leaf in dict.fromkeys(self.flat_base(a) for a in args):
+            w = (k.reads[leaf].key, self._next_version(k.reads[leaf].key))
+            k.writes.append(w); self.writer[w] = k; self.nversions[w[0]] = w[1]  # noqa: E702
+        self.store_kernel[u] = k
+
+  def _make_entries(self) -> None:
+    for i, e in enumerate(self.sink.src):
+      if e.shape is None:
+        ks = self.effect_kernels((e,))
+        if not ks: raise ValueError(f"SINK entry {i} ({e.op.name}) is neither a value nor an effect with a kernel")
+        self.entries.append(("effect", ks))
+        continue
+      base = self.flat_base(e)
+      r = self.ref(base) if self._leafish(base, self.realized) else None
+      final = r is not None and r.version == self.nversions.get(r.key, 0)
+      if final and not self.nested: self.entries.append(("ref", r))
+      elif final and r.key in self.realized and r.key not in self.out_keys_taken():
+        self.entries.append(("out", r))
+      else:  # a copy: of a version that is overwritten later, or into the output PARAM of a nested graph
+        k = self._new("value", [(("entry", i, e), 1)], expr=e, node=e)
+        k.reads = self.leaves(e)
+        self.entries.append(("ref", Read(("entry", i, e), 1)))
+
+  def out_keys_taken(self) -> set:
+    return {r.key for kind, r in self.entries if kind == "out"}
+
+  # ---- order ----
+  def _reaches(self, a: Kernel, b: Kernel) -> bool:
+    """a depends on b, directly or through other kernels."""
+    stack, seen = [a], set()
+    while stack:
+      k = stack.pop()
+      if k is b: return True
+      if k in seen: continue
+      seen.add(k)
+      stack.extend(k.deps)
+    return False
+
+  def _raw_deps(self, k: Kernel) -> None:
+    for r in k.reads.values():
+      if r.version >= 1:
+        if (w := self.writer.get((r.key, r.version))) is None: raise ValueError(f"no kernel writes version {r.version} of {r.key}")
+        if w is not k: k.deps.add(w)
+      k.deps.update(x for x in r.extras if x is not k)
+    for key, v in k.writes:
+      if v >= 2: k.deps.add(self.writer[(key, v - 1)])
+    if k.target is not None: k.deps.update(self.ref(strip_views(k.target)).extras)
+
+  def snapshot(self, leaf: UOp) -> Kernel:
+    """A kernel copying the version `leaf` reads into a buffer of its own."""
+    if (s := self.snapshots.get(leaf)) is None:
+      s = self.snapshots[leaf] = self._new("value", [(("snapshot", leaf), 1)], expr=leaf, node=leaf)
+      s.reads = {leaf: self.ref(leaf)}
+      self._raw_deps(s)
+    return s
+
+  def _order(self) -> None:
+    for k in self.kernels: self._raw_deps(k)
+    readers: dict[tuple[Any, int], list[Kernel]] = {}
+    for k in self.kernels:
+      for r in k.reads.values(): readers.setdefault((r.key, r.version), []).append(k)
+    for w in list(self.kernels):
+      for key, v in w.writes:
+        rs = readers.get((key, v - 1), [])
+        i = 0
+        while i < len(rs):
+          rk = rs[i]; i += 1  # noqa: E702
+          if rk is w or (key, rk) in w.war: continue
+          if not self._reaches(rk, w):
+            w.war.append((key, rk)); w.deps.add(rk)  # noqa: E702
+            continue
+          if rk in self.snapshots.values(): raise ValueError("cannot order a snapshot before its overwrite")
+          for leaf, r in list(rk.reads.items()):
+            if (r.key, r.version) != (key, v - 1): continue
+            s = self.snapshot(leaf)
+            rk.reads[leaf] = Read(s.writes[0][0], 1)
+            rk.deps.add(s)
+            if s not in rs: rs.append(s)
+    # kernels in an order that respects every dep, earliest-made first
+    indeg = {k: len(k.deps) for k in self.kernels}
+    users: dict[Kernel, list[Kernel]] = {k: [] for k in self.kernels}
+    for k in self.kernels:
+      for d in k.deps: users[d].append(k)
+    heap = [k for k in self.kernels if indeg[k] == 0]
+    heapq.heapify(heap)
+    self.order: list[Kernel] = []
+    while heap:
+      k = heapq.heappop(heap)
+      self.order.append(k)
+      for u in users[k]:
+        indeg[u] -= 1
+        if indeg[u] == 0: heapq.heappush(heap, u)
+    if len(self.order) != len(self.kernels): raise ValueError("the kernels of this graph have no order (a dependency cycle)")

@@ -1,0 +1,263 @@
+"""simplify (KERNEL -> KERNEL): integer simplification rules, the ones `tinyspec prove` proves sound with z3.
+
+Every rule is sound for `index` (unbounded) and for every fixed-width integer dtype under wrap-around and C's
+truncating IDIV and MOD, negative values included. Rules that only hold without overflow check, from the sources'
+bounds, that the exact (unwrapped) value of every node they rely on fits its dtype. Float arithmetic is left alone:
+x + 0.0 is not x when x is -0.0, and the evaluator's rounding is the program's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tinyspec.dtype import DType, dtypes, truncate
+from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.kernel_map import map_kernels
+from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.spec import Stage
+from tinyspec.uop import GroupOp, Ops, UOp
+
+INTS = frozenset({*dtypes.ints, dtypes.index})
+INTS_BOOL = INTS | {dtypes.bool}
+
+
+# ---- exact scalar arithmetic, as C with -fwrapv computes it ----
+def cdiv(a: int, b: int) -> int:
+  """a / b truncated toward zero."""
+  q = abs(a) // abs(b)
+  return q if (a < 0) == (b < 0) else -q
+
+
+def cmod(a: int, b: int) -> int:
+  """a % b with the sign of a, so that a == cdiv(a, b) * b + cmod(a, b)."""
+  return a - cdiv(a, b) * b
+
+
+_BOOL_BINARY = {Ops.ADD: Ops.OR, Ops.MAX: Ops.OR, Ops.MUL: Ops.AND, Ops.SUB: Ops.XOR}
+
+
+def exec_alu(op: Ops, dtype: DType, vals: tuple) -> Any:
+  """The value of integer or bool op on constant operands, wrapped into dtype; None where it is not folded
+  (division by zero, shift counts outside [0, bits), anything on floats)."""
+  src_dt = dtype
+  if dtype.is_bool and op in _BOOL_BINARY: op = _BOOL_BINARY[op]  # C's (bool)(a op b)
+  if op in GroupOp.Comparison:
+    a, b = vals
+    return {Ops.CMPLT: a < b, Ops.CMPNE: a != b, Ops.CMPEQ: a == b}[op]
+  if op is Ops.WHERE: return vals[1] if vals[0] else vals[2]
+  if op is Ops.NEG: ret = (not vals[0]) if dtype.is_bool else -vals[0]
+  elif op is Ops.ADD: ret = vals[0] + vals[1]
+  elif op is Ops.SUB: ret = vals[0] - vals[1]
+  elif op is Ops.MUL: ret = vals[0] * vals[1]
+  elif op is Ops.MAX: ret = max(vals)
+  elif op in (Ops.IDIV, Ops.MOD):
+    if vals[1] == 0: return None
+    ret = cdiv(*vals) if op is Ops.IDIV else cmod(*vals)
+  elif op is Ops.AND: ret = vals[0] & vals[1] if not dtype.is_bool else bool(vals[0] and vals[1])
+  elif op is Ops.OR: ret = vals[0] | vals[1] if not dtype.is_bool else bool(vals[0] or vals[1])
+  elif op is Ops.XOR: ret = vals[0] ^ vals[1] if not dtype.is_bool else bool(vals[0]) != bool(vals[1])
+  elif op in (Ops.SHL, Ops.SHR):
+    a, b = vals
+    if not 0 <= b < src_dt.bits or dtype is dtypes.index: return None
+    if op is Ops.SHL: ret = a << b
+    else: ret = (a & ((1 << dtype.bits) - 1)) >> b if dtype.kind == "u" else a >> b
+  else: return None
+  return truncate(ret, dtype)
+
+
+def _is_int_or_bool(u: UOp) -> bool: return u.dtype in INTS_BOOL
+
+
+# ---- bounds helpers ----
+def fits(dt: DType, lo: int, hi: int) -> bool:
+  """Whether every value in [lo, hi] is representable in dt without wrapping (index is unbounded)."""
+  return dt is dtypes.index or (dt.min <= lo and hi <= dt.max)
+
+
+def exact_range(u: UOp) -> tuple[int, int] | None:
+  """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds; None for other ops."""
+  if u.op not in (Ops.ADD, Ops.SUB, Ops.MUL): return None
+  a, b = u.src
+  if u.op is Ops.ADD: return a.vmin + b.vmin, a.vmax + b.vmax
+  if u.op is Ops.SUB: return a.vmin - b.vmax, a.vmax - b.vmin
+  vals = [x * y for x in (a.vmin, a.vmax) for y in (b.vmin, b.vmax)]
+  return min(vals), max(vals)
+
+
+def no_wrap(u: UOp) -> bool:
+  """Whether the ADD/SUB/MUL u never wraps, whatever its sources' values within their bounds."""
+  r = exact_range(u)
+  return r is not None and fits(u.dtype, *r)
+
+
+def divide_exact(x: UOp, c: int) -> UOp | None:
+  """x / c as an expression, when x is a sum of constants and products by constants all divisible by c (c > 0)
+  and no node of that sum wraps; None otherwise."""
+  if x.op is Ops.CONST: return UOp.const(x.dtype, x.arg // c) if x.arg % c == 0 else None
+  if x.op is Ops.MUL and no_wrap(x):
+    for y, k in (x.src, x.src[::-1]):
+      if k.op is Ops.CONST and k.arg % c == 0: return y if k.arg == c else y * UOp.const(x.dtype, k.arg // c)
+    return None
+  if x.op is Ops.ADD and no_wrap(x):
+    p, q = (divide_exact(s, c) for s in x.src)
+    return p + q if p is not None and q is not None else None
+  return None
+
+
+def _same_sign_sum(total: UOp, part: UOp) -> bool:
+  # truncating division splits over a sum only when the sum and the remainder part lie on the same side of zero
+  r = exact_range(total)
+  if r is None or not fits(total.dtype, *r): return False
+  return (r[0] >= 0 and part.vmin >= 0) or (r[1] <= 0 and part.vmax <= 0)
+
+
+# ---- rule functions ----
+def fold_const(x: UOp) -> UOp | None:
+  if not all(s.op is Ops.CONST for s in x.src): return None
+  if x.op in GroupOp.Comparison and not all(_is_int_or_bool(s) for s in x.src): return None
+  if x.op is Ops.WHERE and not _is_int_or_bool(x): return None
+  if x.op not in GroupOp.Comparison and x.op is not Ops.WHERE and not _is_int_or_bool(x): return None
+  ret = exec_alu(x.op, x.dtype if x.op not in GroupOp.Comparison else x.src[0].dtype, tuple(s.arg for s in x.src))
+  return None if ret is None else UOp.const(x.dtype, ret)
+
+
+def fold_cast(x: UOp, c: UOp) -> UOp | None:
+  if not (_is_int_or_bool(x) and _is_int_or_bool(c)): return None
+  return UOp.const(x.dtype, c.arg)
+
+
+def fold_by_bounds(x: UOp) -> UOp | None:
+  if x.op is Ops.CONST or not _is_int_or_bool(x) or x.vmin != x.vmax: return None
+  return UOp.const(x.dtype, x.vmin)
+
+
+def mod_below_divisor(x: UOp, c: UOp) -> UOp | None:
+  if c.arg == 0: return None
+  return x if -abs(c.arg) < x.vmin and x.vmax < abs(c.arg) else None
+
+
+def mod_constant_quotient(m: UOp, x: UOp, c: UOp) -> UOp | None:
+  # trunc(x/c) is monotone in x, so equal quotients at both ends of x's range mean one quotient q everywhere
+  if c.arg == 0: return None
+  q = cdiv(x.vmin, c.arg)
+  if q == 0 or q != cdiv(x.vmax, c.arg): return None
+  return x - UOp.const(x.dtype, q * c.arg)
+
+
+def idiv_split(d: UOp, s: UOp, x: UOp, b: UOp, c: UOp) -> UOp | None:
+  if c.arg <= 0 or (q := divide_exact(x, c.arg)) is None or not _same_sign_sum(s, b): return None
+  return q + b.alu(Ops.IDIV, c)
+
+
+def mod_split(d: UOp, s: UOp, x: UOp, b: UOp, c: UOp) -> UOp | None:
+  if c.arg <= 0 or divide_exact(x, c.arg) is None or not _same_sign_sum(s, b): return None
+  return b.alu(Ops.MOD, c)
+
+
+def idiv_divisible(x: UOp, c: UOp) -> UOp | None:
+  return divide_exact(x, c.arg) if c.arg > 0 and x.op is not Ops.CONST else None
+
+
+def mod_divisible(x: UOp, c: UOp) -> UOp | None:
+  return UOp.const(x.dtype, 0) if c.arg > 0 and x.op is not Ops.CONST and divide_exact(x, c.arg) is not None else None
+
+
+def idiv_idiv(x: UOp, a: UOp, b: UOp) -> UOp | None:
+  if a.arg <= 0 or b.arg <= 0 or not fits(x.dtype, 0, a.arg * b.arg): return None
+  return x.alu(Ops.IDIV, UOp.const(x.dtype, a.arg * b.arg))
+
+
+def max_by_bounds(m: UOp, a: UOp, b: UOp) -> UOp | None:
+  return a if a.vmin >= b.vmax else None
+
+
+def _c(u: UOp, v: int) -> UOp: return UOp.const(u.dtype, v)
+
+
+# ---- rule tables ----
+_x, _y = UPat.var("x", INTS), UPat.var("y", INTS)
+_c1, _c2 = UPat.cvar("c1", INTS), UPat.cvar("c2", INTS)
+_cint = UPat.cvar("c", INTS)
+_bx = UPat.var("x", dtypes.bool)
+
+fold_constants = PatternMatcher([
+  ("fold_const_alu", UPat(GroupOp.ALU, name="x", src=UPat(Ops.CONST)), fold_const),
+  ("fold_const_cast", UPat(Ops.CAST, name="x", src=(UPat.cvar("c"),)), fold_cast),
+  ("fold_cast_same_dtype", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if c.dtype is x.dtype else None),
+], name="fold_constants")
+
+identities = PatternMatcher([
+  ("add_zero", UPat(Ops.ADD, src=[_x, UPat.const(INTS, 0)]), lambda x: x),
+  ("sub_zero", UPat(Ops.SUB, src=(_x, UPat.const(INTS, 0))), lambda x: x),
+  ("sub_self", UPat(Ops.SUB, src=(_x, _x)), lambda x: _c(x, 0)),
+  ("mul_one", UPat(Ops.MUL, src=[_x, UPat.const(INTS, 1)]), lambda x: x),
+  ("mul_zero", UPat(Ops.MUL, src=[_x, UPat.const(INTS, 0)]), lambda x: _c(x, 0)),
+  ("idiv_one", UPat(Ops.IDIV, src=(_x, UPat.const(INTS, 1))), lambda x: x),
+  ("mod_one", UPat(Ops.MOD, src=(_x, UPat.const(INTS, 1))), lambda x: _c(x, 0)),
+  ("max_self", UPat(Ops.MAX, src=(_x, _x)), lambda x: x),
+  ("xor_zero", UPat(Ops.XOR, src=[_x, UPat.const(INTS, 0)]), lambda x: x),
+  ("and_self", UPat(Ops.AND, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: x),
+  ("or_self", UPat(Ops.OR, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: x),
+  ("and_true", UPat(Ops.AND, src=[_bx, UPat.const(dtypes.bool, True)]), lambda x: x),
+  ("and_false", UPat(Ops.AND, src=[_bx, UPat.const(dtypes.bool, False)]), lambda x: _c(x, False)),
+  ("or_true", UPat(Ops.OR, src=[_bx, UPat.const(dtypes.bool, True)]), lambda x: _c(x, True)),
+  ("or_false", UPat(Ops.OR, src=[_bx, UPat.const(dtypes.bool, False)]), lambda x: x),
+  ("xor_false", UPat(Ops.XOR, src=[_bx, UPat.const(dtypes.bool, False)]), lambda x: x),
+  ("cmpne_false", UPat(Ops.CMPNE, src=[_bx, UPat.const(dtypes.bool, False)]), lambda x: x),
+  ("cmpeq_true", UPat(Ops.CMPEQ, src=[_bx, UPat.const(dtypes.bool, True)]), lambda x: x),
+  ("cmplt_self", UPat(Ops.CMPLT, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: UOp.const(dtypes.bool, False)),
+  ("cmpne_self", UPat(Ops.CMPNE, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: UOp.const(dtypes.bool, False)),
+  ("cmpeq_self", UPat(Ops.CMPEQ, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: UOp.const(dtypes.bool, True)),
+  ("where_true", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, True), UPat.var("a"), UPat.var("b"))), lambda a, b: a),
+  ("where_false", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, False), UPat.var("a"), UPat.var("b"))), lambda a, b: b),
+  ("where_same", UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("a"))), lambda c, a: a),
+], name="identities")
+
+bounds_rules = PatternMatcher([
+  ("fold_by_bounds", UPat(GroupOp.ALU | {Ops.CAST}, name="x"), fold_by_bounds),
+  ("max_by_bounds", UPat(Ops.MAX, name="m", src=[UPat.var("a", INTS), UPat.var("b", INTS)]), max_by_bounds),
+  ("mod_below_divisor", UPat(Ops.MOD, src=(_x, _cint)), mod_below_divisor),
+  ("mod_constant_quotient", UPat(Ops.MOD, name="m", src=(_x, _cint)), mod_constant_quotient),
+  ("idiv_split_divisible", UPat(Ops.IDIV, name="d", src=(UPat(Ops.ADD, name="s", src=[_x, UPat.var("b")]), _cint)), idiv_split),
+  ("mod_split_divisible", UPat(Ops.MOD, name="d", src=(UPat(Ops.ADD, name="s", src=[_x, UPat.var("b")]), _cint)), mod_split),
+  ("idiv_divisible", UPat(Ops.IDIV, src=(_x, _cint)), idiv_divisible),
+  ("mod_divisible", UPat(Ops.MOD, src=(_x, _cint)), mod_divisible),
+  ("idiv_idiv", UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(_x, UPat.cvar("a", INTS))), UPat.cvar("b", INTS))), idiv_idiv),
+], name="bounds_rules")
+
+
+def _not_const(u: UOp) -> bool: return u.op is not Ops.CONST
+
+
+combine_terms = PatternMatcher([
+  # ring identities: they hold modulo 2**bits, so wrap-around cannot break them
+  ("add_const_assoc", UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[_x, _c1]), _c2]), lambda x, c1, c2: x + _c(x, c1.arg + c2.arg)),
+  ("mul_const_assoc", UPat(Ops.MUL, src=[UPat(Ops.MUL, src=[_x, _c1]), _c2]), lambda x, c1, c2: x * _c(x, c1.arg * c2.arg)),
+  ("sub_const_as_add", UPat(Ops.SUB, src=(_x, _c1)), lambda x, c1: x + _c(x, -c1.arg)),
+  ("const_out_of_sum", UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[_x, _c1]), UPat.var("y", INTS, )]),
+   lambda x, c1, y: (x + y) + c1 if y.op is not Ops.CONST else None),
+  ("combine_mul_terms", UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_x, _c1]), UPat(Ops.MUL, src=[_x, _c2])]),
+   lambda x, c1, c2: x * _c(x, c1.arg + c2.arg)),
+  ("combine_mul_and_term", UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_x, _c1]), _x]), lambda x, c1: x * _c(x, c1.arg + 1)),
+  ("combine_self", UPat(Ops.ADD, src=(_x, _x)), lambda x: x * _c(x, 2) if _not_const(x) else None),
+], name="combine_terms")
+
+gates = PatternMatcher([
+  ("load_gate_true", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, True))), lambda i, alt: i.load()),
+  ("load_gate_false", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, False))), lambda i, alt: alt),
+  ("store_gate_true", UPat(Ops.STORE, src=(UPat.var("t"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda t, v: t.store(v)),
+], name="gates")
+
+SIMPLIFY_PM = fold_constants + identities + bounds_rules + combine_terms + gates
+SIMPLIFY_PM.name = "simplify"
+
+
+def simplify_body(body: UOp, trace: Trace | None = None) -> UOp:
+  """One kernel body (or any integer expression) simplified to a fixed point."""
+  return (trace or Trace()).rewrite(body, SIMPLIFY_PM)
+
+
+def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+  return map_kernels(root, lambda call, body: simplify_body(body, trace))
+
+
+SIMPLIFY = Pass("simplify", Stage.KERNEL, Stage.KERNEL, _run, (fold_constants, identities, bounds_rules, combine_terms, gates))

@@ -1,0 +1,249 @@
+"""A renderer for C-like languages: one function per kernel, from a PROGRAM's LINEAR.
+
+Every node of the LINEAR becomes, in order, a local (`T vN = expr;`), a loop opening (RANGE), a closing brace
+(END), a store or a declaration (REG accumulators). Language specifics are class attributes and methods a subclass
+overrides: type names, the function signature and kernel qualifiers, how a RANGE opens (a GLOBAL one in OpenCL is
+get_global_id), float math function names, bitcasts, and how signed integer arithmetic is made to wrap.
+
+Meanings follow tinyspec.semantics where C leaves a point undefined: IDIV by 0 is 0, MOD by 0 is the dividend,
+MIN / -1 wraps to MIN and MIN % -1 is 0, shift counts are taken modulo the width, float -> int casts truncate, map
+NaN to 0 and saturate, float MAX propagates NaN as numpy's maximum does. The guards are only rendered where the
+operands' bounds reach those points, so index arithmetic stays plain.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp
+
+
+class RenderError(ValueError):
+  """A node the renderer cannot express; the message names it."""
+
+
+class CStyleRenderer:
+  lang = "c"
+  kernel_qualifier = ""                  # e.g. "__kernel " in OpenCL
+  buffer_qualifier = ""                  # e.g. "__global " in OpenCL
+  restrict = "restrict"
+  float_suffix = {dtypes.float32: "f", dtypes.float64: ""}
+  # C with -fwrapv wraps signed arithmetic itself; a language without it computes in the unsigned twin
+  wrap_via_unsigned = False
+  headers: tuple[str, ...] = ()
+  infinity, nan = "INFINITY", "NAN"
+
+  # ---- overridable language bits ----
+  def type_name(self, dt: DType) -> str:
+    if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
+    return dt.cname
+
+  def unsigned_twin(self, dt: DType) -> str:
+    """The unsigned type signed arithmetic of dt is computed in (at least 32 bits, so nothing promotes to int)."""
+    return self.type_name(dtypes.uint64 if dt.bits > 32 else dtypes.uint32)
+
+  def float_fn(self, name: str, dt: DType) -> str:
+    """The math function `name` (sqrt, exp2, log2, sin, trunc) for dt: sqrtf for float32 in C."""
+    return name + ("f" if dt is dtypes.float32 else "")
+
+  def param_decl(self, slot: int, dt: DType | None, restrict: bool) -> str:
+    t = self.type_name(dt) if dt is not None else "void"
+    return f"{self.buffer_qualifier}{t}* {self.restrict + ' ' if restrict and self.restrict else ''}data{slot}"
+
+  def signature(self, name: str, params: list[str]) -> str:
+    return f"{self.kernel_qualifier}void {name}({', '.join(params)})"
+
+  def render_range(self, u: UOp, var: str, bound: str, global_index: int) -> str:
+    """The line that opens a RANGE's block (exactly one `{`). C runs GLOBAL ranges as loops too."""
+    t = self.type_name(u.dtype)
+    return f"for ({t} {var} = 0; {var} < {bound}; {var}++) {{"
+
+  def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
+    fn = f"ts_bitcast_{src.name}_{dst.name}"
+    s, d = self.type_name(src), self.type_name(dst)
+    self.helpers[fn] = f"static inline {d} {fn}({s} x) {{ {d} y; memcpy(&y, &x, sizeof(y)); return y; }}"
+    return f"{fn}({x})"
+
+  def render_local_buffer(self, var: str, u: UOp) -> str:
+    return f"{self.type_name(u.dtype)} {var}[{u.arg.size}];"
+
+  def prelude(self) -> list[str]:
+    return [f"#include <{h}>" for h in self.headers]
+
+  # ---- constants ----
+  def render_const(self, v, dt: DType) -> str:
+    if dt.is_bool: return "1" if v else "0"
+    if dt.is_float:
+      if math.isnan(v): return self.cast_expr(self.nan, dt)
+      if math.isinf(v): return self.cast_expr(("-" if v < 0 else "") + self.infinity, dt)
+      return float(v).hex() + self.float_suffix.get(dt, "")
+    if dt.kind == "u":
+      return f"(({self.type_name(dt)}){v}{'ull' if dt.bits > 32 else 'u'})"
+    if v == dt.min and dt.bits >= 32:  # the literal of MIN does not exist in C: it is -(MAX) - 1
+      return f"(({self.type_name(dt)})(-{dt.max}{'ll' if dt.bits > 32 else ''} - 1))"
+    lit = f"{v}{'ll' if dt.bits > 32 else ''}"
+    return lit if dt is dtypes.int32 else f"(({self.type_name(dt)}){lit})"
+
+  def cast_expr(self, x: str, dt: DType) -> str:
+    return f"(({self.type_name(dt)})({x}))"
+
+  # ---- ops ----
+  def wrapping(self, op: str, dt: DType, a: str, b: str | None = None) -> str:
+    """a op b (or op a) in dt, wrapping on overflow."""
+    if self.wrap_via_unsigned and dt.kind in "iu":
+      ut = self.unsigned_twin(dt)
+      inner = f"{op}({ut})({a})" if b is None else f"({ut})({a}) {op} ({ut})({b})"
+      return self.cast_expr(inner, dt)
+    inner = f"{op}({a})" if b is None else f"{a} {op} {b}"
+    return self.cast_expr(inner, dt) if dt.bits < 32 or dt.kind == "u" else f"({inner})"
+
+  def _count(self, b: UOp, bs: str, dt: DType) -> str:
+    return bs if 0 <= b.vmin and b.vmax < dt.bits else f"(({bs}) & {dt.bits - 1})"
+
+  def render_alu(self, u: UOp, s: list[str]) -> str:
+    op, dt = u.op, u.dtype
+    sdt = u.src[0].dtype
+    if op is Ops.WHERE: return f"({s[0]} ? {s[1]} : {s[2]})"
+    if op in GroupOp.Comparison:
+      return f"({s[0]} {({Ops.CMPLT: '<', Ops.CMPNE: '!=', Ops.CMPEQ: '=='})[op]} {s[1]})"
+    if dt.is_bool:
+      if op is Ops.NEG: return f"(!{s[0]})"
+      sym = {Ops.ADD: "|", Ops.MAX: "|", Ops.OR: "|", Ops.MUL: "&", Ops.AND: "&", Ops.SUB: "^", Ops.XOR: "^"}.get(op)
+      if sym is None: raise RenderError(f"{op.name} on bool has no meaning")
+      return f"(({self.type_name(dt)})({s[0]} {sym} {s[1]}))"
+    if dt.is_float: return self.render_float_alu(u, s)
+    if op in (Ops.ADD, Ops.SUB, Ops.MUL): return self.wrapping({Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}[op], dt, s[0], s[1])
+    if op is Ops.NEG: return self.wrapping("-", dt, s[0])
+    if op is Ops.MAX: return f"({s[0]} > {s[1]} ? {s[0]} : {s[1]})"
+    if op in (Ops.AND, Ops.OR, Ops.XOR): return self.cast_expr(f"{s[0]} {({Ops.AND: '&', Ops.OR: '|', Ops.XOR: '^'})[op]} {s[1]}", dt)
+    if op is Ops.SHL:
+      return self.cast_expr(f"({self.unsigned_twin(dt)})({s[0]}) << {self._count(u.src[1], s[1], dt)}", dt)
+    if op is Ops.SHR: return self.cast_expr(f"{s[0]} >> {self._count(u.src[1], s[1], dt)}", dt)
+    if op in (Ops.IDIV, Ops.MOD): return self.render_divmod(u, s)
+    raise RenderError(f"{op.name} on {sdt.name} has no rendering")
+
+  def render_divmod(self, u: UOp, s: list[str]) -> str:
+    a, b = u.src
+    dt = u.dtype
+    sym = "/" if u.op is Ops.IDIV else "%"
+    ret = self.cast_expr(f"{s[0]} {sym} {s[1]}", dt)
+    # MIN / -1 traps on the hardware for the widths that do not promote to int
+    if dt.kind == "i" and dt.bits >= 32 and b.vmin <= -1 <= b.vmax and a.vmin == dt.min:
+      ret = f"({s[1]} == -1 ? {self.wrapping('-', dt, s[0]) if u.op is Ops.IDIV else '0'} : {ret})"
+    if b.vmin <= 0 <= b.vmax: ret = f"({s[1]} == 0 ? {'0' if u.op is Ops.IDIV else s[0]} : {ret})"
+    return ret
+
+  def render_float_alu(self, u: UOp, s: list[str]) -> str:
+    op, dt = u.op, u.dtype
+    binsym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}
+    if op in binsym: return f"({s[0]} {binsym[op]} {s[1]})"
+    if op is Ops.NEG: return f"(-{s[0]})"
+    if op is Ops.RECIP: return f"({self.render_const(1.0, dt)} / {s[0]})"
+    if op is Ops.IDIV: return f"{self.float_fn('trunc', dt)}({s[0]} / {s[1]})"
+    if op is Ops.MAX: return f"(({s[0]} > {s[1]} || {s[0]} != {s[0]}) ? {s[0]} : {s[1]})"
+    fns = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc"}
+    if op in fns: return f"{self.float_fn(fns[op], dt)}({s[0]})"
+    raise RenderError(f"{op.name} on {dt.name} has no rendering")
+
+  def render_cast(self, x: str, src: DType, dst: DType) -> str:
+    if dst.is_bool: return f"({x} != 0)"
+    if src.is_float and dst.kind in "iu":
+      fn = f"ts_{src.name}_to_{dst.name}"
+      s, d = self.type_name(src), self.type_name(dst)
+      lo, hi = self.render_const(dst.min, dst), self.render_const(dst.max, dst)
+      # compare in double: float(MAX) of 64-bit types rounds up to 2**bits, which is exactly where saturation starts
+      self.helpers[fn] = (f"static inline {d} {fn}({s} x) {{ double y = (double)x; if (y != y) return 0; "
+                          f"if (y <= {float(dst.min).hex()}) return {lo}; if (y >= {float(dst.max).hex()}) return {hi}; return ({d})y; }}")
+      return f"{fn}({x})"
+    return self.cast_expr(x, dst)
+
+  # ---- the kernel ----
+  def render(self, name: str, linear: list[UOp], params: list[tuple[DType | None, bool]]) -> str:
+    """The source of one kernel: prelude, helpers it needs, then the function. params: (dtype, restrict) per slot."""
+    self.helpers: dict[str, str] = {}
+    names: dict[UOp, str] = {}
+    lines: list[str] = []
+    depth = 1
+    counters: dict[str, int] = {}
+    nglobal = 0
+
+    def fresh(prefix: str) -> str:
+      counters[prefix] = counters.get(prefix, 0) + 1
+      return f"{prefix}{counters[prefix] - 1}"
+
+    def emit(line: str) -> None: lines.append("  " * depth + line)
+
+    def storage(u: UOp) -> str:
+      while u.op is Ops.AFTER: u = u.src[0]
+      if u not in names: raise RenderError(f"{u.op.name} is used as storage before it is declared")
+      return names[u]
+
+    def ptr(idx: UOp) -> tuple[str, str | None]:
+      if idx.op is not Ops.INDEX: raise RenderError(f"LOAD/STORE of a {idx.op.name}, not an INDEX")
+      gate = names[idx.src[2]] if len(idx.src) == 3 else None
+      return f"{storage(idx.src[0])}[{names[idx.src[1]]}]", gate
+
+    def both(g1: str | None, g2: str | None) -> str | None:
+      return g1 if g2 is None else g2 if g1 is None else f"({g1} && {g2})"
+
+    for u in linear:
+      op = u.op
+      if op is Ops.PARAM:
+        names[u] = f"data{u.arg.slot}"
+      elif op is Ops.CONST:
+        names[u] = self.render_const(u.arg, u.dtype)
+      elif op is Ops.BUFFER:
+        if u.arg.addrspace is AddrSpace.GLOBAL: raise RenderError("a GLOBAL BUFFER inside a kernel body; kernels reach global storage through PARAMs")
+        names[u] = fresh("acc")
+        emit(self.render_local_buffer(names[u], u))
+      elif op is Ops.AFTER:
+        names[u] = storage(u) if u.src[0].op in (Ops.PARAM, Ops.BUFFER, Ops.AFTER) else names[u.src[0]]
+      elif op is Ops.INDEX:
+        names[u] = "<index>"
+      elif op is Ops.RANGE:
+        names[u] = fresh("ridx")
+        emit(self.render_range(u, names[u], names[u.src[0]], nglobal if u.arg.kind is AxisType.GLOBAL else -1))
+        if u.arg.kind is AxisType.GLOBAL: nglobal += 1
+        depth += 1
+      elif op is Ops.END:
+        for _ in u.src[1:]:
+          depth -= 1
+          emit("}")
+      elif op is Ops.LOAD:
+        p, gate = ptr(u.src[0])
+        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
+        alt = names[u.src[1]] if len(u.src) == 3 else self.render_const(0, u.dtype)
+        expr = p if gate is None else f"({gate} ? {p} : {alt})"
+        names[u] = fresh("val")
+        emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
+      elif op is Ops.STORE:
+        p, gate = ptr(u.src[0])
+        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
+        emit(f"{p} = {names[u.src[1]]};" if gate is None else f"if ({gate}) {p} = {names[u.src[1]]};")
+      elif op in GroupOp.ALU or op in GroupOp.Cast:
+        s = [names[x] for x in u.src]
+        if op is Ops.CAST: expr = self.render_cast(s[0], u.src[0].dtype, u.dtype)
+        elif op is Ops.BITCAST: expr = self.render_bitcast(s[0], u.src[0].dtype, u.dtype)
+        else: expr = self.render_alu(u, s)
+        names[u] = fresh("alu")
+        emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
+      elif op in (Ops.GROUP, Ops.SINK, Ops.LINEAR, Ops.SOURCE):
+        pass
+      else:
+        raise self.unsupported(u)
+    if depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({depth - 1} loop(s) left open)")
+    sig = self.signature(name, [self.param_decl(k, dt, r) for k, (dt, r) in enumerate(params)])
+    helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{body}\n#endif" for fn, body in self.helpers.items()]
+    return "\n".join([*self.prelude(), *helpers, sig + " {", *lines, "}", ""])
+
+  def unsupported(self, u: UOp) -> RenderError:
+    return RenderError(f"{self.lang} renderer has no rendering for {u.op.name} ({u.dtype.name})")
+
+
+RENDERERS: dict[str, Callable[[], CStyleRenderer]] = {}
+
+
+def register(lang: str, factory: Callable[[], CStyleRenderer]) -> None:
+  """Make a renderer available to the render pass as options.backend == lang."""
+  RENDERERS[lang] = factory

@@ -1,0 +1,203 @@
+"""The CPU runtime: render C, compile it with the system C compiler, load it with ctypes, run kernels in place.
+
+All kernels of a graph are compiled as one shared object (one compiler call per graph, not per kernel). Objects
+are cached by a hash of the compiler, its flags and the source: in memory per process, and on disk under
+$TINYSPEC_CACHE (default ~/.cache/tinyspec), written atomically so parallel processes can share the cache.
+
+    run(root, inputs=None, compiler=None, **lower_options)  ==  semantics.evaluate(root, inputs, kernel_runner=...)
+
+where root is a tensor graph (lowered here with backend "c"), a kernel graph (run through the kernel passes), or
+a kernel graph whose CALL bodies are already rendered C PROGRAMs.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
+from tinyspec.uop import Ops, UOp
+
+# -ffp-contract=off: a*b+c must round twice, as the evaluator computes it
+COMPILERS: dict[str, tuple[str, ...]] = {
+  "gcc": ("-O2", "-std=gnu11", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC"),
+  "clang": ("-O2", "-std=gnu11", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC", "-Wno-everything"),
+  "tcc": ("-shared", "-fPIC"),  # tcc does not optimize, so signed arithmetic already wraps
+}
+LINK_FLAGS: tuple[str, ...] = ("-lm",)
+DEFAULT_COMPILER = os.environ.get("TINYSPEC_CC", "gcc")
+
+
+class CompileError(RuntimeError):
+  """The C compiler rejected a source. Carries the compiler, its message and the source."""
+  def __init__(self, compiler: str, message: str, source: str):
+    self.compiler, self.message, self.source = compiler, message, source
+    numbered = "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(source.splitlines()))
+    super().__init__(f"{compiler} failed to compile a kernel:\n{message.strip()}\n--- source ---\n{numbered}")
+
+
+class CompilerUnavailable(RuntimeError):
+  """The requested C compiler is not installed (or not a known one)."""
+
+
+def available_compilers() -> list[str]:
+  """The known compilers found on PATH."""
+  return [c for c in COMPILERS if shutil.which(c)]
+
+
+def cache_dir() -> Path:
+  d = Path(os.environ.get("TINYSPEC_CACHE") or Path.home() / ".cache" / "tinyspec")
+  d.mkdir(parents=True, exist_ok=True)
+  return d
+
+
+@dataclass
+class CompileStats:
+  """How often objects came from the compiler, the disk cache and the memory cache (for benchmarks)."""
+  compiled: int = 0
+  disk_hits: int = 0
+  memory_hits: int = 0
+
+
+STATS = CompileStats()
+_libs: dict[str, ctypes.CDLL] = {}
+_lock = threading.Lock()
+
+
+def _key(compiler: str, source: str) -> str:
+  flags = " ".join(COMPILERS[compiler] + LINK_FLAGS)
+  return hashlib.sha256(f"{compiler}\0{flags}\0{source}".encode()).hexdigest()[:32]
+
+
+def compile_source(source: str, compiler: str | None = None, use_disk_cache: bool = True) -> Path:
+  """The path of a shared object built from source, from the disk cache when it holds one."""
+  compiler = compiler or DEFAULT_COMPILER
+  if compiler not in COMPILERS: raise CompilerUnavailable(f"unknown C compiler {compiler!r}; known: {', '.join(COMPILERS)}")
+  exe = shutil.which(compiler)
+  if exe is None: raise CompilerUnavailable(f"C compiler {compiler!r} is not installed (not found on PATH)")
+  d = cache_dir()
+  out = d / f"{_key(compiler, source)}.so"
+  if use_disk_cache and out.exists():
+    STATS.disk_hits += 1
+    return out
+  with tempfile.TemporaryDirectory(dir=d, prefix="build-") as tmp:
+    src = Path(tmp) / "kernels.c"
+    src.write_text(source)
+    obj = Path(tmp) / "kernels.so"
+    proc = subprocess.run([exe, *COMPILERS[compiler], "-o", str(obj), str(src), *LINK_FLAGS], capture_output=True, text=True)
+    if proc.returncode != 0 or not obj.exists(): raise CompileError(compiler, proc.stderr or proc.stdout or f"exit code {proc.returncode}", source)
+    STATS.compiled += 1
+    os.replace(obj, out)  # atomic: a concurrent reader sees the old file or the whole new one
+  return out
+
+
+def load_source(source: str, compiler: str | None = None) -> ctypes.CDLL:
+  """The loaded shared object of source (compiled at most once per process)."""
+  compiler = compiler or DEFAULT_COMPILER
+  key = f"{compiler}:{_key(compiler, source) if compiler in COMPILERS else source}"
+  with _lock:
+    if (lib := _libs.get(key)) is not None:
+      STATS.memory_hits += 1
+      return lib
+    lib = _libs[key] = ctypes.CDLL(str(compile_source(source, compiler)))
+    return lib
+
+
+def clear_memory_cache() -> None:
+  """Forget loaded objects (the disk cache stays), so the next run loads from disk."""
+  with _lock: _libs.clear()
+
+
+# ---- kernels of a graph ----
+def c_programs(root: UOp) -> list[UOp]:
+  """The rendered C PROGRAMs of the kernel calls of root, each once, in order."""
+  out, seen = [], set()
+  for call in kernel_calls(root):
+    prg = call.src[0]
+    if prg.op is not Ops.PROGRAM or len(prg.src) < 3 or prg.src[2].op is not Ops.SOURCE:
+      raise ValueError(f"kernel CALL body is {prg.op.name}, not a rendered PROGRAM; lower the graph with backend 'c' first")
+    if prg.src[2].arg.lang != "c": raise ValueError(f"kernel {prg.src[2].arg.name!r} is rendered in {prg.src[2].arg.lang!r}, not C")
+    if prg not in seen:
+      seen.add(prg)
+      out.append(prg)
+  return out
+
+
+def build(root: UOp, compiler: str | None = None) -> dict[UOp, Callable]:
+  """PROGRAM -> its loaded C function, for every kernel of root. Kernels are compiled as one object unless two
+  different kernels share a name (then as few objects as that allows)."""
+  batches: list[dict[str, str]] = []  # function name -> source text
+  where: dict[UOp, int] = {}
+  for prg in c_programs(root):
+    arg = prg.src[2].arg
+    i = next((i for i, b in enumerate(batches) if b.get(arg.name, arg.text) == arg.text), None)
+    if i is None:
+      i = len(batches)
+      batches.append({})
+    batches[i][arg.name] = arg.text
+    where[prg] = i
+  libs = [load_source("\n".join(b.values()), compiler) for b in batches]
+  fns: dict[UOp, Callable] = {}
+  for prg, i in where.items():
+    fn = getattr(libs[i], prg.src[2].arg.name)
+    fn.restype = None
+    fns[prg] = fn
+  return fns
+
+
+def _ptr_args(args: list[np.ndarray]) -> tuple[list, list[tuple[np.ndarray, np.ndarray]]]:
+  ptrs, copies = [], []
+  for a in args:
+    if not (a.flags.c_contiguous and a.flags.writeable):
+      tmp = np.ascontiguousarray(a).copy()
+      copies.append((a, tmp))
+      a = tmp
+    ptrs.append(ctypes.c_void_p(a.ctypes.data))
+  return ptrs, copies
+
+
+def make_runner(fns: dict[UOp, Callable], compiler: str | None = None) -> Callable[[UOp, list[np.ndarray]], None]:
+  """A kernel_runner for semantics.evaluate that runs each kernel CALL's compiled C function on the arg arrays."""
+  def runner(call: UOp, args: list[np.ndarray]) -> None:
+    prg = call.src[0]
+    if (fn := fns.get(prg)) is None:
+      fns.update(build(UOp(Ops.SINK, src=(call,)), compiler))
+      fn = fns[prg]
+    ptrs, copies = _ptr_args(args)
+    fn(*ptrs)
+    for orig, tmp in copies: orig[...] = tmp.reshape(orig.shape)
+  return runner
+
+
+def prepare(root: UOp, backend: str = "c", **options) -> UOp:
+  """root lowered to PROGRAMs rendered for backend (unchanged when it already is). A kernel graph (or one kernel
+  body) runs through the passes after rangeify; a tensor graph through the whole pipeline."""
+  calls = kernel_calls(root)
+  def rendered(c: UOp) -> bool: return c.src[0].op is Ops.PROGRAM and len(c.src[0].src) == 3 and c.src[0].src[2].arg.lang == backend
+  if calls and all(rendered(c) for c in calls): return root
+  options = {**options, "backend": backend}
+  if calls or is_kernel_body(root):
+    from tinyspec.lower.base import Trace
+    from tinyspec.lower.pipeline import PASSES, make_options
+    opts = make_options(**options)
+    names = [p.name for p in PASSES]
+    for p in PASSES[names.index("rangeify") + 1:]: root = p.run(root, opts, Trace())
+    return root
+  from tinyspec.lower.pipeline import lower
+  return lower(root, **options)["render"]
+
+
+def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options):
+  """evaluate(root, inputs) with every kernel run as compiled C. options are lowering options (opts, int_dtype...)."""
+  from tinyspec.semantics import evaluate
+  root = prepare(root, **options)
+  return evaluate(root, inputs, kernel_runner=make_runner(build(root, compiler), compiler))

@@ -1,0 +1,229 @@
+"""The OpenCL runtime: pyopencl on PoCL. One context and queue per process, programs cached by source text,
+device buffers that live for a whole run (inputs copied in once, results copied out once at the end)."""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from tinyspec.uop import Ops, SourceArg, UOp
+
+# PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
+BUILD_OPTIONS: tuple[str, ...] = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+
+_device: dict[str, Any] = {}
+
+
+class OpenCLUnavailable(RuntimeError):
+  """No usable OpenCL platform or device (or pyopencl is missing); the message says why in one line."""
+
+
+class OpenCLBuildError(RuntimeError):
+  """A kernel did not compile. Carries the source and the compiler's build log."""
+  def __init__(self, name: str, source: str, log: str):
+    self.name, self.source, self.log = name, source, log
+    numbered = "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(source.splitlines()))
+    super().__init__(f"OpenCL build of kernel {name!r} failed:\n{log.strip()}\n--- source ---\n{numbered}")
+
+
+def _open() -> dict[str, Any]:
+  """The process's context and queue, created on first use. Records the reason when there are none."""
+  if _device: return _device
+  try:
+    import pyopencl as cl
+  except ImportError as e:
+    _device["error"] = f"pyopencl is not installed ({e}); pip install pyopencl"
+    return _device
+  try: platforms = cl.get_platforms()
+  except Exception as e:  # the ICD loader raises when no vendor file exists
+    _device["error"] = f"no OpenCL platform found ({str(e).splitlines()[0] if str(e) else type(e).__name__}); install pocl-opencl-icd"
+    return _device
+  devices = []
+  # PoCL first: it is what the project is tested on; any other platform is a fallback
+  for p in sorted(platforms, key=lambda p: "Portable Computing Language" not in p.name):
+    try: devices += p.get_devices()
+    except Exception: continue  # a platform without devices raises DEVICE_NOT_FOUND
+  if not devices:
+    _device["error"] = f"no OpenCL device found on {len(platforms)} platform(s) ({', '.join(p.name for p in platforms) or 'none'})"
+    return _device
+  dev = devices[0]
+  ctx = cl.Context(devices=[dev])
+  _device.update(cl=cl, device=dev, context=ctx, queue=cl.CommandQueue(ctx), programs={},
+                 fp64="cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0)
+  return _device
+
+
+def available() -> tuple[bool, str]:
+  """(True, the device's name) when kernels can run, else (False, why not, in one line)."""
+  d = _open()
+  if "error" in d: return False, d["error"]
+  return True, f"{d['device'].name} on {d['device'].platform.name}"
+
+
+def _require() -> dict[str, Any]:
+  d = _open()
+  if "error" in d: raise OpenCLUnavailable(d["error"])
+  return d
+
+
+def build(source: str, name: str) -> Any:
+  """The compiled kernel `name` of `source`, built once per process per source text."""
+  d = _require()
+  if (kerns := d["programs"].get(source)) is None:
+    cl = d["cl"]
+    # pyopencl's own binary cache is off: PoCL keeps one, and two on-disk caches race under parallel test workers
+    prg = cl.Program(d["context"], source)
+    try: prg.build(options=list(BUILD_OPTIONS), cache_dir=False)
+    except cl.RuntimeError as e:
+      try: log = prg.get_build_info(d["device"], cl.program_build_info.LOG)
+      except Exception: log = ""
+      raise OpenCLBuildError(name, source, log or str(e)) from None
+    kerns = d["programs"][source] = {"program": prg}
+  if (k := kerns.get(name)) is None:
+    try: k = kerns[name] = d["cl"].Kernel(kerns["program"], name)
+    except Exception as e: raise OpenCLBuildError(name, source, f"no kernel named {name!r} in the program ({e})") from None
+  return k
+
+
+def clear_cache() -> None:
+  """Forget the compiled programs of this process (the next build compiles again)."""
+  if "programs" in _device: _device["programs"].clear()
+
+
+# ---- kernels: source, name and launch size of a kernel CALL ----
+_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def kernel_of(call: UOp) -> tuple[str, str, tuple[int, ...]]:
+  """(OpenCL source, entry name, global size) of a kernel CALL whose body is a PROGRAM. Uses the PROGRAM's SOURCE
+  when it is OpenCL C, renders its LINEAR otherwise. The kernel takes one pointer per call arg, in order."""
+  if (ret := _kernels.get(call)) is not None: return ret
+  from tinyspec.render.opencl import launch_size, render_kernel
+  if call.op is not Ops.CALL or not call.src: raise TypeError(f"a kernel runner runs CALLs, not {call.op.name}")
+  body = call.src[0]
+  if body.op is not Ops.PROGRAM:
+    raise TypeError(f"the OpenCL runtime runs PROGRAM kernel bodies (lower to the program stage first), got {body.op.name}")
+  if len(body.src) < 2 or body.src[1].op is not Ops.LINEAR: raise TypeError(f"PROGRAM {body.arg!r} has no LINEAR as src[1]")
+  src = body.src[2].arg if len(body.src) > 2 and body.src[2].op is Ops.SOURCE else None
+  if isinstance(src, SourceArg) and src.lang == "opencl": text, name = src.text, src.name
+  else: text, name = render_kernel(call, body)
+  ret = (text, name, launch_size(body.src[1]))
+  _kernels[call] = ret
+  return ret
+
+
+def _storage(u: UOp) -> UOp:
+  while u.op is Ops.AFTER and u.src: u = u.src[0]
+  return u
+
+
+class OpenCLRunner:
+  """A kernel runner for `evaluate(..., kernel_runner=...)`. Host arrays are mirrored on the device the first time a
+  kernel gets them; later kernels use the device copy, so intermediates never come back to the host. A buffer comes
+  back when it is read on the host: `outputs` holds (storage, call) for each AFTER(storage, call) the graph reads,
+  and that storage is copied back right after that call runs. `eager=True` copies every arg back after every
+  kernel (for graphs that read storage on the host in ways not known in advance); `sync()` copies back the rest."""
+
+  def __init__(self, outputs: set[tuple[UOp, UOp]] | None = None, eager: bool = False):
+    self.d = _require()
+    self.outputs = outputs or set()
+    self.eager = eager
+    # keyed by the memory, not the array object: two views of one storage must share one device buffer
+    self.bufs: dict[tuple[int, int], tuple[np.ndarray, Any]] = {}
+    self.dirty: set[tuple[int, int]] = set()
+    self.launches = self.copies_in = self.copies_out = 0
+
+  @staticmethod
+  def for_graph(root: UOp) -> OpenCLRunner:
+    """The runner for evaluating root: lazy (outputs copied back once) when root is a flat kernel graph, eager when
+    it nests kernel graphs or COPY calls, whose storage the evaluator reads on the host between kernels."""
+    from tinyspec.lower.kernel_map import is_kernel_body
+    nodes = root.toposort(gate=lambda u: not is_kernel_body(u))
+    if any(u.op is Ops.CALL and u.src and not is_kernel_body(u.src[0]) for u in nodes): return OpenCLRunner(eager=True)
+    # what the evaluator reads on the host: the root's entries. Storage read as AFTER(storage, kernel calls...) comes
+    # back right after those calls; a BUFFER read as itself is its initial contents, which the host holds anyway
+    outs: set[tuple[UOp, UOp]] = set()
+    for u in root.src if root.op is Ops.SINK else (root,):
+      if u.op is Ops.AFTER:
+        if not all(d.op is Ops.CALL for d in u.src[1:]): return OpenCLRunner(eager=True)
+        outs.update((_storage(u), d) for d in u.src[1:])
+      elif u.op not in (Ops.BUFFER, Ops.CALL, Ops.STORE, Ops.GROUP, Ops.CONST): return OpenCLRunner(eager=True)
+    return OpenCLRunner(outs)
+
+  @staticmethod
+  def _key(a: np.ndarray) -> tuple[int, int]: return (a.__array_interface__["data"][0], a.nbytes)
+
+  def _buffer(self, a: np.ndarray) -> Any:
+    if (hit := self.bufs.get(self._key(a))) is not None: return hit[1]
+    cl = self.d["cl"]
+    buf = cl.Buffer(self.d["context"], cl.mem_flags.READ_WRITE, size=max(a.nbytes, 1))
+    if a.nbytes:
+      cl.enqueue_copy(self.d["queue"], buf, np.ascontiguousarray(a), is_blocking=False)
+      self.copies_in += 1
+    self.bufs[self._key(a)] = (a, buf)
+    return buf
+
+  def __call__(self, call: UOp, args: list[np.ndarray]) -> None:
+    text, name, gsize = kernel_of(call)
+    if len(args) != len(call.src) - 1: raise ValueError(f"kernel {name}: {len(args)} arrays for a call of {len(call.src) - 1} args")
+    for u in call.src[0].src[1].src:
+      if u.op is not Ops.PARAM: continue
+      if u.arg.slot >= len(args): raise ValueError(f"kernel {name}: PARAM slot {u.arg.slot} but the call has {len(args)} args")
+      a = args[u.arg.slot]
+      if a.dtype != u.dtype.np or a.size != u.arg.size:
+        raise ValueError(f"kernel {name}: arg {u.arg.slot} is {a.dtype}[{a.size}], PARAM wants {u.dtype.np}[{u.arg.size}]")
+    kern = build(text, name)
+    bufs = [self._buffer(a) for a in args]
+    self.dirty.update(self._key(a) for a in args)
+    if 0 not in gsize:
+      kern(self.d["queue"], gsize, None, *bufs)
+      self.launches += 1
+    if self.eager: self.sync()
+    elif self.outputs:
+      for a, arg in zip(args, call.src[1:]):
+        if (_storage(arg), call) in self.outputs: self._copy_out(self._key(a))
+
+  def _copy_out(self, key: tuple[int, int]) -> None:
+    a, buf = self.bufs[key]
+    self.dirty.discard(key)
+    if not a.nbytes: return
+    cl, q = self.d["cl"], self.d["queue"]
+    if a.flags.c_contiguous and a.flags.writeable: cl.enqueue_copy(q, a, buf)
+    else:
+      tmp = np.empty(a.shape, a.dtype)
+      cl.enqueue_copy(q, tmp, buf)
+      a[...] = tmp
+    self.copies_out += 1
+
+  def close(self) -> None:
+    """Release the device buffers without copying anything back."""
+    self.d["queue"].finish()
+    self.bufs.clear()
+    self.dirty.clear()
+
+  def sync(self) -> None:
+    """Copy every buffer a kernel may have written back into its host array, then forget the device copies."""
+    for key in list(self.dirty): self._copy_out(key)
+    self.d["queue"].finish()
+    self.bufs.clear()
+
+
+def run_kernel(call: UOp, args: list[np.ndarray]) -> None:
+  """Run one kernel CALL on flat host arrays, in place (copies in and out around this one kernel)."""
+  r = OpenCLRunner()
+  r(call, args)
+  r.sync()
+
+
+def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, **options):
+  """evaluate(root, inputs) with every kernel run as OpenCL C on the device. root is a tensor graph (lowered here with
+  backend "opencl"), a kernel graph (run through the kernel passes), or one already rendered for OpenCL. options
+  are lowering options (opts, int_dtype, callify, realize)."""
+  from tinyspec.runtime.cpu import prepare
+  from tinyspec.semantics import evaluate
+  _require()
+  root = prepare(root, backend="opencl", **options)
+  runner = OpenCLRunner.for_graph(root)
+  try: return evaluate(root, inputs, kernel_runner=runner)
+  finally: runner.close()

@@ -1,0 +1,115 @@
+"""The vocabulary of the spec: stages, violations, named rules and their registry, and the contexts rules run in."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable, Iterable
+
+from tinyspec.uop import Ops, UOp
+
+
+class Stage(Enum):
+  TENSOR = "tensor"
+  KERNEL_GRAPH = "kernel_graph"
+  KERNEL = "kernel"
+  PROGRAM = "program"
+
+  def __repr__(self) -> str: return f"Stage.{self.name}"
+
+
+def _node_str(u: Any) -> str:
+  if not isinstance(u, UOp): return type(u).__name__
+  op = u.op.name if isinstance(u.op, Ops) else repr(u.op)
+  dt = getattr(u.dtype, "name", repr(u.dtype))
+  return f"{op} {dt}"
+
+
+@dataclass(frozen=True)
+class Violation:
+  """One broken rule: the node, its path from the root (source indices), the stage, the rule id and a sentence."""
+  node: UOp
+  path: tuple[int, ...]
+  stage: Stage
+  rule: str
+  message: str
+
+  @property
+  def where(self) -> str:
+    return "root" + "".join(f".src[{i}]" for i in self.path)
+
+  def __str__(self) -> str:
+    return f"[{self.stage.name}] {self.rule}: {self.message}\n    at {self.where} ({_node_str(self.node)})"
+
+
+class SpecError(Exception):
+  """Raised by verify; holds every violation found."""
+  def __init__(self, violations: list[Violation]):
+    self.violations = violations
+    more = f"\n... and {len(violations) - 20} more" if len(violations) > 20 else ""
+    super().__init__(f"{len(violations)} spec violation(s):\n" + "\n".join(str(v) for v in violations[:20]) + more)
+
+
+# A rule function takes (node, ctx) and returns None when the node passes, a message (the node breaks the rule), or a
+# list of Findings (breaks found at nodes below it, e.g. the STORE of a SINK whose range is never closed).
+Finding = tuple[tuple[int, ...], UOp, str, str]  # (path relative to the checked node, node, rule id, message)
+RuleFn = Callable[[UOp, "Ctx"], "str | list[Finding] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+  """A named rule of the spec. `id` is stable (tests, corpus signatures and docs/spec.md refer to it)."""
+  id: str
+  doc: str
+  fn: RuleFn
+
+  def __repr__(self) -> str: return f"Rule({self.id})"
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, doc: str) -> Callable[[RuleFn], Rule]:
+  """Register a rule function under a stable id; `doc` is the one-line statement docs/spec.md expands."""
+  def deco(fn: RuleFn) -> Rule:
+    if id in RULES: raise ValueError(f"rule id {id!r} registered twice")
+    RULES[id] = r = Rule(id, doc, fn)
+    return r
+  return deco
+
+
+def declare(id: str, doc: str) -> str:
+  """Register a rule id that is enforced by the walk itself rather than by a rule function."""
+  if id in RULES: raise ValueError(f"rule id {id!r} registered twice")
+  RULES[id] = Rule(id, doc, lambda u, cx: None)
+  return id
+
+
+Table = dict[Ops, tuple[Rule, ...]]
+
+
+def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: Table | None = None) -> Table:
+  """A rule table: for each op, the rules a node of that op must pass. Later entries add to earlier ones."""
+  out: dict[Ops, list[Rule]] = {op: list(rs) for op, rs in (base or {}).items()}
+  for ops, rules in entries:
+    for op in ((ops,) if isinstance(ops, Ops) else ops):
+      out.setdefault(op, []).extend(rules)
+  return {op: tuple(rs) for op, rs in out.items()}
+
+
+class Ctx:
+  """Where in a graph a node is checked: its stage's rule table and what its sources are checked as.
+
+  top: reached from the root without entering a call body (a PARAM there is bound by nothing).
+  body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says)."""
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx")
+
+  def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
+    self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
+    self.key, self.lkey = f"spec:{name}", f"spec:{name}:local"
+    self.body_ctx: Callable[[UOp], Ctx] = lambda body: self
+
+  def __repr__(self) -> str: return f"Ctx({self.name})"
+
+  @property
+  def sname(self) -> str:
+    return self.stage.name

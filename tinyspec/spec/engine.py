@@ -1,0 +1,186 @@
+"""The checker: walks a graph in contexts (which stage's rules apply where) and collects violations.
+
+Every verdict is cached on the interned node, per context: the local findings of the node, and whether its whole
+subgraph is clean. Nodes are immutable, so a verdict never goes stale, and checking a graph after a rewrite only
+evaluates the nodes the rewrite created. Rules are local to a node and its subgraph; what depends on where a node
+sits (inside a call body or not, which stage a call body is at) is carried by the context, not by the node.
+"""
+from __future__ import annotations
+
+from tinyspec.spec.base import RULES, Ctx, Finding, Stage, Violation, declare
+from tinyspec.spec.kernel import KERNEL_TABLE
+from tinyspec.spec.kgraph import KGRAPH_TABLE, body_kind
+from tinyspec.spec.program import PROGRAM_TABLE
+from tinyspec.spec.shared import shape_ok, srcs_shape_ok, wellformed
+from tinyspec.spec.tensor import TENSOR_TABLE
+from tinyspec.uop import Ops, UOp
+
+T_TOP = Ctx("tensor", Stage.TENSOR, TENSOR_TABLE, top=True)
+T_BODY = Ctx("tensor_body", Stage.TENSOR, TENSOR_TABLE)
+K = Ctx("kernel", Stage.KERNEL, KERNEL_TABLE)
+P = Ctx("program", Stage.PROGRAM, PROGRAM_TABLE)
+G_TOP = {bs: Ctx(f"kgraph_{bs.name if bs else 'any'}", Stage.KERNEL_GRAPH, KGRAPH_TABLE, top=True, body_stage=bs)
+         for bs in (None, Stage.KERNEL, Stage.PROGRAM)}
+G_BODY = {bs: Ctx(f"kgraph_body_{bs.name if bs else 'any'}", Stage.KERNEL_GRAPH, KGRAPH_TABLE, body_stage=bs)
+          for bs in (None, Stage.KERNEL, Stage.PROGRAM)}
+
+
+def _t_body(b: UOp) -> Ctx:
+  k = body_kind(b)
+  if k == "tuple": return T_BODY
+  return {"kernel": K, "program": P, "kgraph": G_BODY[None], "copy": G_BODY[None]}.get(k, T_BODY)
+
+
+def _g_body(bs: Stage | None):
+  def fn(b: UOp) -> Ctx:
+    k = body_kind(b)
+    return {"kernel": K, "program": P}.get(k, G_BODY[bs])
+  return fn
+
+
+T_TOP.body_ctx = T_BODY.body_ctx = _t_body
+for _bs in G_TOP:
+  G_TOP[_bs].body_ctx = G_BODY[_bs].body_ctx = _g_body(_bs)
+
+ROOT_SINK = declare("kgraph.root_sink", "The root of a kernel graph is a SINK.")
+KROOT_SINK = declare("kernel.root_sink", "A kernel body checked on its own is a SINK.")
+PROOT = declare("program.root_form", "A program body checked on its own is a PROGRAM or a LINEAR.")
+NODE_ROOT = declare("node.root", "check is given a UOp as the root.")
+
+
+def _children(u: UOp, cx: Ctx) -> list[tuple[UOp, Ctx]]:
+  src = u.src
+  if u.op is Ops.CALL and src and isinstance(src[0], UOp):
+    try: bcx = cx.body_ctx(src[0])
+    except Exception: bcx = cx  # a body too malformed to classify is checked where it stands
+    return [(src[0], bcx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
+  return [(s, cx) for s in src if isinstance(s, UOp)]
+
+
+def local_findings(u: UOp, cx: Ctx) -> tuple[Finding, ...]:
+  """The findings of u's own rules in cx (cached). Malformed sources silence u's rules: the cause is reported there."""
+  c = u._cache
+  ret = c.get(cx.lkey)
+  if ret is not None: return ret
+  wf = wellformed(u)
+  if wf:
+    c[cx.lkey] = wf
+    return wf
+  for s in u.src:
+    w = s._cache.get("spec:wf")
+    if w is None: w = wellformed(s)
+    if w:
+      c[cx.lkey] = ()
+      return ()
+  out: list[Finding] = []
+  for r in cx.table.get(u.op, ()):
+    try: res = r.fn(u, cx)
+    except Exception as e:  # a rule that cannot evaluate on this node: the node is malformed in an unnamed way
+      res = [((), u, "node.malformed", f"{u.op.name} could not be checked by {r.id} ({type(e).__name__}: {e}); at {cx.sname} the node is malformed")]
+    if res is None: continue
+    if type(res) is str: out.append(((), u, r.id, res))
+    else: out.extend(res)
+  if not out and not shape_ok(u) and srcs_shape_ok(u):
+    err = u._cache["shape"].err
+    out.append(((), u, "node.shape", f"{u.op.name} has no valid shape ({err}); at {cx.sname} every value has a shape its shape rule accepts"))
+  c[cx.lkey] = ret = tuple(out)
+  return ret
+
+
+def clean(root: UOp, cx: Ctx) -> bool:
+  """Whether the subgraph of root, checked in cx, has no findings. Iterative; cached per node and context."""
+  key = cx.key
+  v = root._cache.get(key)
+  if v is not None: return v
+  stack: list[tuple[UOp, Ctx, list | None]] = [(root, cx, None)]
+  while stack:
+    u, x, kids = stack.pop()
+    uc = u._cache
+    if x.key in uc: continue
+    if kids is None:
+      kids = _children(u, x)
+      stack.append((u, x, kids))
+      stack.extend((s, sx, None) for s, sx in kids if sx.key not in s._cache)
+      continue
+    ok = not local_findings(u, x)
+    if ok:
+      for s, sx in kids:
+        if not s._cache[sx.key]:
+          ok = False
+          break
+    uc[x.key] = ok
+  return root._cache[key]
+
+
+def collect(root: UOp, cx: Ctx) -> list[Violation]:
+  """Every violation under root, each at its shortest path (breadth first, only into subgraphs that are not clean)."""
+  out: list[Violation] = []
+  seen_pairs = {(root, cx)}
+  reported: set[tuple[int, str, str]] = set()
+  frontier: list[tuple[UOp, Ctx, tuple[int, ...]]] = [(root, cx, ())]
+  while frontier:
+    nxt = []
+    for u, x, path in frontier:
+      for rel, node, rid, msg in local_findings(u, x):
+        k = (id(node), rid, msg)
+        if k not in reported:
+          reported.add(k)
+          out.append(Violation(node, path + rel, x.stage, rid, msg))
+      for i, (s, sx) in enumerate(_children_indexed(u, x)):
+        if s is None or (s, sx) in seen_pairs or s._cache.get(sx.key, False): continue
+        seen_pairs.add((s, sx))
+        nxt.append((s, sx, path + (i,)))
+    frontier = nxt
+  return out
+
+
+def _children_indexed(u: UOp, cx: Ctx) -> list[tuple[UOp | None, Ctx]]:
+  kids = iter(_children(u, cx))
+  return [next(kids) if isinstance(s, UOp) else (None, cx) for s in u.src]
+
+
+def root_ctx(root: UOp, stage: Stage) -> Ctx:
+  if stage is Stage.TENSOR: return T_TOP
+  if stage is Stage.KERNEL_GRAPH: return G_TOP[None]
+  kg = body_kind(root) == "kgraph"
+  if stage is Stage.KERNEL: return G_TOP[Stage.KERNEL] if kg else K
+  return G_TOP[Stage.PROGRAM] if kg else P
+
+
+def _root_rules(root: UOp, stage: Stage, cx: Ctx) -> list[Violation]:
+  if root.op is Ops.SINK: return []
+  op = root.op.name if isinstance(root.op, Ops) else repr(root.op)
+  if cx.stage is Stage.KERNEL_GRAPH:
+    return [Violation(root, (), stage, ROOT_SINK, f"the root is {op}; at KERNEL_GRAPH the root is a SINK of realized storage")]
+  if cx is K: return [Violation(root, (), stage, KROOT_SINK, f"the root is {op}; at KERNEL a kernel body is a SINK of effects")]
+  if cx is P and root.op not in (Ops.LINEAR, Ops.PROGRAM):
+    return [Violation(root, (), stage, PROOT, f"the root is {op}; at PROGRAM a program body is a PROGRAM or a LINEAR")]
+  return []
+
+
+def check(root: UOp, stage: Stage | str) -> list[Violation]:
+  """Every violation of stage's rules in the graph under root. Never raises on malformed input.
+
+  TENSOR checks a tensor graph. KERNEL_GRAPH checks a kernel graph and each kernel body at the stage its form says.
+  KERNEL and PROGRAM accept a single body, or a whole kernel graph whose bodies must then all be at that stage."""
+  if isinstance(stage, str): stage = Stage[stage.upper()]
+  if not isinstance(stage, Stage): raise TypeError(f"stage must be a Stage, not {type(stage).__name__}")
+  if not isinstance(root, UOp):
+    return [Violation(root, (), stage, NODE_ROOT, f"the root is {type(root).__name__}, not a UOp; check takes the root UOp of a graph")]
+  try: cx = root_ctx(root, stage)
+  except Exception: cx = {Stage.TENSOR: T_TOP, Stage.KERNEL_GRAPH: G_TOP[None], Stage.KERNEL: K, Stage.PROGRAM: P}[stage]
+  vs = [] if wellformed(root) else _root_rules(root, stage, cx)
+  if not clean(root, cx): vs += collect(root, cx)
+  return vs
+
+
+def verify(root: UOp, stage: Stage | str) -> UOp:
+  """root, when it is legal at stage; SpecError with every violation otherwise."""
+  from tinyspec.spec.base import SpecError
+  if vs := check(root, stage): raise SpecError(vs)
+  return root
+
+
+def rule_ids() -> list[str]:
+  """Every registered rule id, sorted."""
+  return sorted(RULES)

@@ -1,0 +1,295 @@
+"""The KERNEL stage: a kernel body, SINK of STORE/GROUP/END over scalar values, with every INDEX proven in bounds."""
+from __future__ import annotations
+
+from tinyspec import smt
+from tinyspec.dtype import dtypes
+from tinyspec.spec.base import Ctx, Finding, rule, table
+from tinyspec.spec.shared import (_find_paths, alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, storage_base,
+                                  value_source, wellformed, what, where_cond)
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+
+KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
+  | GroupOp.RangeForm
+STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
+EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
+
+
+# ---- derived: the RANGEs a node depends on that no END or REDUCE below it closes ----
+
+def open_ranges(u: UOp) -> frozenset:
+  """RANGEs u depends on that are not closed below u (by an END or a range-form REDUCE). Cached, iterative."""
+  c = u._cache
+  if (ret := c.get("spec:open")) is not None: return ret
+  stack: list[tuple[UOp, bool]] = [(u, False)]
+  while stack:
+    x, ready = stack.pop()
+    if "spec:open" in x._cache: continue
+    srcs = [s for s in x.src if isinstance(s, UOp)]
+    if not ready:
+      stack.append((x, True))
+      stack.extend((s, False) for s in srcs if "spec:open" not in s._cache)
+      continue
+    sets = [s._cache["spec:open"] for s in srcs]
+    nonempty = [s for s in sets if s]
+    res = frozenset() if not nonempty else (nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty))
+    if x.op is Ops.RANGE: res = res | {x}
+    elif (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res:
+      res = res - frozenset(srcs[1:])
+    x._cache["spec:open"] = res
+  return c["spec:open"]
+
+
+def _axis(r: UOp) -> str:
+  return f"axis {r.arg.axis}" if hasattr(r.arg, "axis") else "a range"
+
+
+# ---- op rules ----
+
+@rule("kernel.no_movement", "No movement op (view) in a kernel body: views are index arithmetic there.")
+def no_movement(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} view in a kernel body; at {cx.sname} views are index arithmetic (INDEX(buf, idx_expr)), never movement ops"
+
+
+@rule("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, ALUs, casts, REDUCE, STORE, AFTER, GROUP, SINK and the range-form "
+      "ops (RANGE, END, INDEX, LOAD, SPECIAL).")
+def op_allowed(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} in a kernel body; at {cx.sname} a kernel holds scalar computation, range-form ops and stores (no calls, tuples or realizes)"
+
+
+@rule("kernel.buffer_local", "A BUFFER inside a kernel body is kernel-local (REG or LOCAL); global storage comes in through PARAMs.")
+def buffer_local(u: UOp, cx: Ctx) -> str | None:
+  if u.arg.addrspace in (AddrSpace.REG, AddrSpace.LOCAL): return None
+  return f"GLOBAL BUFFER {u.arg.id} inside a kernel body; at {cx.sname} global storage is reached through PARAMs (kernel args)"
+
+
+_SCALAR_SRCS = {Ops.REDUCE: (0,), Ops.STORE: (1, 2), Ops.LOAD: (1, 2), Ops.INDEX: (1,), Ops.RANGE: (0,), Ops.SPECIAL: (0,)}
+
+
+@rule("kernel.scalar_values", "Every value in a kernel has shape (): storage (PARAM, BUFFER, AFTER) is never used as a value, only addressed "
+      "by INDEX and read by LOAD.")
+def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
+  idxs = _SCALAR_SRCS.get(u.op, range(len(u.src)))
+  out = [((i,), u.src[i], "kernel.scalar_values", f"{u.op.name} source {i} is {what(u.src[i])} of shape {u.src[i].shape}; at {cx.sname} "
+          "values are scalars: read storage with LOAD(INDEX(storage, i))")
+         for i in idxs if i < len(u.src) and u.src[i].op in STORAGE_OPS and u.src[i].shape_ok]
+  # report at the user, the place the storage was used as a value
+  return [((), u, r, m) for _, _, r, m in out] or None
+
+
+@rule("kernel.reduce_form", "In a kernel a REDUCE is in range form: arg the op (ADD, MAX, MUL), sources (value, RANGE...).")
+def reduce_form(u: UOp, cx: Ctx) -> str | None:
+  if isinstance(u.arg, tuple):
+    return f"REDUCE in tensor form (arg {u.arg!r}); at {cx.sname} a REDUCE has arg op and sources (value, RANGE, ...)"
+  bad = [i for i, r in enumerate(u.src) if i > 0 and r.op is not Ops.RANGE]
+  if bad: return f"REDUCE source {bad[0]} is {what(u.src[bad[0]])}; at {cx.sname} a REDUCE reduces over RANGEs"
+  return None
+
+
+@rule("kernel.store_target", "A kernel STORE writes through an INDEX.")
+def store_target(u: UOp, cx: Ctx) -> str | None:
+  if u.src[0].op is Ops.INDEX: return None
+  return f"STORE into {what(u.src[0])}; at {cx.sname} a STORE target is INDEX(storage, idx)"
+
+
+@rule("kernel.store_dtype", "A kernel STORE's value has the dtype of the INDEX it writes.")
+def store_dtype(u: UOp, cx: Ctx) -> str | None:
+  t, v = u.src[0], u.src[1]
+  if t.op is not Ops.INDEX or t.dtype == v.dtype: return None
+  return f"STORE of {v.dtype.name} through a {t.dtype.name} INDEX; at {cx.sname} the value has the element dtype of its storage"
+
+
+@rule("kernel.gate_bool", "The gate of a LOAD or STORE (its last source when it has one) is a bool.")
+def gate_bool(u: UOp, cx: Ctx) -> str | None:
+  if len(u.src) < 3: return None
+  g = u.src[2]
+  return None if g.dtype is dtypes.bool else f"{u.op.name} gate is {g.dtype.name}; at {cx.sname} a gate is bool"
+
+
+@rule("kernel.load_index", "A LOAD reads through an INDEX.")
+def load_index(u: UOp, cx: Ctx) -> str | None:
+  if u.src[0].op is Ops.INDEX: return None
+  return f"LOAD of {what(u.src[0])}; at {cx.sname} a LOAD reads INDEX(storage, idx)"
+
+
+@rule("kernel.load_dtype", "A LOAD has the dtype of its INDEX, and so has its alternative value when gated.")
+def load_dtype(u: UOp, cx: Ctx) -> str | None:
+  i = u.src[0]
+  if i.op is Ops.INDEX and i.dtype != u.dtype:
+    return f"LOAD is {u.dtype.name} but reads a {i.dtype.name} INDEX; at {cx.sname} a LOAD has the element dtype of its storage"
+  if len(u.src) == 3 and u.src[1].dtype != u.dtype:
+    return f"LOAD alternative is {u.src[1].dtype.name} for a {u.dtype.name} LOAD; at {cx.sname} the alternative has the LOAD's dtype"
+  return None
+
+
+@rule("kernel.index_storage", "INDEX addresses storage: a PARAM, a kernel-local BUFFER, or an AFTER of one.")
+def index_storage(u: UOp, cx: Ctx) -> str | None:
+  if storage_base(u.src[0]) is not None: return None
+  return f"INDEX into {what(u.src[0])}; at {cx.sname} INDEX addresses storage (PARAM, BUFFER, or AFTER of one)"
+
+
+@rule("kernel.index_int", "The index of an INDEX (source 1) is an integer (index or a fixed-width int).")
+def index_int(u: UOp, cx: Ctx) -> str | None:
+  d = u.src[1].dtype
+  return None if d.is_int else f"INDEX by a {d.name} value; at {cx.sname} an index is an integer"
+
+
+@rule("kernel.index_dtype", "An INDEX has the element dtype of the storage it addresses.")
+def index_dtype(u: UOp, cx: Ctx) -> str | None:
+  b = u.src[0]
+  if storage_base(b) is None or b.dtype == u.dtype: return None
+  return f"INDEX is {u.dtype.name} into {b.dtype.name} storage; at {cx.sname} an INDEX has its storage's element dtype"
+
+
+def _index_parts(u: UOp) -> tuple[UOp, UOp, int, UOp | None] | None:
+  idx = u.src[0]
+  if idx.op is not Ops.INDEX or wellformed(idx) or len(idx.src) != 2: return None
+  base = storage_base(idx.src[0])
+  e = idx.src[1]
+  if base is None or wellformed(base) or wellformed(e) or not e.dtype.is_int: return None
+  gate = u.src[2] if len(u.src) == 3 else None
+  if gate is not None and (wellformed(gate) or gate.dtype is not dtypes.bool): gate = None
+  return idx, e, base.arg.size, gate
+
+
+def _bounds_result(u: UOp) -> tuple[smt.BoundsResult, UOp, UOp, int] | None:
+  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE (interval bounds first, then z3)."""
+  c = u._cache
+  if "spec:bounds" in c: return c["spec:bounds"]
+  parts = _index_parts(u)
+  ret = None
+  if parts is not None:
+    idx, e, size, gate = parts
+    lo, hi = e.vmin, e.vmax
+    if 0 <= lo and hi < size: res = smt.BoundsResult("proved")
+    else: res = smt.prove_in_bounds(e, size, gate)
+    ret = (res, idx, e, size)
+  c["spec:bounds"] = ret
+  return ret
+
+
+@rule("kernel.index_bounds", "Every INDEX is proven within [0, size) of its storage wherever the gate of the LOAD or STORE using it is true "
+      "(interval bounds first, z3 when they cannot decide).")
+def index_bounds(u: UOp, cx: Ctx) -> str | None:
+  r = _bounds_result(u)
+  if r is None or r[0].status != "violated": return None
+  res, idx, e, size = r
+  ex = ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
+  got = f" gives index {res.value}" if res.value is not None else " goes out of bounds"
+  gated = " where its gate is true" if len(u.src) == 3 else ""
+  return (f"{u.op.name} through an INDEX that can leave [0, {size}): {ex}{got}{gated}; at {cx.sname} every INDEX is in bounds "
+          f"under the gate of the LOAD or STORE using it")
+
+
+@rule("kernel.index_bounds_timeout", "When z3 cannot decide an in-bounds proof within smt.TIMEOUT_MS, the INDEX is unproven: a violation.")
+def index_bounds_timeout(u: UOp, cx: Ctx) -> str | None:
+  r = _bounds_result(u)
+  if r is None or r[0].status != "unknown": return None
+  return (f"the proof that the INDEX of this {u.op.name} stays in [0, {r[3]}) timed out after {smt.TIMEOUT_MS} ms (z3 gave unknown); "
+          f"at {cx.sname} every INDEX must be proven in bounds")
+
+
+@rule("kernel.range_bound", "RANGE and SPECIAL have an integer dtype (index before linearize) and a bound of that same dtype.")
+def range_bound(u: UOp, cx: Ctx) -> str | None:
+  b = u.src[0]
+  if not u.dtype.is_int: return f"{u.op.name} is {u.dtype.name}; at {cx.sname} a {u.op.name} is an integer"
+  if b.dtype != u.dtype: return f"{u.op.name} of {u.dtype.name} has a {b.dtype.name} bound; at {cx.sname} the bound has the {u.op.name}'s dtype"
+  return None
+
+
+@rule("kernel.end_form", "END(effect, RANGE, ...): it closes one or more RANGEs around an effect (STORE, GROUP or END).")
+def end_form(u: UOp, cx: Ctx) -> str | None:
+  if u.src[0].op not in EFFECT_OPS: return f"END around {what(u.src[0])}; at {cx.sname} an END closes ranges around an effect (STORE, GROUP, END)"
+  bad = [i for i, r in enumerate(u.src) if i > 0 and r.op is not Ops.RANGE]
+  if bad: return f"END source {bad[0]} is {what(u.src[bad[0]])}; at {cx.sname} END closes RANGEs"
+  return None
+
+
+@rule("kernel.after_storage", "AFTER in a kernel is on storage: a PARAM, a kernel-local BUFFER, or an AFTER of one.")
+def after_storage(u: UOp, cx: Ctx) -> str | None:
+  if storage_base(u.src[0]) is not None: return None
+  return f"AFTER on {what(u.src[0])}; at {cx.sname} AFTER is on storage (PARAM, BUFFER, or AFTER of one)"
+
+
+@rule("kernel.after_deps", "The dependencies of a kernel AFTER are effects (STORE, GROUP, END) or the RANGEs it is placed in.")
+def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), d, "kernel.after_deps", f"AFTER dependency {i - 1} is {what(d)}; at {cx.sname} AFTER waits for effects or is placed in RANGEs")
+         for i, d in enumerate(u.src) if i > 0 and d.op not in EFFECT_OPS and d.op is not Ops.RANGE]
+  return out or None
+
+
+@rule("kernel.sink_effects", "A kernel SINK (the body root) holds only effects: STORE, GROUP, END.")
+def sink_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), s, "kernel.sink_effects", f"kernel SINK entry {i} is {what(s)}; at {cx.sname} a kernel SINK holds effects (STORE, GROUP, END)")
+         for i, s in enumerate(u.src) if s.op not in EFFECT_OPS]
+  return out or None
+
+
+@rule("kernel.range_closed", "Every RANGE a STORE depends on is closed by an END around that STORE (reduce ranges by their REDUCE).")
+def range_closed(u: UOp, cx: Ctx) -> list[Finding] | None:
+  left = open_ranges(u)
+  if not left: return None
+  out: list[Finding] = []
+  seen: set[UOp] = set()
+  stack: list[tuple[UOp, tuple[int, ...], frozenset]] = [(u, (), frozenset())]
+  while stack:
+    x, path, closed = stack.pop()
+    if x in seen: continue
+    seen.add(x)
+    if x.op is Ops.STORE and (miss := open_ranges(x) - closed):
+      axes = ", ".join(sorted(_axis(r) for r in miss))
+      out.append((path, x, "kernel.range_closed", f"STORE depends on RANGE {axes} but no END around it closes it; at {cx.sname} every "
+                  "RANGE a STORE depends on is closed by an END around that STORE"))
+    if x.op is Ops.END: closed = closed | frozenset(x.src[1:])
+    for i, s in enumerate(x.src):
+      if isinstance(s, UOp) and s not in seen and open_ranges(s) - closed: stack.append((s, path + (i,), closed))
+  if not out:
+    axes = ", ".join(sorted(_axis(r) for r in left))
+    out.append(((), u, "kernel.range_closed", f"RANGE {axes} is used but never closed by an END; at {cx.sname} every RANGE is closed by an END"))
+  return out
+
+
+@rule("kernel.range_axis_unique", "Within one kernel, one RANGE node per axis id (two RANGEs with the same axis are two loops with one name).")
+def range_axis_unique(u: UOp, cx: Ctx) -> list[Finding] | None:
+  ranges = [r for r in _body_nodes(u) if r.op is Ops.RANGE and hasattr(r.arg, "axis")]
+  first: dict[int, UOp] = {}
+  dup: list[UOp] = []
+  for r in ranges:
+    if first.setdefault(r.arg.axis, r) is not r: dup.append(r)
+  if not dup: return None
+  paths = _find_paths(u, set(dup))
+  return [(paths.get(r, ()), r, "kernel.range_axis_unique", f"two different RANGEs have axis {r.arg.axis}; at {cx.sname} an axis id names one "
+           "RANGE per kernel") for r in dup]
+
+
+def _body_nodes(u: UOp) -> list[UOp]:
+  c = u._cache
+  if (ret := c.get("spec:nodes")) is not None: return ret
+  out, seen, stack = [], {u}, [u]
+  while stack:
+    x = stack.pop()
+    out.append(x)
+    for s in x.src:
+      if isinstance(s, UOp) and s not in seen:
+        seen.add(s)
+        stack.append(s)
+  c["spec:nodes"] = out
+  return out
+
+
+_ALU = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
+
+KERNEL_TABLE = table(
+  (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
+  (GroupOp.Cast, (value_source, cast_rule, scalar_values)),
+  (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
+  (Ops.BUFFER, (buffer_local,)),
+  (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
+  (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
+  (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values)),
+  ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
+  (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
+  (Ops.SINK, (sink_effects, range_closed, range_axis_unique)),
+  (GroupOp.Movement, (no_movement,)),
+  ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement], (op_allowed,)),
+  ((Ops.CONST, Ops.PARAM), ()),
+)

@@ -1,0 +1,107 @@
+"""The KERNEL_GRAPH stage: a SINK of realized storage, kernel CALLs on storage args, order only through AFTER."""
+from __future__ import annotations
+
+from tinyspec.spec.base import Ctx, Finding, Stage, rule, table
+from tinyspec.spec.shared import (dtype_passthrough, is_kgraph_sink, param_dtype, param_outside, param_size, param_slot, storage_base,
+                                  what)
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+
+KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY})
+STORAGE_WORDS = "storage (BUFFER, PARAM, or AFTER of one)"
+
+
+def kgraph_storage(u: UOp) -> bool:
+  return storage_base(u) is not None
+
+
+@rule("kgraph.no_movement", "No movement op (view) anywhere in a kernel graph: views become index arithmetic inside kernels.")
+def no_movement(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} view in the kernel graph; at KERNEL_GRAPH there are no views (rangeify turns them into index arithmetic)"
+
+
+@rule("kgraph.no_tuple", "No TUPLE or GETTUPLE left in a kernel graph: value calls are inlined or precompiled by then.")
+def no_tuple(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} left in the kernel graph; at KERNEL_GRAPH value calls are resolved (no TUPLE, no GETTUPLE)"
+
+
+@rule("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER, CALL, BUFFER, PARAM (and COPY as a call body); values live in kernel bodies.")
+def op_allowed(u: UOp, cx: Ctx) -> str:
+  return (f"{u.op.name} in the kernel graph; at KERNEL_GRAPH the graph holds only SINK, AFTER, CALL, BUFFER and PARAM "
+          "(computation lives in kernel bodies)")
+
+
+@rule("kgraph.buffer_global", "A BUFFER of the kernel graph is GLOBAL or LOCAL memory; REG buffers live inside kernel bodies.")
+def buffer_global(u: UOp, cx: Ctx) -> str | None:
+  if u.arg.addrspace is not AddrSpace.REG: return None
+  return f"REG BUFFER {u.arg.id} in the kernel graph; at KERNEL_GRAPH buffers are device memory (REG accumulators belong inside a kernel)"
+
+
+@rule("kgraph.sink_entry", "Every entry of a kernel-graph SINK is storage: a BUFFER, a PARAM, or an AFTER of one.")
+def sink_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), s, "kgraph.sink_entry", f"SINK entry {i} is {what(s)}; at KERNEL_GRAPH each SINK entry is realized {STORAGE_WORDS}")
+         for i, s in enumerate(u.src) if not kgraph_storage(s)]
+  return out or None
+
+
+@rule("kgraph.after_storage", "AFTER in a kernel graph is on storage: a BUFFER, a PARAM, or an AFTER of one.")
+def after_storage(u: UOp, cx: Ctx) -> str | None:
+  if kgraph_storage(u.src[0]): return None
+  return f"AFTER on {what(u.src[0])}; at KERNEL_GRAPH AFTER is on {STORAGE_WORDS}"
+
+
+@rule("kgraph.after_deps", "The dependencies of a kernel-graph AFTER are CALLs: order between kernels is only AFTER(buf, CALL...).")
+def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), d, "kgraph.after_deps", f"AFTER dependency {i - 1} is {what(d)}; at KERNEL_GRAPH AFTER waits for kernel CALLs")
+         for i, d in enumerate(u.src) if i > 0 and d.op is not Ops.CALL]
+  return out or None
+
+
+def body_kind(b: UOp) -> str:
+  """kernel, kgraph, program, copy, tuple or bad: what a CALL body is by its form."""
+  if b.op is Ops.SINK: return "kgraph" if is_kgraph_sink(b) else "kernel"
+  return {Ops.PROGRAM: "program", Ops.LINEAR: "program", Ops.COPY: "copy", Ops.TUPLE: "tuple"}.get(b.op, "bad")
+
+
+@rule("kgraph.call_body", "A kernel-graph CALL's body is a kernel SINK, a PROGRAM (or LINEAR), a COPY, or a nested kernel-graph SINK "
+      "(a precompiled call).")
+def call_body(u: UOp, cx: Ctx) -> str | None:
+  if body_kind(u.src[0]) != "bad": return None
+  return (f"CALL body is {what(u.src[0])}; at KERNEL_GRAPH a CALL body is a kernel SINK, a PROGRAM, a COPY, or a kernel-graph SINK "
+          "(precompiled call)")
+
+
+@rule("kgraph.body_stage", "Checked at KERNEL, every kernel body is a kernel SINK; checked at PROGRAM, every kernel body is a PROGRAM or LINEAR.")
+def body_stage(u: UOp, cx: Ctx) -> str | None:
+  k = body_kind(u.src[0])
+  if cx.body_stage is Stage.KERNEL and k == "program":
+    return f"CALL body is a {u.src[0].op.name}; at KERNEL every kernel body is a kernel SINK (linearize has not run)"
+  if cx.body_stage is Stage.PROGRAM and k == "kernel":
+    return "CALL body is a kernel SINK; at PROGRAM every kernel body is a PROGRAM (linearized)"
+  return None
+
+
+@rule("kgraph.call_arg_storage", "Kernel-graph CALL args are storage (BUFFER, PARAM, or AFTER of one): never a view, never a computed value.")
+def call_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), a, "kgraph.call_arg_storage", f"CALL arg {i - 1} is {what(a)}; at KERNEL_GRAPH call args must be {STORAGE_WORDS}")
+         for i, a in enumerate(u.src) if i > 0 and not kgraph_storage(a)]
+  return out or None
+
+
+@rule("kgraph.copy_body", "A COPY call body copies a PARAM (storage of the call) to the device named in its arg.")
+def copy_body(u: UOp, cx: Ctx) -> str | None:
+  if storage_base(u.src[0]) is not None: return None
+  return f"COPY of {what(u.src[0])}; at KERNEL_GRAPH a COPY body copies {STORAGE_WORDS}"
+
+
+def kgraph_table() -> dict:
+  return table(
+    (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
+    (Ops.SINK, [sink_entry]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
+    (Ops.CALL, (call_body, body_stage, call_arg_storage, param_slot, param_size, param_dtype)),
+    (Ops.COPY, (copy_body, dtype_passthrough)),
+    (GroupOp.Movement, [no_movement]), ((Ops.TUPLE, Ops.GETTUPLE), [no_tuple]),
+    ([op for op in Ops if op not in KGRAPH_OPS and op not in GroupOp.Movement and op not in (Ops.TUPLE, Ops.GETTUPLE)], [op_allowed]),
+  )
+
+
+KGRAPH_TABLE = kgraph_table()

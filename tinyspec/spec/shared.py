@@ -1,0 +1,376 @@
+"""Rules shared by several stages: node well-formedness, elementwise typing, GROUP, PARAM binding; and helpers."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.spec.base import Ctx, Finding, declare, rule
+from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp
+
+KNOWN_DTYPES = frozenset(dtypes.all)
+VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+STORAGE = GroupOp.Storage
+
+# ---- describing nodes in messages ----
+
+def _a(word: str) -> str:
+  return ("an " if word[:1] in "AEIOU" else "a ") + word
+
+
+def what(u: Any) -> str:
+  """A short noun phrase for a node: 'a PERMUTE view', 'BUFFER storage', 'an ADD value', 'a STORE effect'."""
+  if not isinstance(u, UOp): return f"{_a(type(u).__name__)} (not a UOp)"
+  op = u.op
+  if not isinstance(op, Ops): return f"a node of unknown op {op!r}"
+  if op in GroupOp.Movement: return f"{_a(op.name)} view"
+  if op in STORAGE: return f"{op.name} storage"
+  if op is Ops.AFTER: return f"an AFTER of {what(u.src[0])}" if u.src else "an AFTER"
+  if is_effect(u): return f"{_a(op.name)} effect"
+  if op in GroupOp.Elementwise or op in (Ops.CONST, Ops.REDUCE, Ops.LOAD, Ops.GETTUPLE): return f"{_a(op.name)} value"
+  return _a(op.name)
+
+
+def is_effect(u: UOp) -> bool:
+  """STORE, GROUP, END, and opaque (non-TUPLE body) CALLs: what a GROUP may hold."""
+  op = u.op
+  if op in GroupOp.Effect: return True
+  return op is Ops.CALL and len(u.src) > 0 and u.src[0].op is not Ops.TUPLE
+
+
+def is_value(u: UOp) -> bool:
+  """A node with a value: not a void op and a non-void dtype (whether its shape holds up is checked at the node)."""
+  return u.op not in VOID_OPS and u.dtype is not dtypes.void
+
+
+def storage_base(u: UOp, through: frozenset = frozenset({Ops.AFTER})) -> UOp | None:
+  """The BUFFER or PARAM under a chain of `through` ops (first source), or None."""
+  while True:
+    if u.op in STORAGE: return u
+    if u.op not in through or not u.src: return None
+    u = u.src[0]
+
+
+def is_kgraph_sink(u: UOp) -> bool:
+  """A SINK whose entries are all storage (a kernel graph) rather than effects (a kernel)."""
+  return u.op is Ops.SINK and len(u.src) > 0 and all(s.op in (Ops.AFTER, Ops.BUFFER, Ops.PARAM) for s in u.src)
+
+
+def shape_str(u: UOp) -> str:
+  return str(u.shape) if u.shape_ok else "<invalid>"
+
+
+_NO = object()
+
+
+def shape_ok(u: UOp) -> bool:
+  """u.shape_ok, reading the cached verdict directly when there is one (this is on the hot path of every check)."""
+  r = u._cache.get("shape", _NO)
+  if r is _NO: return u.shape_ok
+  return type(r) is not _Bad
+
+
+def srcs_shape_ok(u: UOp) -> bool:
+  for s in u.src:
+    if not shape_ok(s): return False
+  return True
+
+
+# ---- well-formedness: the same at every stage, checked before any stage rule ----
+
+declare("node.op", "The op is a member of Ops.")
+declare("node.src_type", "Every source is a UOp.")
+declare("node.dtype", "The dtype is one of the dtypes of tinyspec.dtype (bool, the ints, the floats, void, index).")
+declare("node.dtype_void", "Effects and containers (CALL TUPLE STORE GROUP SINK END LINEAR PROGRAM SOURCE) are void; every other op "
+        "has a value dtype.")
+declare("node.src_count", "The number of sources fits the op (e.g. 2 for a binary ALU, 1 or 3 for LOAD).")
+declare("node.arg", "The arg has the form of the op (None for ALUs, a shape tuple for RESHAPE, ParamArg for PARAM, ...).")
+declare("node.shape", "The shape rule of the op accepts the sources (reported at the first node whose sources all have shapes).")
+declare("node.malformed", "A rule could not be evaluated on the node; the node is malformed in a way no rule names.")
+
+_ANY = (0, None)
+SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
+  **{op: (0, 0) for op in (Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.SOURCE)},
+  **{op: (1, 1) for op in GroupOp.Movement | GroupOp.Unary | GroupOp.Cast},
+  **{op: (1, 1) for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.RANGE, Ops.SPECIAL, Ops.GETTUPLE)},
+  **{op: (2, 2) for op in GroupOp.Binary | {Ops.INDEX}}, Ops.WHERE: (3, 3),
+  Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.AFTER: (2, None),
+  Ops.GROUP: _ANY, Ops.SINK: _ANY, Ops.END: (2, None), Ops.LOAD: (1, 3), Ops.LINEAR: _ANY, Ops.PROGRAM: (2, 3),
+}
+
+
+def _is_int(x: Any) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+def _ints(a: Any) -> bool: return isinstance(a, tuple) and all(_is_int(x) for x in a)
+
+
+def _const_arg(u: UOp) -> str | None:
+  dt, a = u.dtype, u.arg
+  if not isinstance(dt, DType): return None
+  if dt.kind == "b": ok = isinstance(a, bool)
+  elif dt.kind in "iux": ok = _is_int(a) and dt.min <= a <= dt.max
+  elif dt.kind == "f": ok = isinstance(a, float)
+  else: ok = False
+  return None if ok else (f"CONST {dt.name} holds {a!r} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
+                          "already wrapped into its range")
+
+
+def _param_ok(a: Any) -> bool:
+  return isinstance(a, ParamArg) and _is_int(a.slot) and a.slot >= 0 and _is_int(a.size) and a.size >= 0 and isinstance(a.device, str) \
+    and isinstance(a.addrspace, AddrSpace)
+
+
+def _buffer_ok(a: Any) -> bool:
+  return isinstance(a, BufferArg) and _is_int(a.id) and _is_int(a.size) and a.size >= 0 and isinstance(a.device, str) \
+    and isinstance(a.addrspace, AddrSpace)
+
+
+def _reduce_arg(u: UOp) -> str | None:
+  a = u.arg
+  if isinstance(a, tuple):
+    if len(a) == 2 and a[0] in GroupOp.ReduceOps and _is_int(a[1]) and a[1] >= 0:
+      return None if len(u.src) == 1 else f"tensor-form REDUCE has {len(u.src)} sources; a tensor-form REDUCE reduces one source"
+  elif a in GroupOp.ReduceOps: return None
+  return f"REDUCE arg {a!r} is malformed; REDUCE takes (op, n) with op in ADD/MAX/MUL and n >= 0 (tensor form) or the op alone (range form)"
+
+
+def _none_arg(u: UOp) -> str | None:
+  return None if u.arg is None else f"{u.op.name} carries arg {u.arg!r}; {u.op.name} takes no arg (None)"
+
+
+def _arg(pred: Callable[[Any], bool], want: str) -> Callable[[UOp], str | None]:
+  return lambda u: None if pred(u.arg) else f"{u.op.name} arg {u.arg!r} is malformed; {u.op.name} takes {want}"
+
+
+_sizes = lambda a: _ints(a) and all(x >= 0 for x in a)
+_pairs = lambda a: isinstance(a, tuple) and all(isinstance(p, tuple) and len(p) == 2 and _ints(p) for p in a)
+_ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
+  Ops.CONST: _const_arg, Ops.REDUCE: _reduce_arg,
+  Ops.PARAM: _arg(_param_ok, "ParamArg(slot >= 0, size >= 0, device str, addrspace AddrSpace)"),
+  Ops.BUFFER: _arg(_buffer_ok, "BufferArg(id int, size >= 0, device str, addrspace AddrSpace)"),
+  Ops.RESHAPE: _arg(_sizes, "a shape: a tuple of ints >= 0"), Ops.EXPAND: _arg(_sizes, "the prepended dims: a tuple of ints >= 0"),
+  Ops.PERMUTE: _arg(_ints, "a tuple of axis numbers"), Ops.PAD: _arg(_pairs, "a tuple of (offset, size) int pairs"),
+  Ops.SHRINK: _arg(_pairs, "a tuple of (offset, size) int pairs"),
+  Ops.FLIP: _arg(lambda a: isinstance(a, tuple) and all(isinstance(x, bool) for x in a), "a tuple of bools, one per axis"),
+  Ops.CALL: _arg(lambda a: a is None or isinstance(a, str), "a name (str) or None"),
+  Ops.GETTUPLE: _arg(_is_int, "an int index"), Ops.COPY: _arg(lambda a: isinstance(a, str), "a device name (str)"),
+  Ops.SPECIAL: _arg(lambda a: isinstance(a, str), "a name (str)"),
+  Ops.PROGRAM: _arg(lambda a: a is None or isinstance(a, str), "a name (str)"),
+  Ops.RANGE: _arg(lambda a: isinstance(a, RangeArg) and _is_int(a.axis) and isinstance(a.kind, AxisType), "RangeArg(axis int, kind AxisType)"),
+  Ops.SOURCE: _arg(lambda a: isinstance(a, SourceArg) and all(isinstance(x, str) for x in (a.lang, a.name, a.text)), "SourceArg(lang, name, text)"),
+}
+
+
+_KNOWN_IDS = frozenset(id(d) for d in dtypes.all)
+# per op: (min sources, max sources or None, arg check or None for "arg is None", is void)
+_WF: dict[Ops, tuple[int, int | None, Callable[[UOp], str | None] | None, bool]] = {
+  op: (*SRC_COUNT.get(op, _ANY), _ARG_RULES.get(op), op in VOID_OPS) for op in Ops}
+
+
+def _known_dtype(dt: Any) -> bool:
+  if id(dt) in _KNOWN_IDS: return True
+  # an equal copy of a known dtype (e.g. built field by field) means the same type
+  return isinstance(dt, DType) and dtypes.by_name.get(dt.name) == dt
+
+
+def _wellformed(u: UOp) -> tuple[Finding, ...]:
+  op, src = u.op, u.src
+  spec = _WF.get(op) if isinstance(op, Ops) else None
+  if spec is None: return (((), u, "node.op", f"op {op!r} is not one of Ops; every node's op is a member of Ops"),)
+  for i, s in enumerate(src):
+    if not isinstance(s, UOp):
+      return (((), u, "node.src_type", f"{op.name} source {i} is {what(s)}; every source of a node is a UOp"),)
+  lo, hi, argfn, void = spec
+  dt = u.dtype
+  n = len(src)
+  if (dt is dtypes.void) is void and lo <= n and (hi is None or n <= hi) and not (n == 2 and op is Ops.LOAD) \
+     and (u.arg is None if argfn is None else argfn(u) is None) and id(dt) in _KNOWN_IDS:
+    return ()  # the common case, decided without building messages
+  out: list[Finding] = []
+  dt_ok = _known_dtype(dt)
+  if not dt_ok:
+    out.append(((), u, "node.dtype", f"{op.name} has dtype {dt!r}, which is not a tinyspec dtype; dtypes are {', '.join(dtypes.by_name)}"))
+  elif void != (dt == dtypes.void):
+    out.append(((), u, "node.dtype_void", f"{op.name} has dtype {dt.name}; " +
+                ("it is an effect or container and is void" if void else "it is a value and needs a non-void dtype")))
+  if n < lo or (hi is not None and n > hi) or (op is Ops.LOAD and n == 2):
+    want = "1 or 3" if op is Ops.LOAD else (str(lo) if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}"))
+    out.append(((), u, "node.src_count", f"{op.name} has {n} source(s); {op.name} takes {want}"))
+  if dt_ok or op is not Ops.CONST:
+    msg = (argfn or _none_arg)(u)
+    if msg is not None: out.append(((), u, "node.arg", msg))
+  return tuple(out)
+
+
+# ---- values and dtypes shared by every stage that has values ----
+
+@rule("value.source", "Ops that compute on values (ALUs, views, REDUCE, CONTIGUOUS, DETACH, COPY) take values, never effects or containers.")
+def value_source(u: UOp, cx: Ctx) -> str | None:
+  srcs = u.src[:1] if u.op is Ops.REDUCE else u.src
+  void = dtypes.void
+  for i, s in enumerate(srcs):
+    if s.op in VOID_OPS or s.dtype is void:
+      return f"{u.op.name} source {i} is {what(s)}; at {cx.sname} {u.op.name} computes on values"
+  return None
+
+
+@rule("value.dtype_passthrough", "Views, REDUCE, AFTER, CONTIGUOUS, DETACH and COPY have the dtype of their (first) source.")
+def dtype_passthrough(u: UOp, cx: Ctx) -> str | None:
+  s = u.src[0]
+  if u.dtype is s.dtype or u.dtype == s.dtype: return None
+  return f"{u.op.name} has dtype {u.dtype.name} but its source is {s.dtype.name}; at {cx.sname} {u.op.name} keeps its source's dtype"
+
+
+_FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC})
+_INT_ONLY = frozenset({Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR})
+_INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+_NUMERIC = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL})  # numbers, not bool
+
+
+@rule("alu.dtype_match", "ALU sources share one dtype (WHERE: its two value sources); the result has that dtype, bool for comparisons.")
+def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
+  op = u.op
+  vals = u.src[1:] if op is Ops.WHERE else u.src
+  dts = [s.dtype for s in vals]
+  d0 = dts[0]
+  if any(s.dtype is dtypes.void for s in u.src): return None  # value.source reports it
+  if all(d is d0 for d in dts) and u.dtype is (dtypes.bool if op in GroupOp.Comparison else d0): return None
+  if any(d != d0 for d in dts):
+    return f"{op.name} mixes dtypes {', '.join(d.name for d in dts)}; at {cx.sname} the sources of {op.name} have one dtype (CAST first)"
+  want = dtypes.bool if op in GroupOp.Comparison else dts[0]
+  if u.dtype != want:
+    return f"{op.name} of {dts[0].name} has dtype {u.dtype.name}; at {cx.sname} it gives {want.name}"
+  return None
+
+
+@rule("alu.dtype_class", "Per-op dtype classes: RECIP SQRT EXP2 LOG2 SIN TRUNC on floats; IDIV MOD SHL SHR on integers; AND OR XOR "
+      "on integers or bool; NEG ADD SUB MUL not on bool.")
+def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
+  op, dt = u.op, u.src[-1].dtype
+  k = dt.kind
+  if k == "f": bad = op in _INT_ONLY or op in _INT_OR_BOOL
+  elif k == "b": bad = op in _FLOAT_ONLY or op in _INT_ONLY or op in _NUMERIC
+  else: bad = op in _FLOAT_ONLY
+  if not bad: return None
+  if op in _FLOAT_ONLY and not dt.is_float: return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes a float"
+  if op in _INT_ONLY and not dt.is_int: return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes integers"
+  if op in _INT_OR_BOOL and not (dt.is_int or dt.is_bool): return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes integers or bool"
+  if op in _NUMERIC and dt.is_bool: return f"{op.name} on bool; at {cx.sname} {op.name} takes numbers (use OR, AND, XOR or CAST for bools)"
+  return None
+
+
+@rule("alu.where_cond", "The condition of WHERE (source 0) is bool.")
+def where_cond(u: UOp, cx: Ctx) -> str | None:
+  c = u.src[0]
+  return None if c.dtype is dtypes.bool else f"WHERE condition is {c.dtype.name}; at {cx.sname} a WHERE condition is bool"
+
+
+@rule("alu.cast", "CAST and BITCAST convert to and from value dtypes; BITCAST keeps the itemsize and takes neither bool nor index.")
+def cast_rule(u: UOp, cx: Ctx) -> str | None:
+  s = u.src[0]
+  if u.op is Ops.BITCAST:
+    bad = [d.name for d in (s.dtype, u.dtype) if d.kind in "bx"]
+    if bad: return f"BITCAST involves {bad[0]}; at {cx.sname} BITCAST reinterprets the bits of fixed-width ints and floats"
+    if s.dtype.itemsize != u.dtype.itemsize:
+      return (f"BITCAST from {s.dtype.name} ({s.dtype.itemsize} bytes) to {u.dtype.name} ({u.dtype.itemsize} bytes); "
+              f"at {cx.sname} BITCAST keeps the itemsize")
+  return None
+
+
+@rule("group.effects", "GROUP holds only effects (STORE, GROUP, END, or an opaque CALL), never values.")
+def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), s, "group.effects", f"GROUP entry {i} is {what(s)}; at {cx.sname} a GROUP holds only effects (STORE, GROUP, END, opaque CALL)"
+          " and values go in a SINK") for i, s in enumerate(u.src) if not is_effect(s)]
+  return out or None
+
+
+# ---- PARAM binding: shared by value calls (TENSOR) and kernel calls (KERNEL_GRAPH) ----
+
+def free_params(u: UOp) -> frozenset:
+  """The PARAMs reachable from u without entering a CALL's body (src[0]): those an enclosing CALL binds. Cached."""
+  c = u._cache
+  if (ret := c.get("spec:fp")) is not None: return ret
+  stack: list[tuple[UOp, bool]] = [(u, False)]
+  while stack:
+    x, ready = stack.pop()
+    if "spec:fp" in x._cache: continue
+    srcs = [s for s in (x.src[1:] if x.op is Ops.CALL else x.src) if isinstance(s, UOp)]
+    if not ready:
+      stack.append((x, True))
+      stack.extend((s, False) for s in srcs if "spec:fp" not in s._cache)
+      continue
+    if x.op is Ops.PARAM: res = frozenset((x,))
+    else:
+      sets = [s._cache["spec:fp"] for s in srcs]
+      nonempty = [s for s in sets if s]
+      res = frozenset() if not nonempty else (nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty))
+    x._cache["spec:fp"] = res
+  return c["spec:fp"]
+
+
+def _find_paths(root: UOp, targets: set[UOp], skip_call_body: bool = True) -> dict[UOp, tuple[int, ...]]:
+  """Shortest source-index paths from root to each target (not entering call bodies below root)."""
+  out: dict[UOp, tuple[int, ...]] = {}
+  seen = {root}
+  frontier = [(root, ())]
+  while frontier and len(out) < len(targets):
+    nxt = []
+    for u, p in frontier:
+      if u in targets and u not in out: out[u] = p
+      for i, s in enumerate(u.src):
+        if skip_call_body and u.op is Ops.CALL and i == 0: continue
+        if isinstance(s, UOp) and s not in seen:
+          seen.add(s)
+          nxt.append((s, p + (i,)))
+    frontier = nxt
+  return out
+
+
+@rule("call.param_outside", "A PARAM appears only inside a call body (reached through a CALL's src[0]); outside one it is bound to nothing.")
+def param_outside(u: UOp, cx: Ctx) -> str | None:
+  if not cx.top: return None
+  return (f"PARAM slot {u.arg.slot} is not inside any CALL body; at {cx.sname} a PARAM stands for an arg of the CALL whose body it is in "
+          "(use a BUFFER for an input of the graph)")
+
+
+@rule("call.param_slot", "Every PARAM of a CALL's body (not inside a nested call's body) has a slot below the CALL's arg count.")
+def param_slot(u: UOp, cx: Ctx) -> list[Finding] | None:
+  return _bind(u, cx, "slot")
+
+
+@rule("call.param_size", "PARAM slot k of a CALL body has the size (element count) of the CALL's arg k.")
+def param_size(u: UOp, cx: Ctx) -> list[Finding] | None:
+  return _bind(u, cx, "size")
+
+
+@rule("call.param_dtype", "PARAM slot k of a CALL body has the dtype of the CALL's arg k.")
+def param_dtype(u: UOp, cx: Ctx) -> list[Finding] | None:
+  return _bind(u, cx, "dtype")
+
+
+def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
+  body, args = u.src[0], u.src[1:]
+  params = [p for p in free_params(body) if not wellformed(p)]
+  if not params: return None
+  bad: list[tuple[UOp, str, str]] = []
+  for p in params:
+    k = p.arg.slot
+    if part == "slot":
+      if k >= len(args):
+        bad.append((p, "call.param_slot", f"PARAM slot {k} in the body of a CALL with {len(args)} arg(s); at {cx.sname} a PARAM slot is "
+                    f"below the arg count of its innermost CALL"))
+      continue
+    if k >= len(args): continue
+    a = args[k]
+    if a.op in VOID_OPS or a.dtype is dtypes.void: continue  # not a value: the stage's call-arg rule reports it
+    if part == "size":
+      if not a.shape_ok or a.shape is None: continue
+      n = math.prod(a.shape)
+      if n != p.arg.size:
+        bad.append((p, "call.param_size", f"PARAM slot {k} has size {p.arg.size} but CALL arg {k} has {n} elements (shape {a.shape}); "
+                    f"at {cx.sname} PARAM k is flat storage of the size of arg k"))
+    elif p.dtype != a.dtype:
+      bad.append((p, "call.param_dtype", f"PARAM slot {k} is {p.dtype.name} but CALL arg {k} is {a.dtype.name}; at {cx.sname} PARAM k has "
+                  f"the dtype of arg k"))
+  if not bad: return None
+  paths = _find_paths(body, {p for p, _, _ in bad})
+  return [((0,) + paths.get(p, ()), p, rid, msg) for p, rid, msg in bad]

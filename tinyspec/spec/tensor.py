@@ -1,0 +1,211 @@
+"""The TENSOR stage: tensor graphs of values, views, value calls and assigns."""
+from __future__ import annotations
+
+import math
+
+from tinyspec.dtype import dtypes
+from tinyspec.spec.base import Ctx, Finding, rule, table
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_effect, is_value,
+                                  param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, value_source, what,
+                                  where_cond)
+from tinyspec.uop import GroupOp, Ops, UOp
+
+T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
+OPAQUE_BODIES = frozenset({Ops.SINK, Ops.LINEAR, Ops.PROGRAM, Ops.COPY})
+
+
+_BANNED = GroupOp.RangeForm | GroupOp.Program  # reported by their own rules wherever they stand
+
+
+def tensor_storage(u: UOp) -> bool:
+  """BUFFER, PARAM, AFTER, CONTIGUOUS, or a chain of views of one: what can be stored into and ordered with AFTER."""
+  while u.op in GroupOp.Movement and u.src: u = u.src[0]
+  return u.op in T_STORAGE
+
+
+@rule("tensor.no_range_ops", "No range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) in a tensor graph; they appear only in kernel bodies.")
+def no_range_ops(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} in a tensor graph; at TENSOR range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) do not exist yet, only in kernel bodies"
+
+
+@rule("tensor.no_program_ops", "No LINEAR, PROGRAM or SOURCE in a tensor graph except as (part of) the body of an opaque CALL.")
+def no_program_ops(u: UOp, cx: Ctx) -> str:
+  return f"{u.op.name} outside a CALL body; at TENSOR program ops appear only as the body of an opaque CALL"
+
+
+@rule("tensor.movement_arg", "A view's arg fits its source's shape: RESHAPE keeps the element count, PERMUTE is a permutation of the axes, "
+      "PAD and SHRINK give one (offset, size) per axis inside bounds, FLIP one bool per axis.")
+def movement_arg(u: UOp, cx: Ctx) -> str | None:
+  s = u.src[0]
+  if not shape_ok(s) or s.shape is None: return None
+  shp, a, op = s.shape, u.arg, u.op
+  if op is Ops.RESHAPE:
+    if math.prod(a) != math.prod(shp):
+      return f"RESHAPE from {shp} to {a} changes the element count ({math.prod(shp)} -> {math.prod(a)}); at TENSOR RESHAPE keeps the count"
+    return None
+  if op is Ops.EXPAND: return None
+  if op is Ops.PERMUTE:
+    if sorted(a) != list(range(len(shp))):
+      return f"PERMUTE {a} of shape {shp} is not a permutation of its {len(shp)} axes; at TENSOR PERMUTE reorders every axis once"
+    return None
+  if len(a) != len(shp):
+    return f"{op.name} arg {a} has {len(a)} entries for shape {shp} of {len(shp)} axes; at TENSOR {op.name} gives one entry per axis"
+  if op is Ops.FLIP: return None
+  for ax, ((o, n), d) in enumerate(zip(a, shp)):
+    if op is Ops.PAD and (o < 0 or o + d > n):
+      return (f"PAD axis {ax} places {d} elements at offset {o} inside size {n}; at TENSOR PAD needs 0 <= offset and "
+              f"offset + dim <= size")
+    if op is Ops.SHRINK and (o < 0 or n < 0 or o + n > d):
+      return f"SHRINK axis {ax} keeps [{o}, {o + n}) of {d}; at TENSOR SHRINK keeps a window inside the axis"
+  return None
+
+
+@rule("tensor.elementwise_shape", "The sources of an elementwise op have identical shapes (no implicit broadcasting: EXPAND first).")
+def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
+  if not srcs_shape_ok(u): return None
+  shapes = [s.shape for s in u.src]
+  if all(x == shapes[0] for x in shapes): return None
+  return f"{u.op.name} of shapes {', '.join(map(str, shapes))}; at TENSOR elementwise sources have identical shapes (EXPAND/RESHAPE first)"
+
+
+@rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
+def reduce_form(u: UOp, cx: Ctx) -> str | None:
+  if isinstance(u.arg, tuple): return None
+  return f"REDUCE in range form (arg {u.arg!r}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
+
+
+@rule("tensor.reduce_axes", "A tensor REDUCE (op, n) reduces at most as many axes as its source has.")
+def reduce_axes(u: UOp, cx: Ctx) -> str | None:
+  if not isinstance(u.arg, tuple): return None
+  s = u.src[0]
+  if not s.shape_ok or s.shape is None: return None
+  n = u.arg[1]
+  if n <= len(s.shape): return None
+  return f"REDUCE of the first {n} axes of shape {s.shape}; at TENSOR n is at most the number of axes ({len(s.shape)})"
+
+
+@rule("tensor.call_body", "A CALL's body is a TUPLE (a value call) or an opaque body: a kernel SINK, LINEAR, PROGRAM or COPY.")
+def call_body(u: UOp, cx: Ctx) -> str | None:
+  b = u.src[0]
+  if b.op is Ops.TUPLE or b.op in OPAQUE_BODIES: return None
+  return f"CALL body is {what(b)}; at TENSOR a CALL body is a TUPLE (value call) or a kernel SINK, LINEAR, PROGRAM or COPY (opaque call)"
+
+
+@rule("tensor.call_arg_value", "The args of a CALL (src[1:]) are values.")
+def call_arg_value(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), a, "tensor.call_arg_value", f"CALL arg {i - 1} is {what(a)}; at TENSOR call args are values")
+         for i, a in enumerate(u.src) if i > 0 and not is_value(a) and a.op not in _BANNED]
+  return out or None
+
+
+@rule("tensor.tuple_values", "A TUPLE holds values (each with a shape and a non-void dtype).")
+def tuple_values(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), s, "tensor.tuple_values", f"TUPLE entry {i} is {what(s)}; at TENSOR a TUPLE returns values")
+         for i, s in enumerate(u.src) if not is_value(s) and s.op not in _BANNED]
+  return out or None
+
+
+def _tuple_of(g: UOp) -> UOp | None:
+  s = g.src[0]
+  if s.op is Ops.TUPLE: return s
+  if s.op is Ops.CALL and s.src and s.src[0].op is Ops.TUPLE: return s.src[0]
+  return None
+
+
+@rule("tensor.gettuple_source", "GETTUPLE reads a TUPLE or a CALL whose body is a TUPLE, nothing else.")
+def gettuple_source(u: UOp, cx: Ctx) -> str | None:
+  if _tuple_of(u) is not None: return None
+  s = u.src[0]
+  extra = f" with a {s.src[0].op.name} body" if s.op is Ops.CALL and s.src else ""
+  return f"GETTUPLE of {what(s)}{extra}; at TENSOR GETTUPLE reads an output of a TUPLE or of a CALL of a TUPLE"
+
+
+@rule("tensor.gettuple_index", "The index of a GETTUPLE is in range of its TUPLE: 0 <= i < number of outputs.")
+def gettuple_index(u: UOp, cx: Ctx) -> str | None:
+  t = _tuple_of(u)
+  if t is None or 0 <= u.arg < len(t.src): return None
+  return f"GETTUPLE index {u.arg} of a TUPLE of {len(t.src)} output(s); at TENSOR the index is 0..{len(t.src) - 1}"
+
+
+@rule("tensor.gettuple_dtype", "A GETTUPLE has the dtype of the TUPLE element it reads.")
+def gettuple_dtype(u: UOp, cx: Ctx) -> str | None:
+  t = _tuple_of(u)
+  if t is None or not 0 <= u.arg < len(t.src): return None
+  e = t.src[u.arg]
+  if e.dtype == u.dtype: return None
+  return f"GETTUPLE {u.arg} is {u.dtype.name} but element {u.arg} is {e.dtype.name}; at TENSOR GETTUPLE has the dtype of its element"
+
+
+@rule("tensor.store_target", "A STORE's target is storage: BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one.")
+def store_target(u: UOp, cx: Ctx) -> str | None:
+  t = u.src[0]
+  if tensor_storage(t): return None
+  return f"STORE into {what(t)}; at TENSOR a STORE target is storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
+
+
+@rule("tensor.store_shape", "A STORE's target and value have equal shapes.")
+def store_shape(u: UOp, cx: Ctx) -> str | None:
+  t, v = u.src[0], u.src[1]
+  if not (t.shape_ok and v.shape_ok) or v.shape is None: return None
+  if t.shape == v.shape: return None
+  return f"STORE of shape {v.shape} into a target of shape {t.shape}; at TENSOR target and value shapes are equal"
+
+
+@rule("tensor.store_dtype", "A STORE's value has the dtype of its target.")
+def store_dtype(u: UOp, cx: Ctx) -> str | None:
+  t, v = u.src[0], u.src[1]
+  if t.dtype == v.dtype: return None
+  return f"STORE of {v.dtype.name} into a {t.dtype.name} target; at TENSOR the value has the target's dtype"
+
+
+@rule("tensor.store_gate", "The gate of a tensor STORE, when present, is bool with the shape of the value.")
+def store_gate(u: UOp, cx: Ctx) -> str | None:
+  if len(u.src) < 3: return None
+  g, v = u.src[2], u.src[1]
+  if g.dtype is not dtypes.bool:
+    return f"STORE gate is {g.dtype.name}; at TENSOR a gate is bool"
+  if g.shape_ok and v.shape_ok and g.shape != v.shape:
+    return f"STORE gate has shape {shape_str(g)} and value {shape_str(v)}; at TENSOR the gate has the value's shape"
+  return None
+
+
+@rule("tensor.after_storage", "AFTER orders storage: its first source is BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one; never a computed value.")
+def after_storage(u: UOp, cx: Ctx) -> str | None:
+  s = u.src[0]
+  if tensor_storage(s): return None
+  return f"AFTER on {what(s)}; at TENSOR AFTER is on storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
+
+
+@rule("tensor.after_deps", "The dependencies of an AFTER (src[1:]) are effects: STORE, GROUP, or an opaque CALL.")
+def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), d, "tensor.after_deps", f"AFTER dependency {i - 1} is {what(d)}; at TENSOR AFTER waits for effects (STORE, GROUP, opaque CALL)")
+         for i, d in enumerate(u.src) if i > 0 and not is_effect(d)]
+  return out or None
+
+
+@rule("tensor.sink_entry", "A tensor SINK holds values and effects (not TUPLEs, value CALLs or other containers).")
+def sink_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out = [((i,), s, "tensor.sink_entry", f"SINK entry {i} is {what(s)}; at TENSOR a SINK holds values and effects")
+         for i, s in enumerate(u.src) if not (is_effect(s) or is_value(s) or s.op in _BANNED)]
+  return out or None
+
+
+_VIEW = (value_source, movement_arg, dtype_passthrough)
+_ALU = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
+
+TENSOR_TABLE = table(
+  (Ops.PARAM, [param_outside]),
+  (GroupOp.Movement, _VIEW),
+  (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
+  (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
+  (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough)),
+  (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype)),
+  (Ops.TUPLE, (tuple_values,)),
+  (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
+  (Ops.STORE, (store_target, store_shape, store_dtype, store_gate)),
+  (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
+  (Ops.GROUP, (group_effects,)), (Ops.SINK, (sink_entry,)),
+  ((Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY), (value_source, dtype_passthrough)),
+  (GroupOp.RangeForm, (no_range_ops,)), (GroupOp.Program, (no_program_ops,)),
+  ((Ops.CONST, Ops.BUFFER), ()),
+)
