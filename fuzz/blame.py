@@ -8,10 +8,10 @@ true. The observer of the k-th run gives the rule, its source location and the n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.rewrite import Rule
+from tinyspec.rewrite import PatternMatcher, Rule
 from tinyspec.uop import UOp, print_graph
 
 
@@ -36,10 +36,20 @@ class Blame:
     return "\n".join(lines)
 
 
+class CtxTrace(Trace):
+  """A Trace that remembers the ctx of the rewrite in progress, so an observer can read it."""
+  ctx: Any = None
+
+  def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
+    saved, self.ctx = self.ctx, ctx
+    try: return super().rewrite(root, pm, ctx, bottom_up)
+    finally: self.ctx = saved
+
+
 def run_steps(p: Pass, root: UOp, options: LowerOptions, max_steps: int | None,
-              observer: Callable[[Rule, UOp, UOp], None] | None = None) -> tuple[UOp, int]:
+              observer: Callable[[Rule, UOp, UOp], None] | None = None, trace: Trace | None = None) -> tuple[UOp, int]:
   """The pass's result after at most max_steps rule applications, and how many it made."""
-  trace = Trace(observer=observer, max_steps=max_steps)
+  if trace is None: trace = Trace(observer=observer, max_steps=max_steps)
   out = p.run(root, options, trace)
   return out, trace.steps
 
@@ -93,6 +103,19 @@ def blame_at(p: Pass, root: UOp, options: LowerOptions, k: int, total: int) -> B
   return Blame(p.name, rule.name, rule.location, k, total, before, after)
 
 
+def creator_on_path(p: Pass, root: UOp, out: UOp, options: LowerOptions, path: tuple[int, ...]) -> Blame | None:
+  """The creator of the deepest new node on the path from out's root to a violation (the node itself may be old:
+  a rule put it where it does not belong)."""
+  chain = [out]
+  for i in path:
+    if i >= len(chain[-1].src): break
+    chain.append(chain[-1].src[i])
+  existing = set(root.toposort())
+  for n in reversed(chain):
+    if n not in existing and (b := creator(p, root, options, n)) is not None: return b
+  return None
+
+
 def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | None:
   """The first rule application whose result holds `node` (which did not exist in the graph before it)."""
   existing = set(root.toposort())
@@ -106,16 +129,17 @@ def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | Non
   return None
 
 
-def local_change(p: Pass, root: UOp, options: LowerOptions, differs: Callable[[UOp, UOp], bool]) -> Blame | None:
-  """The first rule application whose `before` and `after` nodes, evaluated on their own, differ. A rewrite must keep
-  the meaning of the node it replaces; nodes that cannot be evaluated on their own (inside a kernel) are skipped."""
-  apps: list[tuple[Rule, UOp, UOp]] = []
-  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after))
-  _, total = run_steps(p, root, options, None, obs)
-  for i, (rule, before, after) in enumerate(apps):
-    try: bad = differs(before, after)
-    except Exception: continue
-    if bad: return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
+def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Blame | None:
+  """The first rule application whose `before` and `after` nodes, each evaluated on its own, differ: a rewrite must
+  keep the meaning of the node it replaces (fuzz.local_eval; applications it cannot judge are skipped)."""
+  from fuzz.local_eval import rewrite_changes_value
+  apps: list[tuple[Rule, UOp, UOp, Any]] = []
+  trace = CtxTrace()
+  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after, trace.ctx))
+  trace.observer = obs
+  _, total = run_steps(p, root, options, None, trace=trace)
+  for i, (rule, before, after, ctx) in enumerate(apps):
+    if rewrite_changes_value(before, after, inputs, ctx): return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
   return None
 
 

@@ -46,6 +46,8 @@ class CampaignConfig:
   resume: bool = True
   status_every: float = 10.0            # seconds between plain status lines when not on a terminal
   stop_on_finding: bool = False
+  batch: int = 16                       # cases per job when CPU kernels are compiled together
+  cc: str | None = None                 # C compiler of the cpu backend (None: the runtime's default)
   stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
 
 
@@ -97,20 +99,29 @@ class Summary:
 class CaseRunner:
   def __init__(self, cfg: CampaignConfig):
     self.cfg = cfg
-    self.checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite))
-    self.reducer_checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, metamorphic=False))
+    self.checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc))
+    self.reducer_checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, metamorphic=False, cc=cfg.cc))
 
   def run(self, index: int, weights: dict[str, float]) -> dict[str, Any]:
+    return self.run_batch([index], weights)[0]
+
+  def run_batch(self, indices: Sequence[int], weights: dict[str, float]) -> list[dict[str, Any]]:
+    """Generate and check cases (CPU kernels of the batch compiled together); store each finding."""
     st = self.checker.stats
     fired_before, phase_before = Counter(st.fired), Counter(st.phase)
     t = time.perf_counter()
-    case = case_for(self.cfg.seed, index, weights)
+    cases = [case_for(self.cfg.seed, i, weights) for i in indices]
     st.phase["generate"] += time.perf_counter() - t
-    findings = self.checker.check(case)
-    reported = [self.store(case, f) for f in findings]
+    all_findings = self.checker.check_batch(cases)
     fired = {"/".join(k): v for k, v in (st.fired - fired_before).items()}
     phase = dict(st.phase - phase_before)
-    return {"index": index, "features": sorted(case.features), "fired": fired, "phase": phase, "reported": reported}
+    out = []
+    for k, (case, findings) in enumerate(zip(cases, all_findings)):
+      reported = [self.store(case, f) for f in findings]
+      # firings and times are per batch: the first case carries them (coverage only counts totals)
+      out.append({"index": case.index, "features": sorted(case.features), "fired": fired if k == 0 else {},
+                  "phase": phase if k == 0 else {}, "reported": reported})
+    return out
 
   def store(self, case: Case, f: Finding) -> Reported:
     path = entry_path(self.cfg.corpus, f.signature)
@@ -147,10 +158,10 @@ def _worker_main(cfg: CampaignConfig, conn) -> None:
     try: msg = conn.recv()
     except EOFError: return
     if msg is None: return
-    index, weights = msg
-    try: res = runner.run(index, weights)
+    indices, weights = msg
+    try: res = runner.run_batch(indices, weights)
     except Exception as e:
-      res = {"index": index, "error": f"{type(e).__name__}: {e}"}
+      res = [{"index": i, "error": f"{type(e).__name__}: {e}"} for i in indices]
     conn.send(res)
 
 
@@ -160,13 +171,13 @@ class _Worker:
     self.proc = ctx.Process(target=_worker_main, args=(cfg, child), daemon=True)
     self.proc.start()
     child.close()
-    self.job: tuple[int, dict] | None = None
+    self.job: tuple[list[int], dict] | None = None
     self.deadline = 0.0
 
-  def send(self, index: int, weights: dict, timeout: float) -> None:
-    self.job = (index, weights)
-    self.deadline = time.monotonic() + timeout
-    self.conn.send((index, weights))
+  def send(self, indices: list[int], weights: dict, timeout: float) -> None:
+    self.job = (indices, weights)
+    self.deadline = time.monotonic() + timeout * len(indices)
+    self.conn.send((indices, weights))
 
   def kill(self) -> None:
     try:
@@ -195,6 +206,8 @@ class Campaign:
     self.findings: list[Reported] = []
     self.known: set[tuple[str, str, str]] = set()
     self.prior_cases = 0
+    self.suspects: list[int] = []
+    self.running = set()
     if cfg.resume: self.load_state()
 
   # ---- state ----
@@ -227,6 +240,15 @@ class Campaign:
     for i in range(self.epoch_start, self.epoch_start + EPOCH):
       if i not in self.done_in_epoch and i not in self.running: return i
     return None
+
+  def next_batch(self, n: int) -> list[int]:
+    """Up to n case numbers to run next: a case suspected of killing a worker runs alone."""
+    if self.suspects: return [self.suspects.pop(0)]
+    out: list[int] = []
+    for i in range(self.epoch_start, self.epoch_start + EPOCH):
+      if len(out) >= n: break
+      if i not in self.done_in_epoch and i not in self.running and i not in self.suspects: out.append(i)
+    return out
 
   def finish(self, res: dict[str, Any]) -> None:
     i = res["index"]
@@ -297,14 +319,20 @@ class Campaign:
   def _run_inline(self, time_left, t0: float) -> None:
     runner = CaseRunner(self.cfg)
     while time_left():
-      i = self.next_index()
-      assert i is not None
-      self.running.add(i)
-      try: res = runner.run(i, self.weights)
-      except Exception as e: res = {"index": i, "error": f"{type(e).__name__}: {e}"}
-      self.running.discard(i)
-      self.finish(res)
+      batch = self.next_batch(self.batch_size())
+      self.running.update(batch)
+      try: results = runner.run_batch(batch, self.weights)
+      except Exception as e: results = [{"index": i, "error": f"{type(e).__name__}: {e}"} for i in batch]
+      for res in results:
+        self.running.discard(res["index"])
+        self.finish(res)
       self.status(time.monotonic() - t0)
+
+  def batch_size(self) -> int:
+    """Cases per job: with CPU parity, kernels of a batch share one compiler run; without, one case keeps jobs short."""
+    n = self.cfg.batch if "cpu" in self.cfg.backends else 1
+    if self.cfg.max_cases is not None: n = min(n, max(1, self.cfg.max_cases - self.prior_cases - self.cases - len(self.running)))
+    return max(1, n)
 
   def _run_workers(self, time_left, t0: float) -> None:
     cfg = self.cfg
@@ -313,32 +341,34 @@ class Campaign:
     try:
       while True:
         for w in workers:
-          if w.job is None and time_left() and (i := self.next_index()) is not None:
-            self.running.add(i)
-            w.send(i, self.weights, cfg.case_timeout + 2 * cfg.reduce_seconds)
+          if w.job is None and time_left() and (batch := self.next_batch(self.batch_size())):
+            self.running.update(batch)
+            w.send(batch, self.weights, cfg.case_timeout + 2 * cfg.reduce_seconds)
         busy = [w for w in workers if w.job is not None]
         if not busy: break
         ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.5)
         now = time.monotonic()
         for k, w in enumerate(list(workers)):
           if w.job is None: continue
-          res = None
+          results = None
           if w.conn in ready:
-            try: res = w.conn.recv()
-            except (EOFError, OSError): res = None
-          if res is not None:
+            try: results = w.conn.recv()
+            except (EOFError, OSError): results = None
+          if results is not None:
             w.job = None
-            self.running.discard(res["index"])
-            self.finish(res)
+            for res in results:
+              self.running.discard(res["index"])
+              self.finish(res)
             continue
           dead = not w.proc.is_alive() or w.proc.sentinel in ready
           if dead or now > w.deadline:
-            index, weights = w.job
+            indices, weights = w.job
             w.kill()
             code = w.proc.exitcode
             why = "timeout" if not dead else (f"signal{-code}" if code is not None and code < 0 else f"exit{code}")
-            self.running.discard(index)
-            self.finish(self.worker_crash(index, weights, why))
+            for i in indices: self.running.discard(i)
+            if len(indices) > 1: self.suspects.extend(indices)  # which one? each runs alone next
+            else: self.finish(self.worker_crash(indices[0], weights, why))
             workers[k] = _Worker(cfg, ctx)
         self.status(now - t0)
     finally:

@@ -13,6 +13,7 @@ The list of passes is a parameter, so a pipeline with one rule changed can be ch
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections import Counter
@@ -21,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fuzz.blame import Blame, bisect, blame_at, crash_rule, creator, local_change, run_steps
+from fuzz.blame import Blame, bisect, blame_at, crash_rule, creator_on_path, local_change, run_steps
 from fuzz.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.spec import Stage, Violation, check
@@ -62,6 +63,7 @@ class Config:
   metamorphic: bool = True
   blame: bool = True
   max_rewrite_checks: int = 400
+  cc: str | None = None            # C compiler of the cpu backend (None: the runtime's default)
 
   def pipeline(self) -> list[Pass]:
     if self.passes is not None: return list(self.passes)
@@ -138,17 +140,6 @@ def _evaluate(root: UOp, inputs: dict[int, np.ndarray], runner: Any = None) -> A
   return evaluate(root, {k: v.copy() for k, v in inputs.items()}, kernel_runner=runner)
 
 
-_LOCAL_OK = frozenset({Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.PARAM, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
-
-
-def _local_differs(before: UOp, after: UOp, inputs: dict[int, np.ndarray]) -> bool:
-  """Whether two tensor-level nodes have different values. False when either is not a value of the outer graph."""
-  if before.shape is None or after.shape is None: return False
-  for u in (before, after):
-    if any(x.op in _LOCAL_OK or (x.op is Ops.CALL and x.src[0].op is not Ops.TUPLE) or x.arg == "view" for x in u.toposort()): return False
-  return compare(_evaluate(before, inputs), _evaluate(after, inputs)) is not None
-
-
 # ---- the checks ----
 class Checker:
   """Runs every oracle on cases; collects coverage and phase times in `stats`."""
@@ -164,29 +155,71 @@ class Checker:
 
   def check(self, case: Case) -> list[Finding]:
     """Every oracle on one case; at most one finding per chain (later passes of a broken graph say nothing new)."""
+    return self.check_batch([case])[0]
+
+  def check_batch(self, cases: Sequence[Case]) -> list[list[Finding]]:
+    """Every oracle on each case. The CPU kernels of all cases are compiled together, in one compiler run."""
+    staged = [self._reference(c) for c in cases]
+    cfg = self.config
+    fns: dict = {}
+    if "cpu" in cfg.backends:
+      finals = [final for fs, final, _ in staged if not fs and final is not None]
+      fns = self._build_cpu(finals)
+    out = []
+    for case, (findings, final, ref) in zip(cases, staged):
+      if findings:
+        out.append(findings)
+        continue
+      for b in cfg.backends:
+        if b == "reference": continue
+        if (f := self.backend(case, b, final, ref, fns)) is not None: findings.append(f)
+      if cfg.metamorphic and not findings:
+        for alt in self.alternatives(case):
+          _, f = self.chain(case, alt, ref, "metamorphic", full=False)
+          if f is not None:
+            findings.append(f)
+            break
+      out.append(findings)
+    return out
+
+  def _reference(self, case: Case) -> tuple[list[Finding], UOp | None, Any]:
+    """The input check, the reference evaluation and the pass-by-pass chain: (findings, lowered graph, reference)."""
     self.stats.cases += 1
     st = self.stats
     with _Timer(st, "spec"):
       vs = check(case.root, Stage.TENSOR if case.kind == "tensor" else Stage.KERNEL_GRAPH)
-    if vs: return [Finding("input", "generator", vs[0].rule, f"the generated graph is not legal: {vs[0]}", options=case.options)]
+    if vs:
+      return [Finding("input", "generator", vs[0].rule, f"the generated graph is not legal: {vs[0]}", options=case.options)], None, None
     try:
       with _Timer(st, "evaluate"): ref = _evaluate(case.root, case.inputs)
     except Exception as e:
-      return [Finding("crash", "evaluate", type(e).__name__, f"evaluating the input graph raised {type(e).__name__}: {e}", options=case.options)]
-    findings: list[Finding] = []
+      msg = f"evaluating the input graph raised {type(e).__name__}: {e}"
+      return [Finding("crash", "evaluate", type(e).__name__, msg, options=case.options)], None, None
     final, f = self.chain(case, case.options, ref, "parity", full=True)
-    if f is not None: return [f]
-    cfg = self.config
-    for b in cfg.backends:
-      if b == "reference": continue
-      if (f := self.backend(case, b, final, ref)) is not None: findings.append(f)
-    if cfg.metamorphic and not findings:
-      for alt in self.alternatives(case):
-        last, f = self.chain(case, alt, ref, "metamorphic", full=False)
-        if f is not None:
-          findings.append(f)
-          break
-    return findings
+    return ([f] if f is not None else []), final, ref
+
+  def _build_cpu(self, finals: list[UOp]) -> dict:
+    """PROGRAM -> C function for every kernel of the lowered graphs, compiled as one object: kernels of different
+    cases share names (kernel_0...), so each is renamed apart in the combined source."""
+    from tinyspec.runtime import cpu
+    prgs = list(dict.fromkeys(c.src[0] for g in finals for c in kernel_calls_of(g)))
+    prgs = [p for p in prgs if p.op is Ops.PROGRAM and len(p.src) > 2 and p.src[2].op is Ops.SOURCE and p.src[2].arg.lang == "c"]
+    if not prgs: return {}
+    texts, names = [], {}
+    for j, prg in enumerate(prgs):
+      a = prg.src[2].arg
+      names[prg] = f"{a.name}_f{j}"
+      texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
+    try:
+      with _Timer(self.stats, "compile"): lib = cpu.load_source("\n".join(texts), self.config.cc)
+      fns = {}
+      for prg, n in names.items():
+        fn = getattr(lib, n)
+        fn.restype = None
+        fns[prg] = fn
+      return fns
+    except Exception:
+      return {}  # one bad kernel spoils the batch: each case then compiles on its own, so the error is its own
 
   def alternatives(self, case: Case) -> list[dict[str, Any]]:
     """Other lowering choices that must give the same results: one per case, chosen by the case number."""
@@ -214,7 +247,7 @@ class Checker:
         rule = crash_rule(p, tb) or type(e).__name__
         return None, Finding("crash", p.name, rule, f"pass {p.name} raised {type(e).__name__}: {e}", options=opts)
       with _Timer(st, "spec"): vs = check(out, p.stage_out)
-      if vs: return None, self._spec_finding(p, g, lo, vs, opts)
+      if vs: return None, self._spec_finding(p, g, out, lo, vs, opts, case.inputs)
       if full and cfg.per_rewrite and (f := self._per_rewrite(p, g, lo, steps, opts)) is not None: return None, f
       if full:
         try:
@@ -242,10 +275,11 @@ class Checker:
         return None, Finding(label, "pipeline", "-", f"with {opts}: {msg}", options=opts)
     return g, None
 
-  def _spec_finding(self, p: Pass, g: UOp, lo: LowerOptions, vs: list[Violation], opts: dict) -> Finding:
+  def _spec_finding(self, p: Pass, g: UOp, out: UOp, lo: LowerOptions, vs: list[Violation], opts: dict, inputs: dict) -> Finding:
     b: Blame | None = None
     if self.config.blame:
-      b = creator(p, g, lo, vs[0].node)
+      b = local_change(p, g, lo, inputs)
+      if b is None: b = creator_on_path(p, g, out, lo, vs[0].path)
       if b is None: b = bisect(p, g, lo, lambda x: bool(union_violations(x, p.stage_in, p.stage_out)))
     rule = b.rule if b is not None else f"spec:{vs[0].rule}"
     return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts)
@@ -264,33 +298,42 @@ class Checker:
   def _parity_finding(self, p: Pass, g: UOp, lo: LowerOptions, prev: Any, case: Case, msg: str, opts: dict, label: str) -> Finding:
     b: Blame | None = None
     if self.config.blame:
-      b = local_change(p, g, lo, lambda x, y: _local_differs(x, y, case.inputs))
+      b = local_change(p, g, lo, case.inputs)
       if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs)) is not None)
     rule = b.rule if b is not None else "-"
     return Finding(label, p.name, rule, f"{p.name} changed the results: {msg}", b, opts)
 
-  def backend(self, case: Case, name: str, final: UOp | None, ref: Any) -> Finding | None:
+  def backend(self, case: Case, name: str, final: UOp | None, ref: Any, fns: dict | None = None) -> Finding | None:
     """The result of a runtime on the lowered graph against the reference evaluation of the input graph."""
     st = self.stats
+    if name not in ("cpu", "opencl"): raise ValueError(f"unknown backend {name!r}; one of reference, cpu, opencl")
+    if final is None: return None
     try:
       if name == "cpu":
         from tinyspec.runtime import cpu
-        with _Timer(st, "run"): vals = cpu.run(final, {k: v.copy() for k, v in case.inputs.items()})
-      elif name == "opencl":
+        from tinyspec.semantics import evaluate
+        with _Timer(st, "compile"):
+          fns = dict(fns or {})
+          missing = [c for c in kernel_calls_of(final) if c.src[0] not in fns]
+          if missing: fns.update(cpu.build(UOp(Ops.SINK, src=tuple(missing)), self.config.cc))
+        with _Timer(st, "run"):
+          vals = evaluate(final, {k: v.copy() for k, v in case.inputs.items()}, kernel_runner=cpu.make_runner(fns, self.config.cc))
+      else:
         from tinyspec.runtime import opencl
         ok, why = opencl.available()
         if not ok: return None
         g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
         if f is not None: return f
         with _Timer(st, "run"): vals = opencl.run(g, {k: v.copy() for k, v in case.inputs.items()})
-      else:
-        raise ValueError(f"unknown backend {name!r}; one of reference, cpu, opencl")
-    except ValueError:
-      raise
     except Exception as e:
       return Finding("crash", name, type(e).__name__, f"the {name} runtime raised {type(e).__name__}: {str(e)[:400]}", options=case.options)
     if (msg := compare(ref, vals)) is not None: return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
     return None
+
+
+def kernel_calls_of(root: UOp) -> list[UOp]:
+  from tinyspec.lower.kernel_map import kernel_calls
+  return list(kernel_calls(root))
 
 
 def check_case(case: Case, config: Config | None = None) -> list[Finding]:

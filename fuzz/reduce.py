@@ -146,6 +146,13 @@ class Reducer:
         yield with_root(UOp(Ops.SINK, src=root.src[:i] + root.src[i + 1:]))
     nodes = list(reversed(root.toposort()))  # users before sources: big cuts first
     outer = set(outer_nodes(root))
+    if root.op is Ops.SINK:
+      # a value under a SINK entry becomes the entry: everything above it goes
+      for i, e in enumerate(root.src):
+        for d in reversed(outer_nodes(e)):
+          if d is e or d.op in (Ops.BUFFER, Ops.CONST, Ops.CALL, Ops.TUPLE) or not d.shape_ok or d.shape is None: continue
+          if d.op is Ops.RESHAPE and d.src[0].op is Ops.BUFFER: continue
+          yield with_root(UOp(Ops.SINK, src=tuple(dict.fromkeys(root.src[:i] + (d,) + root.src[i + 1:]))))
     for n in nodes:
       if n.op in (Ops.SINK, Ops.TUPLE, Ops.CALL, Ops.PARAM, Ops.BUFFER): continue
       if not n.shape_ok or n.shape is None: continue

@@ -101,6 +101,14 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
   return reduce_to_acc(red.replace(src=(body, *(short.get(r, r) for r in rr))))
 
 
+def _reshape_view_as_storage(v: UOp, ctx) -> UOp:
+  from tinyspec.lower.indexing import _idx, _reshape, flatten
+  view, x = v.src[0], v.src[0].src[0]
+  if x not in ctx.leaves: return _reshape(v)
+  # the kernel indexes the RESHAPE view of its input where the PARAM bound to the storage belongs
+  return UOp(Ops.INDEX, view.dtype, (view, flatten(_idx(v), view.shape))).load()
+
+
 def _after_dropped(a: UOp, v: UOp) -> UOp:
   return v  # the view without the AFTER: reads of it no longer wait for the assign
 
@@ -118,6 +126,8 @@ SEEDED_BUGS: list[SeededBug] = [
             "the accumulator loop stops one element early"),
   SeededBug("after_dependency_dropped", "rangeify", "tinyspec.lower.rangeify", "PREPARE", "after_through_view", _after_dropped,
             "AFTER(view(x), store) becomes view(x): the assign is lost"),
+  SeededBug("view_as_kernel_arg", "rangeify", "tinyspec.lower.rangeify", "INDEXING", "index_through_reshape", _reshape_view_as_storage,
+            "a kernel loads through the RESHAPE view of an input instead of the PARAM bound to its storage (a view left as an arg)"),
   SeededBug("cast_fold_wrong_dtype", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "fold_const_cast", _fold_cast_source_dtype,
             "CAST(CONST) folds to a constant of the source dtype"),
 ]

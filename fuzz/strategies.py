@@ -45,7 +45,7 @@ MOVEMENT = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP)
 # what a generator step builds, and how often (coverage steering scales these)
 STEP_WEIGHTS: dict[str, float] = {
   "elementwise": 6.0, "movement": 3.0, "reduce": 1.5, "call": 1.2, "assign": 0.8, "contiguous": 0.5, "detach": 0.3,
-  "input": 0.6,
+  "input": 0.6, "tuple": 0.2,
 }
 
 
@@ -222,6 +222,13 @@ class TensorGen:
 
   def step_contiguous(self, scope: _Scope) -> None:
     if (x := self.pick(scope, lambda u: u.shape is not None)) is not None: self.add(scope, UOp(Ops.CONTIGUOUS, x.dtype, (x,)))
+
+  def step_tuple(self, scope: _Scope) -> None:
+    # GETTUPLE of a bare TUPLE (no call): legal at TENSOR, folded by callify
+    vals = [u for u in scope.pool if u.shape is not None][-3:]
+    if not vals: return
+    i = self.rng.randrange(len(vals))
+    self.add(scope, UOp(Ops.GETTUPLE, vals[i].dtype, (UOp(Ops.TUPLE, src=tuple(vals)),), i))
 
   def step_detach(self, scope: _Scope) -> None:
     if (x := self.pick(scope, lambda u: u.shape is not None)) is not None: self.add(scope, UOp(Ops.DETACH, x.dtype, (x,)))

@@ -26,20 +26,24 @@ def _private_cache(tmp_path_factory, monkeypatch):
   monkeypatch.setenv("TINYSPEC_CACHE", str(tmp_path_factory.getbasetemp() / "tinyspec-cache"))
 
 
-def elementwise_graph(fn, dts: list[DType], n: int):
-  """One kernel: out[i] = fn(in0[i], in1[i], ...). Returns (root, input BUFFERs)."""
+def elementwise_graph(fns, dts: list[DType], n: int):
+  """One kernel per fn, all in one graph (so one compile): out_k[i] = fn_k(in0[i], in1[i], ...).
+  fns is one function or a list. Returns (root, input BUFFERs)."""
   bufs = [UOp.buffer(dt, n) for dt in dts]
-  i = UOp.range(n, 0)
-  loads = [UOp.param(k + 1, dt, n).index(i).load() for k, dt in enumerate(dts)]
-  val = fn(*loads)
-  out = UOp.buffer(val.dtype, n)
-  body = UOp(Ops.SINK, src=(UOp.param(0, val.dtype, n).index(i).store(val).end(i),))
-  return UOp(Ops.SINK, src=(out.after(UOp(Ops.CALL, src=(body, out, *bufs), arg="ew")),)), bufs
+  outs = []
+  for fn in fns if isinstance(fns, list) else [fns]:
+    i = UOp.range(n, 0)
+    val = fn(*[UOp.param(k + 1, dt, n).index(i).load() for k, dt in enumerate(dts)])
+    out = UOp.buffer(val.dtype, n)
+    body = UOp(Ops.SINK, src=(UOp.param(0, val.dtype, n).index(i).store(val).end(i),))
+    outs.append(out.after(UOp(Ops.CALL, src=(body, out, *bufs), arg="ew")))
+  return UOp(Ops.SINK, src=tuple(outs)), bufs
 
 
 def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
   assert got.dtype == want.dtype, what
-  if want.dtype.kind == "f": np.testing.assert_allclose(got, want, rtol=2e-7 if want.dtype == np.float32 else 1e-15, atol=0, equal_nan=True, err_msg=what)
+  if want.dtype.kind == "f":
+    np.testing.assert_allclose(got, want, rtol=2e-7 if want.dtype == np.float32 else 1e-15, atol=0, equal_nan=True, err_msg=what)
   else: np.testing.assert_array_equal(got, want, err_msg=what)
 
 
@@ -71,10 +75,9 @@ INT_BINARY = [Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.AND, Op
 def test_integer_edge_cases(dt, compiler):
   """Wrap-around, negative IDIV/MOD, division by zero, MIN / -1, shifts past the width: all as evaluate says."""
   a, b = pairs(dt)
-  fns = [(op.name, (lambda op: lambda x, y: x.alu(op, y))(op)) for op in INT_BINARY] + [("NEG", lambda x, y: -x)]
-  for name, fn in fns:
-    root, (A, B) = elementwise_graph(fn, [dt, dt], a.size)
-    cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"{dt.name} {name}")
+  fns = [lambda x, y, op=op: x.alu(op, y) for op in INT_BINARY] + [lambda x, y: -x]
+  root, (A, B) = elementwise_graph(fns, [dt, dt], a.size)
+  cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"{dt.name} {[*INT_BINARY, 'NEG']}")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -83,44 +86,44 @@ def test_casts(compiler):
   all_dts = [dtypes.bool, *INT_DTYPES, dtypes.float32, dtypes.float64]
   for src in all_dts:
     v = edge_values(src) if not src.is_bool else np.array([False, True])
-    for dst in all_dts:
-      if dst is src: continue
-      root, (A,) = elementwise_graph(lambda x, dst=dst: x.cast(dst), [src], v.size)
-      cpu_vs_reference(root, {A.arg.id: v}, compiler, f"cast {src.name} -> {dst.name}")
+    dsts = [d for d in all_dts if d is not src]
+    root, (A,) = elementwise_graph([lambda x, dst=dst: x.cast(dst) for dst in dsts], [src], v.size)
+    cpu_vs_reference(root, {A.arg.id: v}, compiler, f"cast {src.name} -> {[d.name for d in dsts]}")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64], ids=lambda d: d.name)
 def test_float_ops(dt, compiler):
   a, b = pairs(dt)
-  fns = {op.name: (lambda op: lambda x, y: x.alu(op, y))(op) for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)}
+  fns = {op.name: lambda x, y, op=op: x.alu(op, y) for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)}
   fns["WHERE"] = lambda x, y: (x < y).where(x, y)
   fns["RECIP"] = lambda x, y: UOp(Ops.RECIP, dt, (x,))
   fns["NEG"] = lambda x, y: -x
-  for op in (Ops.SQRT, Ops.LOG2, Ops.TRUNC): fns[op.name] = (lambda op: lambda x, y: UOp(op, dt, (x,)))(op)
-  for name, fn in fns.items():
-    root, (A, B) = elementwise_graph(fn, [dt, dt], a.size)
-    cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"{dt.name} {name}")
+  for op in (Ops.SQRT, Ops.LOG2, Ops.TRUNC): fns[op.name] = lambda x, y, op=op: UOp(op, dt, (x,))
+  root, (A, B) = elementwise_graph(list(fns.values()), [dt, dt], a.size)
+  cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"{dt.name} {list(fns)}")
   # transcendental functions: libm and numpy may differ in the last place
   x = np.linspace(-20, 20, 97).astype(dt.np)
-  for op in (Ops.EXP2, Ops.SIN):
-    root, (A,) = elementwise_graph(lambda v, op=op: UOp(op, dt, (v,)), [dt], x.size)
-    np.testing.assert_allclose(cpu.run(root, {A.arg.id: x}, compiler=compiler)[0], evaluate(root, {A.arg.id: x})[0], rtol=4e-7, atol=1e-7)
+  root, (A,) = elementwise_graph([lambda v, op=op: UOp(op, dt, (v,)) for op in (Ops.EXP2, Ops.SIN)], [dt], x.size)
+  for got, want in zip(cpu.run(root, {A.arg.id: x}, compiler=compiler), evaluate(root, {A.arg.id: x})):
+    np.testing.assert_allclose(got, want, rtol=4e-7, atol=1e-7)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_bitcasts_and_bool_arithmetic(compiler):
   f = edge_values(dtypes.float32)
-  for dst in (dtypes.int32, dtypes.uint32):
-    root, (A,) = elementwise_graph(lambda x, dst=dst: x.bitcast(dst), [dtypes.float32], f.size)
-    cpu_vs_reference(root, {A.arg.id: f}, compiler, f"bitcast float32 -> {dst.name}")
+  root, (A,) = elementwise_graph([lambda x, dst=dst: x.bitcast(dst) for dst in (dtypes.int32, dtypes.uint32)], [dtypes.float32], f.size)
+  cpu_vs_reference(root, {A.arg.id: f}, compiler, "bitcast float32 -> int32, uint32")
   i = edge_values(dtypes.int64)
   root, (A,) = elementwise_graph(lambda x: x.bitcast(dtypes.float64), [dtypes.int64], i.size)
   cpu_vs_reference(root, {A.arg.id: i}, compiler, "bitcast int64 -> float64")
   a, b = np.array([0, 0, 1, 1], bool), np.array([0, 1, 0, 1], bool)
-  for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE):
-    root, (A, B) = elementwise_graph(lambda x, y, op=op: x.alu(op, y), [dtypes.bool, dtypes.bool], 4)
-    cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"bool {op.name}")
+  ops = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE)
+  root, (A, B) = elementwise_graph([lambda x, y, op=op: x.alu(op, y) for op in ops] + [lambda x, y: -x], [dtypes.bool, dtypes.bool], 4)
+  out = cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, compiler, f"bool {ops} NEG")
+  # C's (bool)(a op b), computed here independently of the evaluator
+  want = [a | b, a ^ b, a & b, a | b, a & b, a | b, a ^ b, ~a & b, a != b, ~a]
+  for k, w in enumerate(want): np.testing.assert_array_equal(out[k], w, err_msg=f"bool op {k}")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -205,3 +208,54 @@ def test_runtime_dispatch():
   for g, r in zip(got, ref): np.testing.assert_allclose(g, r, rtol=1e-6)
   with pytest.raises(ValueError, match="unknown backend 'tpu'"):
     runtime.run(root, {}, backend="tpu")
+
+
+# ---- the CLI verbs built on the lowering and the runtimes ----
+def _write_example(tmp_path):
+  f = tmp_path / "example.py"
+  f.write_text(
+    "import numpy as np\n"
+    "from tinyspec.frontend import Tensor, inputs_of\n"
+    "_root = Tensor.sink(Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).sum(axis=1) * 2)\n"
+    "def graph(): return _root\n"
+    "def inputs(): return inputs_of(_root)\n")
+  return f
+
+
+def test_cli_lower_prints_stages_and_c_source(tmp_path, capsys):
+  from tinyspec.cli import main
+  assert main(["lower", str(_write_example(tmp_path))]) == 0
+  out = capsys.readouterr().out
+  for name in ("input", "rangeify", "simplify", "optimize", "lower_reduce", "linearize", "render"): assert f"{name}:" in out
+  assert "render:" in out.splitlines()[7] and "2 kernel(s)" in out.splitlines()[7]  # the sum, then the product
+  assert "void kernel_0(float* restrict data0, float* restrict data1)" in out and "void kernel_1(" in out
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_cli_run_prints_outputs(tmp_path, capsys, backend):
+  from tinyspec.cli import main
+  assert main(["run", str(_write_example(tmp_path)), "--backend", backend]) == 0
+  out = capsys.readouterr().out
+  assert "output 0: float32 (2,)" in out and "[ 6. 24.]" in out
+
+
+def test_cli_run_rejects_unknown_backend(tmp_path, capsys):
+  from tinyspec.cli import main
+  assert main(["run", str(_write_example(tmp_path)), "--backend", "tpu"]) == 2
+  assert "unknown backend 'tpu'" in capsys.readouterr().err
+
+
+def test_unsigned_wrapping_mode_of_the_base_renderer(monkeypatch):
+  """A C-like language without -fwrapv (OpenCL) computes signed arithmetic in the unsigned twin: same results."""
+  from tinyspec.render import cstyle
+  from tinyspec.render.c import CRenderer
+
+  class UnsignedC(CRenderer):
+    wrap_via_unsigned = True
+  monkeypatch.setitem(cstyle.RENDERERS, "c", UnsignedC)
+  for dt in (dtypes.int8, dtypes.int32, dtypes.int64):
+    a, b = pairs(dt)
+    root, (A, B) = elementwise_graph([lambda x, y, op=op: x.alu(op, y) for op in (Ops.ADD, Ops.SUB, Ops.MUL)] + [lambda x, y: -x], [dt, dt], a.size)
+    text = kernel_calls(cpu.prepare(root))[0].src[0].src[2].arg.text
+    assert f"({'uint64_t' if dt.bits > 32 else 'uint32_t'})(" in text
+    cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, "gcc", f"unsigned-wrap {dt.name}")

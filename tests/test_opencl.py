@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.semantics.kernel import evaluate_kernel
 from tinyspec.uop import AddrSpace, AxisType, Ops, RangeArg, UOp
 
 pytestmark = pytest.mark.spec
@@ -68,12 +67,6 @@ def _run_opencl(call: UOp, args: list[np.ndarray]) -> list[np.ndarray]:
   return out
 
 
-def _run_reference(call: UOp, args: list[np.ndarray]) -> list[np.ndarray]:
-  out = [a.copy() for a in args]
-  with np.errstate(all="ignore"): evaluate_kernel(call.src[0], out)
-  return out
-
-
 # ---- integer C semantics, computed in Python independently of the code under test ----
 def _wrap(v: int, dt: DType) -> int:
   v &= (1 << dt.bits) - 1
@@ -100,91 +93,106 @@ def _edges(dt: DType) -> list[int]:
   return sorted(v for v in vals if dt.min <= v <= dt.max)
 
 
-def _int_kernel(dt: DType) -> tuple[UOp, list[DType], np.ndarray, np.ndarray]:
+def _kernel_graph(ins: list[np.ndarray], outs: list[tuple[DType, object]]) -> tuple[UOp, dict[int, np.ndarray]]:
+  """A kernel graph of one kernel: out_k[i] = f_k(in_0[i], in_1[i], ...), every output a root entry. The backends
+  lower it through the kernel passes themselves (simplify, optimize, lower_reduce, linearize, render)."""
+  n = ins[0].size
+  bufs = [UOp.buffer(dtypes.from_np(x.dtype), n) for x in ins]
+  i = UOp.range(n, 0)
+  loads = [UOp.param(len(outs) + k, b.dtype, n).index(i).load() for k, b in enumerate(bufs)]
+  stores = tuple(UOp.param(k, dt, n).index(i).store(fn(*loads)) for k, (dt, fn) in enumerate(outs))
+  body = UOp(Ops.SINK, src=((stores[0] if len(stores) == 1 else UOp(Ops.GROUP, src=stores)).end(i),))
+  out_bufs = [UOp.buffer(dt, n) for dt, _ in outs]
+  call = UOp(Ops.CALL, src=(body, *out_bufs, *bufs), arg="edge")
+  return UOp(Ops.SINK, src=tuple(o.after(call) for o in out_bufs)), {b.arg.id: x for b, x in zip(bufs, ins)}
+
+
+_three: dict[tuple, tuple] = {}
+
+
+def _three_way(key: tuple, build) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], tuple]:
+  """(reference, cpu, opencl) outputs of the graph build() gives, computed once per test process."""
+  if key not in _three:
+    import tinyspec.runtime as runtime
+    root, inputs, *extra = build()
+    with np.errstate(all="ignore"):
+      _three[key] = ([np.asarray(x) for x in runtime.run(root, inputs, backend=b)] for b in ("reference", "cpu", "opencl"))
+      _three[key] = (*_three[key], tuple(extra))
+  return _three[key]
+
+
+def _pairs(dt: DType) -> tuple[np.ndarray, np.ndarray]:
   pairs = list(itertools.product(_edges(dt), _edges(dt)))
-  a = np.array([p[0] for p in pairs], dtype=dt.np)
-  b = np.array([p[1] for p in pairs], dtype=dt.np)
+  return np.array([p[0] for p in pairs], dtype=dt.np), np.array([p[1] for p in pairs], dtype=dt.np)
+
+
+def _int_graph(dt: DType):
+  a, b = _pairs(dt)
   outs: list[tuple[DType, object]] = [(dtypes.bool if op is Ops.CMPLT else dt, lambda x, y, op=op: x.alu(op, y)) for op in INT_OPS]
   outs.append((dt, lambda x, y: -x))
   casts = [t for t in (*dtypes.ints, *dtypes.floats, dtypes.bool) if t is not dt]
   outs += [(t, lambda x, y, t=t: x.cast(t)) for t in casts]
-  return _elementwise(f"ints_{dt.name}", [dt, dt], outs, len(pairs)), [o[0] for o in outs], a, b
-
-
-_int_results: dict[str, tuple] = {}
-
-
-def _int_case(dt: DType) -> tuple:
-  """(out dtypes, a, b, opencl results, reference results) for dt's kernel, computed once per test process."""
-  if dt.name not in _int_results:
-    call, odts, a, b = _int_kernel(dt)
-    args = [np.zeros(a.size, t.np) for t in odts] + [a, b]
-    _int_results[dt.name] = (call, odts, a, b, _run_opencl(call, args), _run_reference(call, args), args)
-  return _int_results[dt.name]
+  root, inputs = _kernel_graph([a, b], outs)
+  return root, inputs, a, b, [t for t, _ in outs]
 
 
 @pytest.mark.parametrize("dt", dtypes.ints, ids=lambda d: d.name)
 def test_int_ops_match_c_semantics(opencl: str, dt: DType) -> None:
-  """Wrap-around add/sub/mul/neg, truncating IDIV and MOD with negative operands, shifts within the width."""
-  call, odts, a, b, got, ref, _ = _int_case(dt)
+  """Wrap-around add/sub/mul/neg, truncating IDIV and MOD with negative operands, shifts within the width, and casts
+  to every other type: reference, cpu and opencl all give what Python's integers say C gives."""
+  ref, cpu, ocl, (a, b, odts) = _three_way(("int", dt.name), lambda: _int_graph(dt))
   for k, op in enumerate(INT_OPS):
-    fine = [i for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))
-            if (op not in (Ops.IDIV, Ops.MOD) or y != 0) and (op not in (Ops.SHL, Ops.SHR) or 0 <= y < dt.bits)]
+    fine = [i for i, y in enumerate(b.tolist()) if (op not in (Ops.IDIV, Ops.MOD) or y != 0) and (op not in (Ops.SHL, Ops.SHR) or 0 <= y < dt.bits)]
     want = np.array([PY_INT[op](int(a[i]), int(b[i]), dt) for i in fine], dtype=odts[k].np)
-    np.testing.assert_array_equal(got[k][fine], want, err_msg=f"{op.name} {dt.name}")
-    np.testing.assert_array_equal(ref[k][fine], want, err_msg=f"reference {op.name} {dt.name}")
+    for what, got in (("opencl", ocl), ("cpu", cpu), ("reference", ref)):
+      np.testing.assert_array_equal(got[k][fine], want, err_msg=f"{what}: {op.name} {dt.name}")
   neg = np.array([_wrap(-int(x), dt) for x in a.tolist()], dtype=dt.np)
-  np.testing.assert_array_equal(got[len(INT_OPS)], neg)
+  np.testing.assert_array_equal(ocl[len(INT_OPS)], neg)
+  for k, t in enumerate(odts[len(INT_OPS) + 1:], len(INT_OPS) + 1):
+    if t.is_int: want = np.array([_wrap(int(x), t) for x in a.tolist()], dtype=t.np)
+    elif t.is_float: want = np.array([t.np.type(int(x)) for x in a.tolist()], dtype=t.np)  # numpy rounds a Python int to nearest
+    else: want = a != 0
+    np.testing.assert_array_equal(ocl[k], want, err_msg=f"opencl: cast {dt.name} -> {t.name}")
 
 
 @pytest.mark.parametrize("dt", dtypes.ints, ids=lambda d: d.name)
-def test_int_kernel_matches_reference_everywhere(opencl: str, dt: DType) -> None:
-  """At the IR's undefined points too (x/0, MIN/-1, shift counts past the width) OpenCL gives the evaluator's values,
-  and every cast from dt wraps, converts or tests != 0 as the reference does."""
-  call, odts, a, b, got, ref, _ = _int_case(dt)
+def test_int_edge_cases_agree_everywhere(opencl: str, dt: DType) -> None:
+  """At the IR's undefined points too (x/0, MIN/-1, shift counts past the width) opencl and cpu give the
+  evaluator's values, so no difference a fuzz campaign finds comes from undefined behaviour in either language."""
+  ref, cpu, ocl, (a, b, odts) = _three_way(("int", dt.name), lambda: _int_graph(dt))
+  assert len(ref) == len(cpu) == len(ocl) == len(odts)
   for k, t in enumerate(odts):
-    np.testing.assert_array_equal(got[k], ref[k], err_msg=f"output {k} ({t.name}) of {dt.name}")
-  # casts to a narrower type wrap; to float round to nearest (independent check through numpy)
-  first_cast = len(INT_OPS) + 1
-  for k, t in enumerate(odts[first_cast:], first_cast):
-    if t.is_int: want = np.array([_wrap(int(x), t) for x in a.tolist()], dtype=t.np)
-    elif t.is_float: want = a.astype(np.float64).astype(t.np) if dt.bits < 64 else np.array([float(int(x)) for x in a.tolist()]).astype(t.np)
-    else: want = a != 0
-    np.testing.assert_array_equal(got[k], want, err_msg=f"cast {dt.name} -> {t.name}")
+    np.testing.assert_array_equal(ocl[k], ref[k], err_msg=f"opencl vs reference: output {k} ({t.name}) of {dt.name}")
+    np.testing.assert_array_equal(ocl[k], cpu[k], err_msg=f"opencl vs cpu: output {k} ({t.name}) of {dt.name}")
 
 
 def test_int8_uint8_wraparound(opencl: str) -> None:
-  n = 4
-  call = _elementwise("wrap8", [dtypes.int8, dtypes.uint8], [
-    (dtypes.int8, lambda x, y: x + x), (dtypes.uint8, lambda x, y: y - UOp.const(dtypes.uint8, 200)), (dtypes.uint8, lambda x, y: y * y),
-    (dtypes.int8, lambda x, y: x * UOp.const(dtypes.int8, 3))], n)
   a = np.array([100, -100, 127, -128], np.int8)
   b = np.array([0, 1, 199, 255], np.uint8)
-  got = _run_opencl(call, [np.zeros(n, np.int8), np.zeros(n, np.uint8), np.zeros(n, np.uint8), np.zeros(n, np.int8), a, b])
-  np.testing.assert_array_equal(got[0], [-56, 56, -2, 0])
-  np.testing.assert_array_equal(got[1], [56, 57, 255, 55])
-  np.testing.assert_array_equal(got[2], [0, 1, (199 * 199) % 256, 1])
-  np.testing.assert_array_equal(got[3], [44, -44, 125, -128])
+  outs: list[tuple[DType, object]] = [
+    (dtypes.int8, lambda x, y: x + x), (dtypes.uint8, lambda x, y: y - UOp.const(dtypes.uint8, 200)), (dtypes.uint8, lambda x, y: y * y),
+    (dtypes.int8, lambda x, y: x * UOp.const(dtypes.int8, 3)), (dtypes.uint8, lambda x, y: x.cast(dtypes.uint8)),
+    (dtypes.int8, lambda x, y: y.cast(dtypes.int8))]
+  want = [[-56, 56, -2, 0], [56, 57, 255, 55], [0, 1, (199 * 199) % 256, 1], [44, -44, 125, -128], [100, 156, 127, 128], [0, 1, -57, -1]]
+  for what, got in zip(("reference", "cpu", "opencl"), _three_way(("wrap8",), lambda: _kernel_graph([a, b], outs))):
+    for k, w in enumerate(want): np.testing.assert_array_equal(got[k], np.array(w, dtype=outs[k][0].np), err_msg=f"{what} output {k}")
 
 
 def test_int32_signed_overflow_wraps(opencl: str) -> None:
-  n = 3
-  call = _elementwise("ovf32", [I32, I32], [(I32, lambda x, y: x + y), (I32, lambda x, y: x * y), (I32, lambda x, y: x - y)], n)
-  a = np.array([2**31 - 1, 65536, -2**31], np.int32)
-  b = np.array([1, 65536, 1], np.int32)
-  got = _run_opencl(call, [np.zeros(n, np.int32) for _ in range(3)] + [a, b])
-  np.testing.assert_array_equal(got[0], [-2**31, 131072, -2**31 + 1])
-  np.testing.assert_array_equal(got[1], [2**31 - 1, 0, -2**31])
-  np.testing.assert_array_equal(got[2], [2**31 - 2, 0, 2**31 - 1])
+  a = np.array([2**31 - 1, 65536, -2**31, 46341], np.int32)
+  b = np.array([1, 65536, 1, 46341], np.int32)
+  outs: list[tuple[DType, object]] = [(I32, lambda x, y: x + y), (I32, lambda x, y: x * y), (I32, lambda x, y: x - y), (I32, lambda x, y: -x)]
+  want = [[-2**31, 131072, -2**31 + 1, 92682], [2**31 - 1, 0, -2**31, 46341 * 46341 - 2**32], [2**31 - 2, 0, 2**31 - 1, 0],
+          [-2**31 + 1, -65536, -2**31, -46341]]
+  for what, got in zip(("reference", "cpu", "opencl"), _three_way(("ovf32",), lambda: _kernel_graph([a, b], outs))):
+    for k, w in enumerate(want): np.testing.assert_array_equal(got[k], np.array(w, np.int32), err_msg=f"{what} output {k}")
 
 
 FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, -3.75, 1e30, -1e30, 3e9, -3e9, 2.0**31, -2.0**31, 2.0**63, 1e-40,
                123456.789, float("inf"), float("-inf"), float("nan")]
 
 
-@pytest.mark.parametrize("dt", dtypes.floats, ids=lambda d: d.name)
-def test_float_kernel_matches_reference(opencl: str, dt: DType) -> None:
-  """Float arithmetic, NaN-propagating MAX, float IDIV, and float -> int casts that saturate (NaN gives 0)."""
+def _float_graph(dt: DType):
   pairs = list(itertools.product(FLOAT_EDGES, FLOAT_EDGES))
   a = np.array([p[0] for p in pairs]).astype(dt.np)
   b = np.array([p[1] for p in pairs]).astype(dt.np)
@@ -192,18 +200,27 @@ def test_float_kernel_matches_reference(opencl: str, dt: DType) -> None:
   outs: list[tuple[DType, object]] = [(dtypes.bool if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) else dt, lambda x, y, op=op: x.alu(op, y))
                                       for op in exact_ops]
   outs += [(dt, lambda x, y, op=op: x.alu(op)) for op in (Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.TRUNC)]
+  tenth = UOp.const(dt, 0.1)
+  outs.append((dt, lambda x, y: x * y + tenth))  # rounds twice: no fma contraction
   outs += [(t, lambda x, y, t=t: x.cast(t)) for t in (*dtypes.ints, *dtypes.floats, dtypes.bool) if t is not dt]
   outs += [(t, lambda x, y, t=t: x.bitcast(t)) for t in dtypes.ints if t.itemsize == dt.itemsize]
-  approx = [(dt, lambda x, y, op=op: x.alu(op)) for op in (Ops.EXP2, Ops.LOG2, Ops.SIN)]
-  call = _elementwise(f"floats_{dt.name}", [dt, dt], outs + approx, len(pairs))
-  args = [np.zeros(a.size, t.np) for t, _ in outs + approx] + [a, b]
-  got, ref = _run_opencl(call, args), _run_reference(call, args)
-  for k, (t, _) in enumerate(outs):
-    np.testing.assert_array_equal(got[k], ref[k], err_msg=f"output {k} ({t.name}) of {dt.name}")
-  # transcendental functions: OpenCL allows a few ulp; where the argument is moderate they must be close
+  n_exact = len(outs)
+  outs += [(dt, lambda x, y, op=op: x.alu(op)) for op in (Ops.EXP2, Ops.LOG2, Ops.SIN)]
+  root, inputs = _kernel_graph([a, b], outs)
+  return root, inputs, a, n_exact
+
+
+@pytest.mark.parametrize("dt", dtypes.floats, ids=lambda d: d.name)
+def test_float_edge_cases_agree_everywhere(opencl: str, dt: DType) -> None:
+  """Float arithmetic without contraction, NaN-propagating MAX, float IDIV, float -> int casts that saturate (NaN
+  gives 0), bitcasts: bit-exact on reference, cpu and opencl. exp2, log2 and sin may differ by a few ulp."""
+  ref, cpu, ocl, (a, n_exact) = _three_way(("float", dt.name), lambda: _float_graph(dt))
+  for k in range(n_exact):
+    np.testing.assert_array_equal(ocl[k], ref[k], err_msg=f"opencl vs reference: output {k} of {dt.name}")
+    np.testing.assert_array_equal(ocl[k], cpu[k], err_msg=f"opencl vs cpu: output {k} of {dt.name}")
   mod = np.abs(a) < 1e4
-  for k in range(len(outs), len(outs) + len(approx)):
-    np.testing.assert_allclose(got[k][mod], ref[k][mod], rtol=1e-5, atol=1e-6, equal_nan=True)
+  for k in range(n_exact, len(ref)):
+    np.testing.assert_allclose(ocl[k][mod], ref[k][mod], rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 def test_bool_buffers_and_ops(opencl: str) -> None:
@@ -213,10 +230,10 @@ def test_bool_buffers_and_ops(opencl: str) -> None:
   outs: list[tuple[DType, object]] = [(dtypes.bool, lambda x, y, op=op: x.alu(op, y)) for op in ops]
   outs += [(dtypes.bool, lambda x, y: -x), (dtypes.int32, lambda x, y: x.cast(I32)), (dtypes.float32, lambda x, y: x.cast(dtypes.float32)),
            (dtypes.int8, lambda x, y: y.where(UOp.const(dtypes.int8, -5), UOp.const(dtypes.int8, 9)))]
-  call = _elementwise("bools", [dtypes.bool, dtypes.bool], outs, 4)
-  got = _run_opencl(call, [np.zeros(4, t.np) for t, _ in outs] + [a, b])
-  want = [a | b, a ^ b, a & b, a | b, a & b, a | b, a ^ b, a != b, ~a & b, ~a, a.astype(np.int32), a.astype(np.float32), np.where(b, -5, 9)]
-  for k, w in enumerate(want): np.testing.assert_array_equal(got[k], w, err_msg=f"output {k}")
+  want = [a | b, a ^ b, a & b, a | b, a & b, a | b, a ^ b, a != b, ~a & b, ~a, a.astype(np.int32), a.astype(np.float32),
+          np.where(b, -5, 9).astype(np.int8)]
+  for what, got in zip(("reference", "cpu", "opencl"), _three_way(("bool",), lambda: _kernel_graph([a, b], outs))):
+    for k, w in enumerate(want): np.testing.assert_array_equal(got[k], w, err_msg=f"{what} output {k}")
 
 
 def test_matmul_accumulator_and_global_dims(opencl: str) -> None:
@@ -234,7 +251,7 @@ def test_matmul_accumulator_and_global_dims(opencl: str) -> None:
   call = _program("matmul", UOp(Ops.SINK, src=(st,)), [r0, r1, r2])
   src, _ = render_kernel(call, call.src[0])
   assert "get_global_id(0)" in src and "get_global_id(1)" in src and "for (int ridx2" in src
-  assert launch_size(call.src[0].src[1]) == (m, n)
+  assert launch_size(call.src[0].src[1]) == (n, m)  # the innermost range is dimension 0
   A, B = np.random.default_rng(0).random((m, k), np.float32), np.random.default_rng(1).random((k, n), np.float32)
   got = _run_opencl(call, [np.zeros(m * n, np.float32), A.ravel(), B.ravel()])
   np.testing.assert_allclose(got[0].reshape(m, n), A @ B, rtol=1e-5)
@@ -308,3 +325,26 @@ def test_wrong_arg_dtype_is_a_clear_error(opencl: str) -> None:
   call = _elementwise("neg", [I32], [(I32, lambda x: -x)], 3)
   with pytest.raises(ValueError, match="arg 1 is float32"):
     OpenCLRunner()(call, [np.zeros(3, np.int32), np.zeros(3, np.float32)])
+
+
+# ---- the parity suite ----
+def _programs():
+  import programs
+  return programs
+
+
+@pytest.mark.parametrize("name", sorted(_programs().PROGRAMS))
+def test_program_opencl_equals_reference_and_cpu(opencl: str, name: str) -> None:
+  import tinyspec.runtime as runtime
+  progs = _programs()
+  prog = progs.PROGRAMS[name]()
+  ocl = runtime.run(prog.root, prog.inputs, backend="opencl")
+  progs.check_outputs(prog, ocl)
+  for other in ("reference", "cpu"):
+    want = runtime.run(prog.root, prog.inputs, backend=other)
+    assert len(want) == len(ocl)
+    for k, (g, w) in enumerate(zip(ocl, want)):
+      g, w = np.asarray(g).reshape(-1), np.asarray(w).reshape(-1)
+      assert g.dtype == w.dtype, f"{name} output {k}: opencl {g.dtype}, {other} {w.dtype}"
+      if w.dtype.kind in "biu": np.testing.assert_array_equal(g, w, err_msg=f"{name} output {k}: opencl vs {other}")
+      else: np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=f"{name} output {k}: opencl vs {other}")

@@ -284,13 +284,46 @@ def test_real_spec_violations_are_highlighted():
   a = UOp.buffer(f32, 4)
   bad = UOp(Ops.ADD, f32, (a, UOp.buffer(f32, 6)))  # sources of different shapes
   root = UOp(Ops.SINK, dtypes.void, (bad.alu(Ops.NEG),))
-  try: vs = check(root, Stage.TENSOR)
-  except NotImplementedError: pytest.xfail("the TENSOR spec is not in this tree yet")
-  assert vs, "mismatched shapes are illegal at TENSOR"
+  vs = check(root, Stage.TENSOR)
+  assert vs and {v.node for v in vs} == {bad}, "mismatched shapes are illegal at TENSOR, at the ADD"
+  svg = svg_of(draw(root, vs))
+  (marked,) = elems(svg, "violation")
+  assert op_of(marked) == "ADD"
+  for v in vs: assert v.rule in lines(marked)
+  ops = {title(e): op_of(e) for e in elems(svg, "uop")}
+  assert sorted((ops[a], ops[b]) for a, b in (title(e).split("->") for e in elems(svg, "path"))) == [("ADD", "NEG"), ("NEG", "SINK")]
+
+
+def test_kernel_graph_view_arg_violations_and_paths():
+  from tinyspec.spec import check
+  x, t = UOp.buffer(f32, 16), UOp.buffer(f32, 16)
+  inner = x.reshape((4, 4))
+  view = inner.permute((1, 0)).reshape((16,))
+  root = UOp(Ops.SINK, dtypes.void, (t.after(UOp(Ops.CALL, dtypes.void, (kernel_body(2.0), t, view), "k_view")),))
+  vs = check(root, Stage.KERNEL_GRAPH)
+  assert {v.node for v in vs} == {view, view.src[0], inner}, "every view in the kernel graph is a violation"
   svg = svg_of(draw(root, vs))
   marked = elems(svg, "violation")
-  assert {op_of(e) for e in marked} == {v.node.op.name for v in vs}
+  assert sorted(op_of(e) for e in marked) == ["PERMUTE", "RESHAPE", "RESHAPE"]
   for v in vs: assert any(v.rule in lines(e) for e in marked)
+  ops = {title(e): op_of(e) for e in elems(svg, "uop")}
+  pairs = sorted((ops[a], ops[b]) for a, b in (title(e).split("->") for e in elems(svg, "path")))
+  assert pairs == sorted([("AFTER", "SINK"), ("CALL", "AFTER"), ("RESHAPE", "CALL"), ("PERMUTE", "RESHAPE"), ("RESHAPE", "PERMUTE")])
+
+
+def test_program_violations_inside_the_kernel_cluster():
+  from tinyspec.spec import check
+  root = program_graph()
+  vs = check(root, Stage.KERNEL_GRAPH)
+  assert vs and all(v.path[:2] == (0, 1) for v in vs), "the PROGRAM body keeps the index dtype, which PROGRAM forbids"
+  svg = svg_of(draw(root, vs))
+  (kernel,) = elems(svg, "kernel")
+  marked = elems(svg, "violation")
+  assert {op_of(e) for e in marked} == {v.node.op.name for v in vs}
+  for e in marked: assert inside(center(e), bbox(kernel))
+  ops = {title(e): op_of(e) for e in elems(svg, "uop")}
+  assert {(ops[a], ops[b]) for a, b in (title(e).split("->") for e in elems(svg, "path"))} >= {("LINEAR", "PROGRAM"), ("PROGRAM", "CALL")}
+  assert any(ops[b] == "LINEAR" for a, b in (title(e).split("->") for e in elems(svg, "path"))), "the path enters through the LINEAR"
 
 
 # ---- kernels as clusters ----
@@ -456,6 +489,25 @@ def test_cli_viz_writes_the_file(tmp_path, monkeypatch, capsys):
   assert (tmp_path / "sub" / "x.png").read_bytes()[:4] == b"\x89PNG"
 
 
+BAD_FILE = GRAPH_FILE.replace("b.reshape((2, 3)).alu(Ops.NEG)", "b.reshape((2, 3)).alu(Ops.ADD, b)")
+
+
+def test_cli_viz_stage_highlights_violations(tmp_path, capsys):
+  good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+  good.write_text(GRAPH_FILE)
+  bad.write_text(BAD_FILE)
+  assert main(["viz", str(good), "--stage", "tensor", "-o", str(tmp_path / "good.svg")]) == 0
+  svg = ET.parse(tmp_path / "good.svg").getroot()
+  assert not elems(svg, "violation") and "legal at TENSOR" in text(svg)
+  capsys.readouterr()
+  assert main(["viz", str(bad), "--stage", "tensor", "-o", str(tmp_path / "bad.svg")]) == 1
+  out = capsys.readouterr().out
+  assert "violation(s) at TENSOR" in out and out.strip().endswith("bad.svg")
+  svg = ET.parse(tmp_path / "bad.svg").getroot()
+  assert [op_of(e) for e in elems(svg, "violation")] == ["ADD"]
+  assert any(ln.startswith("tensor.") for ln in lines(elems(svg, "violation")[0]))
+
+
 def test_cli_viz_bad_input(tmp_path, capsys):
   assert main(["viz", str(tmp_path / "missing.py")]) == 2
   assert "missing.py" in capsys.readouterr().err
@@ -510,3 +562,19 @@ def test_registry_programs_draw(name):
   assert len(drawn) + sum(folded) == len(expect), "every node is drawn, on its own or inside one folded box"
   assert Counter(op_of(e) for e in drawn) <= Counter(u.op.name for u in expect)
   assert len(elems(svg, "scope")) == len({u.src[0] for u in expect if u.op is Ops.CALL})
+
+
+@pytest.mark.parametrize("name", ["gemm", "call_nested", "assign_chain", "reductions_float"])
+def test_every_stage_of_a_lowering_draws(name):
+  from programs import PROGRAMS
+
+  from tinyspec.lower.pipeline import lower
+  stages = lower(PROGRAMS[name]().root)
+  for stage, root in stages.items():
+    svg = svg_of(draw(root, max_nodes=0))
+    expect = scoped_nodes(root)
+    folded = [int(lines(b)[0].split()[0]) for b in elems(svg, "collapsed")]
+    assert len(elems(svg, "uop")) + sum(folded) == len(expect), stage
+    kernels = {u.src[0] for u in expect if u.op is Ops.CALL and u.src[0].op in (Ops.SINK, Ops.PROGRAM)}
+    assert len(elems(svg, "kernel")) == len(kernels), stage
+    if stage in ("rangeify", "render"): assert kernels, f"{name} has kernels after {stage}"

@@ -3,4 +3,6 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.spec import SpecError, Stage, Violation, check, verify
 from tinyspec.uop import GroupOp, Ops, UOp
 
-__all__ = ["DType", "dtypes", "UOp", "Ops", "GroupOp", "Stage", "check", "verify", "SpecError", "Violation"]
+from tinyspec import gradient  # a callable module: gradient(loss, wrt)
+
+__all__ = ["DType", "dtypes", "UOp", "Ops", "GroupOp", "Stage", "check", "verify", "SpecError", "Violation", "gradient"]

@@ -5,6 +5,7 @@ width integer dtype whose exact range would leave the dtype get the dtype's full
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 from tinyspec.dtype import DType
@@ -116,10 +117,21 @@ _rules: dict[Ops, Callable[[UOp], tuple]] = {
 }
 
 
+# bool arithmetic is C's (bool)(a op b): the integer interval rules above do not apply to it
+_BOOL_ALU: dict[Ops, Callable[..., bool]] = {Ops.ADD: lambda a, b: a or b, Ops.MAX: lambda a, b: a or b, Ops.MUL: lambda a, b: a and b,
+                                             Ops.SUB: lambda a, b: a != b, Ops.XOR: lambda a, b: a != b, Ops.NEG: lambda a: not a}
+
+
+def _bool_alu(u: UOp) -> tuple:
+  outs = [_BOOL_ALU[u.op](*vals) for vals in itertools.product(*({bool(s.vmin), bool(s.vmax)} for s in u.src))]
+  return min(outs), max(outs)
+
+
 def bounds_rule(u: UOp) -> tuple:
   """(vmin, vmax) of u; the dtype's range where nothing tighter is known."""
   dt = u.dtype
   if dt.kind not in "iuxb": return dt.min, dt.max
+  if dt.kind == "b" and u.op in _BOOL_ALU and all(s.dtype.kind == "b" for s in u.src): return _bool_alu(u)
   fn = _rules.get(u.op)
   if fn is None: return dt.min, dt.max
   lo, hi = fn(u)

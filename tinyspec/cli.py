@@ -31,12 +31,79 @@ def cmd_check(args: argparse.Namespace) -> int:
   return 1
 
 
+def _parse_opts(text: str | None):
+  import ast
+  if text is None: return None
+  try: opts = ast.literal_eval(text)
+  except (ValueError, SyntaxError): raise InputError(f"--opts {text!r} is not a Python literal tuple of opts") from None
+  from tinyspec.lower.optimize import validate_opts
+  try: return tuple(validate_opts(opts))
+  except (ValueError, TypeError) as e: raise InputError(f"--opts: {e}") from None
+
+
+def _lower_stages(root, options: dict) -> dict:
+  """The graph after each pass: from the start for a tensor graph, from simplify for a kernel graph or body."""
+  from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
+  from tinyspec.lower.pipeline import PASSES, lower
+  if kernel_calls(root) or is_kernel_body(root):
+    names = [p.name for p in PASSES]
+    return lower(root, passes=PASSES[names.index("rangeify") + 1:], **options)
+  return lower(root, **options)
+
+
 def cmd_lower(args: argparse.Namespace) -> int:
-  raise NotImplementedError("tinyspec lower is not built yet")
+  """Lower FILE's graph: each stage's pass name, node count and kernel count, then every kernel's source."""
+  from tinyspec.lower.kernel_map import kernel_calls
+  from tinyspec.lower.pipeline import PassError
+  root = load_graph(args.file)
+  try: stages = _lower_stages(root, {"backend": args.backend, "opts": _parse_opts(args.opts)})
+  except PassError as e:
+    print(f"{args.file}: {e}")
+    return 1
+  for name, g in stages.items():
+    print(f"{name:>13}: {len(g.toposort()):6d} nodes, {len(kernel_calls(g)):3d} kernel(s)")
+  for call in kernel_calls(stages[list(stages)[-1]]):
+    prg = call.src[0]
+    if prg.op.name == "PROGRAM" and len(prg.src) == 3:
+      src = prg.src[2].arg
+      print(f"\n// ---- kernel {src.name} ({src.lang}) ----\n{src.text}", end="")
+  return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-  raise NotImplementedError("tinyspec run is not built yet")
+  """Run FILE's graph on a backend and print its outputs. FILE may define inputs() -> {BUFFER id: array}."""
+  import numpy as np
+
+  from tinyspec.loadfile import load_module
+  from tinyspec.runtime import run
+  from tinyspec.uop import UOp
+  ns = load_module(args.file)  # graph() and inputs() from one execution of FILE, so their BUFFER ids agree
+  if not callable(ns.get("graph")): raise InputError(f"{args.file}: defines no graph() function")
+  try: root = ns["graph"]()
+  except Exception as e: raise InputError(f"{args.file}: graph() raised {type(e).__name__}: {e}") from e
+  if not isinstance(root, UOp): raise InputError(f"{args.file}: graph() returned {type(root).__name__}, not a UOp")
+  inputs = {}
+  if callable(ns.get("inputs")):
+    try: inputs = ns["inputs"]()
+    except Exception as e: raise InputError(f"{args.file}: inputs() raised {type(e).__name__}: {e}") from e
+    if not isinstance(inputs, dict): raise InputError(f"{args.file}: inputs() returned {type(inputs).__name__}, not a dict")
+  options = {"compiler": args.compiler} if args.compiler and args.backend == "cpu" else {}
+  try: outs = run(root, inputs, backend=args.backend, **options)
+  except ValueError as e:
+    if "unknown backend" in str(e): raise InputError(str(e)) from e
+    print(f"{args.file}: {args.backend} failed: {type(e).__name__}: {e}")
+    return 1
+  except Exception as e:
+    print(f"{args.file}: {args.backend} failed: {type(e).__name__}: {e}")
+    return 1
+  outs = outs if isinstance(outs, list) else [outs]
+  for i, o in enumerate(outs):
+    if o is None:
+      print(f"output {i}: (effect)")
+      continue
+    o = np.asarray(o)
+    print(f"output {i}: {o.dtype} {tuple(o.shape)}\n{np.array2string(o, threshold=200, max_line_width=150)}")
+  return 0
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
@@ -81,10 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
   c.set_defaults(fn=cmd_check)
   lo = sub.add_parser("lower", help="lower a graph and print every stage")
   lo.add_argument("file")
+  lo.add_argument("--backend", default="c", help="renderer: c (default) or opencl")
+  lo.add_argument("--opts", default=None, help="optimize opts as a Python tuple, e.g. \"(('split', 0, 4), ('global', 0))\"")
   lo.set_defaults(fn=cmd_lower)
   r = sub.add_parser("run", help="run a graph and print its outputs")
   r.add_argument("file")
   r.add_argument("--backend", default="reference", help="reference, cpu or opencl")
+  r.add_argument("--compiler", default=None, help="C compiler of the cpu backend: gcc (default), clang or tcc")
   r.set_defaults(fn=cmd_run)
   vz = sub.add_parser("viz", help="draw a graph (and its violations at a stage) with graphviz")
   vz.add_argument("file", help="a Python file defining graph()")

@@ -95,7 +95,8 @@ class Translator:
     """A new variable of dt's sort; bounded by u's interval bounds when u is given."""
     self._n += 1
     name = f"{hint}{self._n}"
-    srt = self.sort(dt) or z3.IntSort()
+    srt = self.sort(dt)
+    if srt is None: srt = z3.IntSort()
     v = z3.Const(name, srt)
     if u is not None and self.interval_hints and is_int_sort_dtype(dt):
       lo, hi = u.vmin, u.vmax

@@ -448,6 +448,25 @@ class Tensor:
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def copy_to(self, device: str) -> Tensor: return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), device))
 
+  # ---- gradients (tinyspec.gradient) ----
+  def backward(self, *wrt: Tensor) -> Tensor:
+    """self is a scalar loss: add d self / d data to the .grad of every float Tensor made from data it reads (or of wrt)."""
+    from tinyspec.gradient import tensor_backward
+    tensor_backward(self, wrt)
+    return self
+
+  @property
+  def grad(self) -> Tensor | None:
+    """The gradient backward() accumulated for this Tensor made from data; None when no backward reached it."""
+    from tinyspec.gradient import tensor_grad
+    g = tensor_grad(self)
+    return None if g is None else Tensor(g)
+
+  @grad.setter
+  def grad(self, g: Tensor | None) -> None:
+    from tinyspec.gradient import set_tensor_grad
+    set_tensor_grad(self, g)
+
   def is_storage(self) -> bool:
     u = self.uop
     while u.op in GroupOp.Movement or u.op is Ops.AFTER: u = u.src[0]

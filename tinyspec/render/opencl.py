@@ -43,7 +43,10 @@ def global_dims(linear: UOp) -> dict[UOp, int]:
     if u.op is Ops.STORE and not _is_reg(u.src[0]): keep &= open_ | {c for c in cands if c.op is Ops.SPECIAL}
   specials = [c for c in cands if c.op is Ops.SPECIAL]
   if any(s not in keep for s in specials): raise ValueError("a SPECIAL thread index does not enclose every global store")
-  return {c: i for i, c in enumerate(c for c in cands if c in keep)}
+  # the innermost range is dimension 0, the one work items run along in step (and PoCL vectorizes over): neighbouring
+  # work items then touch neighbouring elements of row-major buffers
+  kept = [c for c in cands if c in keep]
+  return {c: len(kept) - 1 - i for i, c in enumerate(kept)}
 
 
 def launch_size(linear: UOp) -> tuple[int, ...]:

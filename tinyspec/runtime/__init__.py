@@ -26,9 +26,9 @@ def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, backend: str = "
     return cpu.run(root, inputs, **options)
   if backend == "opencl":
     from tinyspec.runtime import opencl
-    if hasattr(opencl, "run"): return opencl.run(root, inputs, **options)
-    from tinyspec.runtime.cpu import prepare
+    from tinyspec.runtime.cpu import match_shapes, prepare
+    if hasattr(opencl, "run"): return match_shapes(root, opencl.run(root, inputs, **options))
     from tinyspec.semantics import evaluate
     runner = opencl.OpenCLRunner(eager=True)
-    return evaluate(prepare(root, **{**options, "backend": "opencl"}), inputs, kernel_runner=runner)
+    return match_shapes(root, evaluate(prepare(root, **{**options, "backend": "opencl"}), inputs, kernel_runner=runner))
   raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")

@@ -199,5 +199,15 @@ def prepare(root: UOp, backend: str = "c", **options) -> UOp:
 def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options):
   """evaluate(root, inputs) with every kernel run as compiled C. options are lowering options (opts, int_dtype...)."""
   from tinyspec.semantics import evaluate
-  root = prepare(root, **options)
-  return evaluate(root, inputs, kernel_runner=make_runner(build(root, compiler), compiler))
+  lowered = prepare(root, **options)
+  return match_shapes(root, evaluate(lowered, inputs, kernel_runner=make_runner(build(lowered, compiler), compiler)))
+
+
+def match_shapes(root: UOp, outs):
+  """Outputs of a lowered graph (flat storage) in the shapes of root's SINK entries, as evaluate(root) gives them."""
+  if root.op is not Ops.SINK or not isinstance(outs, list) or len(outs) != len(root.src): return outs
+  ret = []
+  for u, o in zip(root.src, outs):
+    shape = u.shape if u.shape_ok else None
+    ret.append(o.reshape(shape) if o is not None and shape is not None and o.size == int(np.prod(shape)) else o)
+  return ret

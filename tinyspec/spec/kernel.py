@@ -71,7 +71,7 @@ def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
   idxs = _SCALAR_SRCS.get(u.op, range(len(u.src)))
   out = [((i,), u.src[i], "kernel.scalar_values", f"{u.op.name} source {i} is {what(u.src[i])} of shape {u.src[i].shape}; at {cx.sname} "
           "values are scalars: read storage with LOAD(INDEX(storage, i))")
-         for i in idxs if i < len(u.src) and u.src[i].op in STORAGE_OPS and u.src[i].shape_ok]
+         for i in idxs if i < len(u.src) and u.src[i].op in STORAGE_OPS and storage_base(u.src[i]) is not None and u.src[i].shape_ok]
   # report at the user, the place the storage was used as a value
   return [((), u, r, m) for _, _, r, m in out] or None
 

@@ -5,7 +5,7 @@ import math
 from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.spec.base import Ctx, Finding, declare, rule
+from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
 from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp
 
 KNOWN_DTYPES = frozenset(dtypes.all)
@@ -164,6 +164,14 @@ _KNOWN_IDS = frozenset(id(d) for d in dtypes.all)
 # per op: (min sources, max sources or None, arg check or None for "arg is None", is void)
 _WF: dict[Ops, tuple[int, int | None, Callable[[UOp], str | None] | None, bool]] = {
   op: (*SRC_COUNT.get(op, _ANY), _ARG_RULES.get(op), op in VOID_OPS) for op in Ops}
+
+
+def wellformed(u: UOp) -> tuple[Finding, ...]:
+  """The well-formedness findings of u (empty when well formed), cached on the node: they do not depend on the stage."""
+  c = u._cache
+  ret = c.get("spec:wf")
+  if ret is None: c["spec:wf"] = ret = _wellformed(u)
+  return ret
 
 
 def _known_dtype(dt: Any) -> bool:
@@ -362,6 +370,7 @@ def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
     if k >= len(args): continue
     a = args[k]
     if a.op in VOID_OPS or a.dtype is dtypes.void: continue  # not a value: the stage's call-arg rule reports it
+    if cx.stage is Stage.KERNEL_GRAPH and storage_base(a) is None: continue  # not storage: kgraph.call_arg_storage reports it
     if part == "size":
       if not a.shape_ok or a.shape is None: continue
       n = math.prod(a.shape)

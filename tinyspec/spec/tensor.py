@@ -132,7 +132,7 @@ def gettuple_dtype(u: UOp, cx: Ctx) -> str | None:
   t = _tuple_of(u)
   if t is None or not 0 <= u.arg < len(t.src): return None
   e = t.src[u.arg]
-  if e.dtype == u.dtype: return None
+  if e.dtype == u.dtype or not is_value(e): return None  # a non-value element is tensor.tuple_values' finding
   return f"GETTUPLE {u.arg} is {u.dtype.name} but element {u.arg} is {e.dtype.name}; at TENSOR GETTUPLE has the dtype of its element"
 
 

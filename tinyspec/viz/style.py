@@ -80,6 +80,8 @@ def arg_lines(u: UOp, width: int) -> list[str]:
   if a is None: return []
   if isinstance(a, SourceArg):
     text = [ln.strip() for ln in str(a.text).splitlines() if ln.strip()]
+    # the signature says more than the #include lines that open most rendered kernels
+    text = [ln for ln in text if not ln.startswith("#")] or text
     return [cap(f"{a.lang}:{a.name} ({len(a.text)} chars)", width)] + [cap(ln, width) for ln in text[:2]]
   if isinstance(a, ParamArg): s = f"slot {a.slot} size {a.size}{_storage_extra(a.device, a.addrspace)}"
   elif isinstance(a, BufferArg): s = f"id {a.id} size {a.size}{_storage_extra(a.device, a.addrspace)}"

@@ -1,0 +1,39 @@
+"""docs/spec.md stays in sync with the code: every op of Ops and every registered rule id appears in it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import tinyspec  # noqa: F401  (registers every rule module, gradient rules included)
+from tinyspec.spec import RULES
+from tinyspec.uop import Ops
+
+pytestmark = pytest.mark.spec
+DOC = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
+
+
+def _text() -> str:
+  return DOC.read_text()
+
+
+def test_registry_is_not_trivially_small():
+  assert len(RULES) >= 60 and all(r.doc for r in RULES.values())
+
+
+@pytest.mark.parametrize("op", [op.name for op in Ops])
+def test_every_op_is_documented(op):
+  # an op row of the op table: "| NAME |" or NAME among a row's listed names
+  rows = [ln for ln in _text().splitlines() if ln.startswith("| ")]
+  assert any(re.search(rf"(^\| |\s){op}(\s|\s*\()", ln.split("|")[1] + " ") for ln in rows), f"op {op} has no row in docs/spec.md"
+
+
+@pytest.mark.parametrize("rid", sorted(RULES))
+def test_every_rule_id_is_documented(rid):
+  assert f"`{rid}`" in _text(), f"rule {rid} is not in docs/spec.md"
+
+
+def test_no_stale_rule_ids_in_doc():
+  documented = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", _text(), re.M))
+  assert documented <= set(RULES), f"docs/spec.md lists rules the code does not have: {sorted(documented - set(RULES))}"
