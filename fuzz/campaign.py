@@ -49,6 +49,8 @@ class CampaignConfig:
   batch: int = 16                       # cases per job when CPU kernels are compiled together
   cc: str | None = None                 # C compiler of the cpu backend (None: the runtime's default)
   stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
+  weights: dict[str, float] | None = None  # generator weights to start from (fuzz.strategies.default_weights names)
+  report: str | None = None             # a directory for the HTML report (fuzz.report), kept up to date as the campaign runs
 
 
 @dataclass
@@ -153,6 +155,8 @@ class CaseRunner:
 # ---- workers ----
 def _worker_main(cfg: CampaignConfig, conn) -> None:
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the campaign handles ^C and ends its workers
+  import faulthandler
+  faulthandler.disable()  # a segfault in generated code is reported as a finding, not as a traceback dump
   runner = CaseRunner(cfg)
   while True:
     try: msg = conn.recv()
@@ -197,7 +201,7 @@ class Campaign:
     self.state_path = Path(cfg.corpus) / f".fuzz-state-{cfg.seed}.json"
     self.rules = Checker(Config(passes=cfg.passes)).all_rules()
     self.coverage = Coverage(self.rules)
-    self.weights = default_weights()
+    self.weights = {**default_weights(), **(cfg.weights or {})}
     self.epoch_start = 0
     self.done_in_epoch: set[int] = set()
     self.epoch_results: dict[int, tuple[frozenset, dict]] = {}
@@ -208,6 +212,7 @@ class Campaign:
     self.prior_cases = 0
     self.suspects: list[int] = []
     self.running = set()
+    self.html_report = None
     if cfg.resume: self.load_state()
 
   # ---- state ----
@@ -222,7 +227,7 @@ class Campaign:
     self.done_in_epoch = set(s.get("done_in_epoch", []))
     self.epoch_results = {int(k): (frozenset(v[0]), v[1]) for k, v in s.get("epoch_results", {}).items()}
     self.coverage.load(s.get("coverage", {}))
-    self.weights = {**default_weights(), **s.get("weights", {})}
+    self.weights = {**default_weights(), **(self.cfg.weights or {}), **s.get("weights", {})}
     self.prior_cases = int(s.get("cases", 0))
     self.known = {tuple(x) for x in s.get("signatures", [])}  # type: ignore[misc]
     self.phase.update(s.get("phase", {}))
@@ -267,6 +272,7 @@ class Campaign:
       self.epoch_start += EPOCH
       self.done_in_epoch, self.epoch_results = set(), {}
       self.save_state()
+      self.report_due = True
 
   def report(self, r: Reported) -> None:
     if r.signature in self.known and not r.new: return
@@ -291,12 +297,25 @@ class Campaign:
     elif force or elapsed - self.last_status >= self.cfg.status_every:
       print(self.status_text(elapsed), file=self.out, flush=True)
       self.last_status = elapsed
+    self.keep_report(elapsed)
+
+  def keep_report(self, elapsed: float, status: str = "running", force: bool = False) -> None:
+    """Rewrite the --report page after every status interval, every finished epoch, and (force) at the start and end."""
+    if self.html_report is None: return
+    if force or self.report_due or elapsed - self.last_report >= self.cfg.status_every:
+      self.html_report.update(self, elapsed, status)
+      self.last_report, self.report_due = elapsed, False
 
   # ---- run ----
   def run(self) -> Summary:
     cfg = self.cfg
     self.running: set[int] = set()
     self.last_status = 0.0
+    self.last_report, self.report_due = 0.0, False
+    if cfg.report:
+      from fuzz.report import for_campaign
+      self.html_report = for_campaign(self)
+    self.keep_report(0.0, force=True)
     t0 = time.monotonic()
     interrupted = False
     def time_left() -> bool:
@@ -312,6 +331,7 @@ class Campaign:
     elapsed = time.monotonic() - t0
     self.save_state()
     self.clear_status()
+    self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
     cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
     return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
                    [r for r in self.rules if r not in cov], dict(self.phase), interrupted)

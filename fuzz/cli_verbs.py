@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import sys
+from pathlib import Path
 
 BACKENDS = ("reference", "cpu", "opencl")
 
@@ -20,6 +21,8 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
   p.add_argument("--fresh", action="store_true", help="start from case 0 instead of resuming the seed's saved state")
+  p.add_argument("--report", default=None, metavar="DIR",
+                 help="keep a static HTML report in DIR (DIR/index.html: summary, progress plot, findings with pictures, rule coverage)")
 
 
 def parse_backends(s: str) -> tuple[str, ...]:
@@ -46,15 +49,21 @@ def fuzz_main(args: argparse.Namespace) -> int:
       print(f"tinyspec fuzz: opencl backend unavailable: {why}; continuing without it", file=sys.stderr)
       backends = tuple(b for b in backends if b != "opencl")
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
-                       per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh)
+                       per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
+                       report=args.report)
   summary = run_campaign(cfg)
   print(summary.text(), flush=True)
+  if args.report: print(f"report: {Path(args.report) / 'index.html'}", flush=True)
   return 1 if summary.findings else 0
 
 
 def add_repro_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("path", help="a corpus file")
   p.add_argument("--draw", default=None, metavar="OUT", help="also draw the graph (and the blamed rewrite) to OUT (.svg, .png or .dot)")
+  p.add_argument("--viz", action="store_true", help="draw the blamed rule application before and after, side by side (without one: the "
+                 "graph with the violation highlighted) and print the file's path")
+  p.add_argument("-o", "--output", default=None, metavar="OUT",
+                 help="where --viz draws: .svg (default: the entry's name + .svg here), .png, .pdf, .dot")
 
 
 def _replay_in_child(path: str, conn) -> None:
@@ -66,6 +75,9 @@ def _replay_in_child(path: str, conn) -> None:
 def repro_main(args: argparse.Namespace) -> int:
   from fuzz.corpus import load_entry, replay
   from tinyspec.loadfile import InputError
+  draw_to = _draw_target(args)
+  if draw_to == "":
+    return 2
   try: entry = load_entry(args.path)
   except InputError as e:
     print(f"tinyspec repro: {e}", file=sys.stderr)
@@ -88,10 +100,11 @@ def repro_main(args: argparse.Namespace) -> int:
       return 1
     fails, texts = parent.recv()
     for t in texts: print(t)
+    if draw_to: _draw(entry, None, draw_to)
   else:
     fails, findings = replay(entry)
     for f in findings: print(f.describe())
-    if args.draw and findings: _draw(entry, findings[0], args.draw)
+    if draw_to: _draw(entry, findings, draw_to)
   if fails:
     print(f"still fails: {sig}")
     return 1
@@ -99,10 +112,25 @@ def repro_main(args: argparse.Namespace) -> int:
   return 0
 
 
-def _draw(entry, finding, out: str) -> None:
+def _draw_target(args: argparse.Namespace) -> str | None:
+  """Where --viz or --draw draws (None: no drawing); "" after printing why the path cannot be drawn to."""
+  if not (getattr(args, "viz", False) or args.draw): return None
+  from tinyspec import viz
+  out = args.output or args.draw or Path(args.path).stem + ".svg"
+  try: viz.output_format(out)
+  except ValueError as e:
+    print(f"tinyspec repro: {e}", file=sys.stderr)
+    return ""
+  return str(out)
+
+
+def _draw(entry, findings, out: str) -> None:
+  """The blamed rule application before and after (fuzz.pictures); without one, the graph with the failure marked."""
   try:
-    from tinyspec import viz
-    path = viz.render(entry.case.root, out, title=f"{'/'.join(entry.signature)}: {finding.message.splitlines()[0][:120]}")
-    print(f"drew the graph to {path}")
+    from fuzz.pictures import draw_entry
+    pic = draw_entry(entry, out, findings=findings)
   except Exception as e:  # drawing is a convenience: the replay result stands without it
-    print(f"could not draw the graph: {type(e).__name__}: {e}", file=sys.stderr)
+    print(f"could not draw: {type(e).__name__}: {e}", file=sys.stderr)
+    return
+  print(f"picture: {pic.note}")
+  print(pic.path)

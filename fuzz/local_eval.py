@@ -52,7 +52,7 @@ class LocalEval:
   def tensor(self, x: UOp) -> np.ndarray:
     if x not in self.tensors:
       from tinyspec.semantics import evaluate
-      for u in x.toposort():
+      for u in _outer(x):
         if u.op in GroupOp.RangeForm or u.op is Ops.PARAM: raise Unjudgeable("a tensor that depends on kernel nodes")
       self.tensors[x] = np.asarray(evaluate(x, {k: v.copy() for k, v in self.inputs.items()}))
     return self.tensors[x]
@@ -101,6 +101,11 @@ class LocalEval:
     raise Unjudgeable(f"{op.name} has no local value")
 
 
+def _outer(root: UOp) -> list[UOp]:
+  """Nodes under root, not entering value-call bodies (their PARAMs are the call's args, not kernel params)."""
+  return root.toposort(gate=lambda u: not (u.op is Ops.TUPLE))
+
+
 def _as_common(a: np.ndarray) -> np.ndarray:
   if a.dtype.kind == "f": return a.astype(np.float64)
   if a.dtype.kind == "b": return a.astype(np.int64)
@@ -124,7 +129,7 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
   if before.dtype.name == "void" or after.dtype.name == "void": return False
   if before.op in (Ops.STORE, Ops.END, Ops.SINK, Ops.GROUP, Ops.CALL, Ops.TUPLE): return False
   kernelish = GroupOp.RangeForm | {Ops.PARAM}
-  if not any(u.op in kernelish for n in (before, after) for u in n.toposort()):
+  if not any(u.op in kernelish for n in (before, after) for u in _outer(n)):
     if before.shape is None or after.shape is None: return False
     try:
       ev0 = LocalEval(inputs)

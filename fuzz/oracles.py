@@ -63,6 +63,7 @@ class Config:
   metamorphic: bool = True
   blame: bool = True
   max_rewrite_checks: int = 400
+  per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
   cc: str | None = None            # C compiler of the cpu backend (None: the runtime's default)
 
   def pipeline(self) -> list[Pass]:
@@ -248,7 +249,8 @@ class Checker:
         return None, Finding("crash", p.name, rule, f"pass {p.name} raised {type(e).__name__}: {e}", options=opts)
       with _Timer(st, "spec"): vs = check(out, p.stage_out)
       if vs: return None, self._spec_finding(p, g, out, lo, vs, opts, case.inputs)
-      if full and cfg.per_rewrite and (f := self._per_rewrite(p, g, lo, steps, opts)) is not None: return None, f
+      if full and cfg.per_rewrite and (cfg.per_rewrite_passes is None or p.name in cfg.per_rewrite_passes):
+        if (f := self._per_rewrite(p, g, lo, steps, opts)) is not None: return None, f
       if full:
         try:
           with _Timer(st, "evaluate"): vals = _evaluate(out, case.inputs)
@@ -285,14 +287,17 @@ class Checker:
     return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts)
 
   def _per_rewrite(self, p: Pass, g: UOp, lo: LowerOptions, steps: int, opts: dict) -> Finding | None:
+    """The first intermediate graph (after k rule applications, k = 0 included: what the pass builds outside its
+    rules) that is legal at neither stage of the pass nor at their union."""
     stride = max(1, steps // self.config.max_rewrite_checks)
-    for k in range(1, steps, stride):
+    for k in range(0, steps, stride):
       with _Timer(self.stats, "spec"):
         part = run_steps(p, g, lo, k)[0]
         vs = union_violations(part, p.stage_in, p.stage_out)
       if vs:
         b = blame_at(p, g, lo, k, steps)
-        return Finding("spec", p.name, b.rule, f"after rule application {k} of {p.name}: {vs[0]}", b, opts)
+        where = "before any rule application" if k == 0 else f"after rule application {k}"
+        return Finding("spec", p.name, b.rule, f"{where} of {p.name}: {vs[0]}", b, opts)
     return None
 
   def _parity_finding(self, p: Pass, g: UOp, lo: LowerOptions, prev: Any, case: Case, msg: str, opts: dict, label: str) -> Finding:

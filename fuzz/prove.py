@@ -128,7 +128,7 @@ class RuleResult:
   def status(self) -> str:
     if self.reason: return "unknown"
     if any(d.status == "refuted" for d in self.per_dtype): return "refuted"
-    if not any(d.fired for d in self.per_dtype): return "unknown"
+    if not all(d.fired for d in self.per_dtype): return "unknown"
     if any(d.unknown for d in self.per_dtype): return "unknown"
     return "proven"
 
@@ -144,6 +144,8 @@ class RuleResult:
       n = sum(d.instances for d in self.per_dtype)
       detail = "; ".join(f"{k} x{v}" for k, v in top.most_common(2))
       return f"the rule never rewrote any of {n} instances of its pattern" + (f" ({detail})" if detail else "")
+    if none := [d.dtype.name for d in self.per_dtype if not d.fired]:
+      return f"the rule never rewrote an instance of its pattern at {', '.join(none)}, so nothing is proven there"
     t = [f"{d.dtype.name}: {d.unknown}/{d.queries}" for d in self.per_dtype if d.unknown]
     return f"z3 gave no answer within the timeout on {', '.join(t)} queries"
 
@@ -286,7 +288,10 @@ def concretize(g: _Group, inst: Instance, vals: dict, dt: DType, t: EvalTranslat
     lv = model_int(m, t(g.lhs), g.lhs.dtype) if g.lhs.op is not Ops.STORE else None
     rv = model_int(m, t(g.rhs), g.rhs.dtype) if g.rhs.op is not Ops.STORE else None
     return Counterexample(dt, before, after, slots, lv, rv, "z3 model")
-  lv, rv = evaluate_scalar(before), evaluate_scalar(after)
+  try: lv, rv = evaluate_scalar(before), evaluate_scalar(after)
+  except Exception as e:  # index values past int64: the evaluator stores index as int64
+    lv, rv = model_int(m, t(g.lhs), g.lhs.dtype), model_int(m, t(g.rhs), g.rhs.dtype)
+    return Counterexample(dt, before, after, slots, lv, rv, f"z3 model (the evaluator cannot run it: {type(e).__name__})")
   return Counterexample(dt, before, after, slots, lv, rv, "evaluate" if lv != rv else "z3 model (the evaluator gives equal values)")
 
 

@@ -154,6 +154,7 @@ class Reducer:
           if d.op is Ops.RESHAPE and d.src[0].op is Ops.BUFFER: continue
           yield with_root(UOp(Ops.SINK, src=tuple(dict.fromkeys(root.src[:i] + (d,) + root.src[i + 1:]))))
     for n in nodes:
+      if n.op is Ops.CALL and n.src and (dropped := _drop_unused_args(n)) is not None: yield with_root(substitute(root, {n: dropped}))
       if n.op in (Ops.SINK, Ops.TUPLE, Ops.CALL, Ops.PARAM, Ops.BUFFER): continue
       if not n.shape_ok or n.shape is None: continue
       for s in n.src:

@@ -27,6 +27,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AxisType, Ops, UOp
 
 MAX_SIZE = 32        # elements of any value
+KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 MAX_DIM = 4
 MAX_RANK = 3
 
@@ -58,7 +59,8 @@ def default_weights() -> dict[str, float]:
   w.update({"dtype:float32": 3.0, "dtype:int32": 2.0})
   w.update({"reduce:ADD": 1.0, "reduce:MAX": 1.0, "reduce:MUL": 0.4})
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
-            "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0})
+            "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
+            "divmod:bounded": 1.0})
   return w
 
 
@@ -319,7 +321,13 @@ class TensorGen:
              Ops.CMPLT: NUM_DTYPES, Ops.CMPNE: VALUE_DTYPES, Ops.CMPEQ: VALUE_DTYPES}[op]
     a = self.pick(scope, lambda u: u.dtype in among and u.shape is not None)
     if a is None: a = self.new_input(scope, self.dtype(among))
-    if op in (Ops.IDIV, Ops.MOD) and self.rng.random() < 0.5:
+    if op in (Ops.IDIV, Ops.MOD) and self.chance("divmod:bounded", 0.3):
+      # a dividend with small known bounds, as index arithmetic has: the bounds-based div/mod folds apply to it
+      m = self.rng.choice([3, 4, 7, 8, 15])
+      if a.dtype.is_signed: a = a.maximum(self.const(a.dtype, a.shape, 0))
+      a = a & self.const(a.dtype, a.shape, m)
+      b = self.const(a.dtype, a.shape, self.rng.choice([m, m, m, m + 1, m - 1, 2, 4]))
+    elif op in (Ops.IDIV, Ops.MOD) and self.rng.random() < 0.5:
       d = self.rng.choice([2, 3, 4, 5, 7, 8, 16, -2, -3] if a.dtype.is_signed else [1, 2, 3, 4, 5, 7, 8, 16])
       b = self.const(a.dtype, a.shape, d)
     elif op in (Ops.SHL, Ops.SHR) and self.rng.random() < 0.5:
@@ -461,7 +469,7 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
     kind_roll = rng.random()
-    if kind_roll < 0.1:
+    if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):
       c = kernel_case(rng)
     else:
       c = TensorGen(rng, weights).case()

@@ -85,6 +85,7 @@ class Builder:
     self.rng, self.dt = rng, dt
     self.slots: list[Slot] = []
     self.bind: dict[str, UOp] = {}
+    self.consts: list[int] = []
 
   # ---- choices ----
   def pick_dtype(self, allowed: frozenset | None, default: DType | None = None) -> DType:
@@ -98,14 +99,20 @@ class Builder:
   def const_value(self, dt: DType) -> Any:
     r = self.rng
     if dt.kind == "b": return r.random() < 0.5
-    if self.slots and r.random() < 0.45:  # next to a leaf's bounds: where off-by-one guards go wrong
+    if self.consts and r.random() < 0.3:  # divisors and multiples of constants already used: where div/mod folds fire
+      k = r.choice(self.consts)
+      divs = [d for d in (2, 3, 4, 8) if k % d == 0]
+      v = r.choice([k, -k, 2 * k, k + 1, k - 1, *([k // r.choice(divs)] if divs else []), *[d for d in divs]])
+    elif self.slots and r.random() < 0.45:  # next to a leaf's bounds: where off-by-one guards go wrong
       s = r.choice([s for s in self.slots if s.dtype.kind != "b"] or self.slots)
       v = r.choice([s.lo, s.hi, s.hi + 1, s.lo - 1, -s.hi, -s.lo, s.hi - s.lo + 1, -s.hi - 1, s.hi // 2 + 1])
     elif r.random() < 0.15:
       v = r.randint(-1000, 1000)
     else:
       v = r.choice(representative_consts(dt))
-    return truncate(v, dt)
+    v = truncate(v, dt)
+    if v: self.consts.append(v)
+    return v
 
   # ---- leaves ----
   def new_slot(self, dt: DType) -> UOp:

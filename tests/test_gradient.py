@@ -16,7 +16,8 @@ from programs import PROGRAMS
 from tinyspec import gradient
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, function, inputs_of
-from tinyspec.gradient import GRAD_SUFFIX, GradientError, backward_call, call_gradient_mismatches, is_backward_call
+from tinyspec import autograd
+from tinyspec.autograd import GRAD_SUFFIX, GradientError, backward_call, call_gradient_mismatches, gradient_sink, is_backward_call
 from tinyspec.lower.base import LowerOptions, Trace
 from tinyspec.lower.callify import run as callify
 from tinyspec.lower.pipeline import lower
@@ -269,6 +270,9 @@ def test_bad_input_gets_clear_errors() -> None:
   with pytest.raises(GradientError, match="AFTER waiting for CALL"): gradient((x.after(opaque) * x).reduce(Ops.ADD, 1), [x])
   partial = x.after(x.shrink(((0, 2),)).store(x.shrink(((1, 2),))))
   with pytest.raises(GradientError, match="assign"): gradient(partial.reduce(Ops.ADD, 1), [x])
+  y = UOp.buffer(F32, 1)
+  repeated = y.expand((3,)).reshape((3,))
+  with pytest.raises(GradientError, match="assign"): gradient(repeated.after(repeated.store(x)).reduce(Ops.ADD, 1), [x])
 
 
 # ---- the parity programs ----
@@ -285,7 +289,7 @@ def test_most_float_programs_are_differentiable() -> None:
 @pytest.mark.parametrize("name", DIFF_PROGRAMS)
 def test_program_gradient_spec_and_finite_differences(name: str) -> None:
   case = program_case(name)
-  bundle = gradient.gradient_sink(case.loss, case.wrt)
+  bundle = gradient_sink(case.loss, case.wrt)
   assert bundle.op is Ops.SINK and not check(bundle, Stage.TENSOR), check(bundle, Stage.TENSOR)
   assert not any(u.op is Ops.GROUP for u in bundle.toposort())
   if any(u.op is Ops.DETACH for u in case.loss.toposort()):
@@ -301,7 +305,7 @@ def test_program_gradient_spec_and_finite_differences(name: str) -> None:
 @pytest.mark.parametrize("name", DIFF_PROGRAMS)
 def test_program_gradient_lowers_and_runs_on_cpu(name: str) -> None:
   case = program_case(name)
-  bundle = gradient.gradient_sink(case.loss, case.wrt)
+  bundle = gradient_sink(case.loss, case.wrt)
   check_lowering(bundle, case.inputs, [g.astype(np.float64) for g in ev(bundle, case.inputs)])
 
 
@@ -382,8 +386,21 @@ def _chained_and_mixed_args() -> Case:
   return weighted_loss("chained", [out.uop], inputs_of(out.uop))
 
 
+def _direct_capture() -> Case:
+  """Call bodies that read BUFFERs directly (not through a PARAM), one of them only inside a nested call's body."""
+  rng = rng_for("direct")
+  av, bv, cv = (rng.uniform(-1, 1, 4).astype(np.float32) for _ in range(3))
+  a, b, c = UOp.buffer(F32, 4), UOp.buffer(F32, 4), UOp.buffer(F32, 4)
+  p0 = UOp.param(0, F32, 4)
+  inner = UOp(Ops.CALL, src=(UOp(Ops.TUPLE, src=(p0 * c,)), p0 + b), arg="inner")
+  call = UOp(Ops.CALL, src=(UOp(Ops.TUPLE, src=(p0 * b, inner.gettuple(0).alu(Ops.SIN))), a), arg="direct")
+  out = call.gettuple(0) + call.gettuple(1) * b
+  return weighted_loss("direct", [out], {a.arg.id: av, b.arg.id: bv, c.arg.id: cv})
+
+
 CALL_CASES: dict[str, Callable[[], Case]] = {
   "two_output_twice": _two_output_twice, "nested": _nested, "captured": _captured, "chained": _chained_and_mixed_args,
+  "direct_capture": _direct_capture,
   **{n: (lambda n=n: program_case(n)) for n in ("call_two_returns", "call_nested", "call_twice", "call_captured")},
 }
 
@@ -393,7 +410,7 @@ def test_call_gradient_equals_inlined_gradient(name: str) -> None:
   """Gradients through value calls (backward calls) give the same values as gradients of the inlined graph; the
   only freedom is the order float additions happen in, so they agree to a float32 ulp or two."""
   case = CALL_CASES[name]()
-  assert any(is_backward_call(u) for u in gradient.gradient_sink(case.loss, case.wrt).toposort())
+  assert any(is_backward_call(u) for u in gradient_sink(case.loss, case.wrt).toposort())
   for w, x, y in zip(case.wrt, grads_of(case.loss, case.wrt, case.inputs), _inlined_gradients(case)):
     if _use_sites(case.loss, w) == 1: np.testing.assert_array_equal(x, y, err_msg=f"{name}: BUFFER {w.arg.id} (one use: same additions)")
     else: np.testing.assert_allclose(x, y, rtol=3e-7, atol=1e-7, err_msg=f"{name}: BUFFER {w.arg.id}")
@@ -403,7 +420,7 @@ def test_call_gradient_equals_inlined_gradient(name: str) -> None:
 @pytest.mark.parametrize("name", list(CALL_CASES))
 def test_call_gradient_finite_differences_and_lowering(name: str) -> None:
   case = CALL_CASES[name]()
-  bundle = gradient.gradient_sink(case.loss, case.wrt)
+  bundle = gradient_sink(case.loss, case.wrt)
   assert not check(bundle, Stage.TENSOR), check(bundle, Stage.TENSOR)
   check_against_finite_differences(case)
   expected = [g.astype(np.float64) for g in ev(bundle, case.inputs)]
@@ -412,7 +429,7 @@ def test_call_gradient_finite_differences_and_lowering(name: str) -> None:
 
 def test_precompiled_backward_calls_run_on_cpu() -> None:
   case = _two_output_twice()
-  bundle = gradient.gradient_sink(case.loss, case.wrt)
+  bundle = gradient_sink(case.loss, case.wrt)
   check_lowering(bundle, case.inputs, [g.astype(np.float64) for g in ev(bundle, case.inputs)], callify="precompile")
 
 
@@ -424,7 +441,7 @@ def test_two_output_function_called_twice_on_every_backend(opencl: str) -> None:
   p1, q1 = mul_sub(a, b)
   p2, q2 = mul_sub(q1, c)
   loss = (p1 * p2 + q2).sum()
-  bundle = gradient.gradient_sink(loss, [a, b, c])
+  bundle = gradient_sink(loss, [a, b, c])
   q = av - bv
   # loss = sum(a*b * q*c + q - c): d/da = b*q*c + a*b*c + 1, d/db = a*q*c - a*b*c - 1, d/dc = a*b*q - 1
   expected = [bv * q * cv + av * bv * cv + 1, av * q * cv - av * bv * cv - 1, av * bv * q - 1]
@@ -439,7 +456,7 @@ def test_backward_call_slots_align_with_forward_args() -> None:
   """Slot k of the backward TUPLE is the flat gradient for forward arg k, whatever the args' dtypes; there are as many
   slots as forward args; the backward call takes the forward args then one gradient per output."""
   case = _chained_and_mixed_args()
-  bwd = [u for u in gradient.gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)]
+  bwd = [u for u in gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)]
   assert len(bwd) == 2
   for b in bwd:
     fwd_args = b.src[1:5]
@@ -447,6 +464,22 @@ def test_backward_call_slots_align_with_forward_args() -> None:
     for k, (slot, a) in enumerate(zip(b.src[0].src, fwd_args)):
       assert slot.shape == (a.size,) and slot.dtype is a.dtype, k
     assert b.src[0].src[1].dtype is dtypes.int32  # the int arg keeps its position (zeros), so the float slots after it do not shift
+
+
+def test_buffers_read_in_a_body_are_inputs_after_the_args() -> None:
+  """A BUFFER read directly in a body (or a nested body) is an input of the call after its args: the backward call
+  takes it there and returns its gradient in that slot."""
+  case = _direct_capture()
+  fwd = {u.arg: u for u in case.loss.toposort() if u.op is Ops.CALL}
+  a = fwd["direct"].src[1]
+  c = next(u for u in fwd["inner"].src[0].toposort() if u.op is Ops.BUFFER)
+  (b,) = set(case.wrt) - {a, c}
+  bwd = {u.arg: u for u in gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)}
+  assert set(bwd) == {"direct.grad", "inner.grad"}
+  outer, inner = bwd["direct.grad"], bwd["inner.grad"]
+  assert len(outer.src[0].src) == 3 and outer.src[1] is a and set(outer.src[2:4]) == {b, c} and len(outer.src) == 1 + 3 + 2
+  assert len(inner.src[0].src) == 2 and inner.src[2] is c and len(inner.src) == 1 + 2 + 1
+  assert not check(sink(*gradient(case.loss, case.wrt)), Stage.TENSOR)
 
 
 def test_backward_slot_values_by_position() -> None:
@@ -476,7 +509,7 @@ def test_identical_constructions_intern() -> None:
 
 def test_same_function_twice_gives_separate_backward_calls_sharing_one_body() -> None:
   case = _two_output_twice()
-  bwd = [u for u in gradient.gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)]
+  bwd = [u for u in gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)]
   assert len(bwd) == 2 and bwd[0] is not bwd[1]
   assert bwd[0].src[0] is bwd[1].src[0]
   assert bwd[0].src[1:3] != bwd[1].src[1:3]
@@ -495,7 +528,7 @@ def test_gettuple_consumers_accumulate() -> None:
 
 def test_gradient_spec_rule_rejects_misaligned_backward_calls() -> None:
   case = _chained_and_mixed_args()
-  b = next(u for u in gradient.gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u))
+  b = next(u for u in gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u))
   body = b.src[0]
   dropped = b.replace(src=(UOp(Ops.TUPLE, src=body.src[:1] + body.src[2:]), *b.src[1:]))  # slot 1 removed: later slots shift
   ids = {v.rule for v in check(sink(dropped.gettuple(0)), Stage.TENSOR)}
@@ -538,9 +571,9 @@ def test_oracle_finds_a_misaligned_backward_call(monkeypatch: pytest.MonkeyPatch
   assert call_gradient_mismatches(root, case.inputs) == []
 
   def swapped(ctx: UOp, ret: UOp):
-    good = gradient._call_grad(ctx, ret)
+    good = autograd._call_grad(ctx, ret)
     return (None, *reversed(good[1:])) if all(a.shape == ret.src[1].shape for a in ret.src[1:]) else good
-  bad_pm = gradient.PM_GRADIENT.replace_rule("grad_value_call", fn=swapped)
-  monkeypatch.setattr(gradient, "PM_GRADIENT", bad_pm)
+  bad_pm = autograd.PM_GRADIENT.replace_rule("grad_value_call", fn=swapped)
+  monkeypatch.setattr(autograd, "PM_GRADIENT", bad_pm)
   probe = _two_output_twice()
   assert call_gradient_mismatches(sink(probe.loss), probe.inputs) != []

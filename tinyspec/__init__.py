@@ -3,6 +3,6 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.spec import SpecError, Stage, Violation, check, verify
 from tinyspec.uop import GroupOp, Ops, UOp
 
-from tinyspec import gradient  # a callable module: gradient(loss, wrt)
+from tinyspec.autograd import gradient
 
 __all__ = ["DType", "dtypes", "UOp", "Ops", "GroupOp", "Stage", "check", "verify", "SpecError", "Violation", "gradient"]

@@ -130,8 +130,17 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+  if getattr(args, "symbolic", False):
+    from fuzz.prove_cli import symbolic_main
+    return symbolic_main(args)
   from fuzz.cli_verbs import fuzz_main
   return fuzz_main(args)
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+  """Prove every integer and boolean rewrite rule sound with z3: one line per rule. Exit 1 when one is refuted."""
+  from fuzz.prove_cli import prove_main
+  return prove_main(args)
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -167,7 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
   from fuzz.cli_verbs import add_fuzz_arguments, add_repro_arguments
   fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
   add_fuzz_arguments(fz)
+  from fuzz.prove_cli import add_prove_arguments, add_symbolic_arguments
+  add_symbolic_arguments(fz)
   fz.set_defaults(fn=cmd_fuzz)
+  pv = sub.add_parser("prove", help="prove every integer and boolean rewrite rule sound with z3 (int32, int64, index)")
+  add_prove_arguments(pv)
+  pv.set_defaults(fn=cmd_prove)
   rp = sub.add_parser("repro", help="replay one corpus entry: exit 1 if it still fails, 0 if fixed, 2 if unreadable")
   add_repro_arguments(rp)
   rp.set_defaults(fn=cmd_repro)

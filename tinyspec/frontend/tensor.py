@@ -451,20 +451,20 @@ class Tensor:
   # ---- gradients (tinyspec.gradient) ----
   def backward(self, *wrt: Tensor) -> Tensor:
     """self is a scalar loss: add d self / d data to the .grad of every float Tensor made from data it reads (or of wrt)."""
-    from tinyspec.gradient import tensor_backward
+    from tinyspec.autograd import tensor_backward
     tensor_backward(self, wrt)
     return self
 
   @property
   def grad(self) -> Tensor | None:
     """The gradient backward() accumulated for this Tensor made from data; None when no backward reached it."""
-    from tinyspec.gradient import tensor_grad
+    from tinyspec.autograd import tensor_grad
     g = tensor_grad(self)
     return None if g is None else Tensor(g)
 
   @grad.setter
   def grad(self, g: Tensor | None) -> None:
-    from tinyspec.gradient import set_tensor_grad
+    from tinyspec.autograd import set_tensor_grad
     set_tensor_grad(self, g)
 
   def is_storage(self) -> bool:

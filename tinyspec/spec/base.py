@@ -84,16 +84,29 @@ def declare(id: str, doc: str) -> str:
   return id
 
 
-Table = dict[Ops, tuple[Rule, ...]]
+class Table(dict):
+  """A rule table: for each op, the rules a node of that op must pass. A dict that counts its changes, so what is
+  derived from it (the fused fast checks of engine.py) notices a rule added later (e.g. by spec.gradient)."""
+  version = 0
+
+  def _bump(self) -> None: self.version += 1
+  def __setitem__(self, k, v): super().__setitem__(k, v); self._bump()  # noqa: E702
+  def __delitem__(self, k): super().__delitem__(k); self._bump()  # noqa: E702
+  def update(self, *a, **kw): super().update(*a, **kw); self._bump()  # noqa: E702
+  def setdefault(self, k, d=None): r = super().setdefault(k, d); self._bump(); return r  # noqa: E702
+  def pop(self, *a): r = super().pop(*a); self._bump(); return r  # noqa: E702
+  def popitem(self): r = super().popitem(); self._bump(); return r  # noqa: E702
+  def clear(self): super().clear(); self._bump()  # noqa: E702
+  def __ior__(self, o): r = super().__ior__(o); self._bump(); return r  # noqa: E702
 
 
-def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: Table | None = None) -> Table:
+def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: dict | None = None) -> Table:
   """A rule table: for each op, the rules a node of that op must pass. Later entries add to earlier ones."""
   out: dict[Ops, list[Rule]] = {op: list(rs) for op, rs in (base or {}).items()}
   for ops, rules in entries:
     for op in ((ops,) if isinstance(ops, Ops) else ops):
       out.setdefault(op, []).extend(rules)
-  return {op: tuple(rs) for op, rs in out.items()}
+  return Table((op, tuple(rs)) for op, rs in out.items())
 
 
 class Ctx:
@@ -101,12 +114,15 @@ class Ctx:
 
   top: reached from the root without entering a call body (a PARAM there is bound by nothing).
   body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says)."""
-  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx")
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version")
 
   def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
     self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
     self.key, self.lkey = f"spec:{name}", f"spec:{name}:local"
     self.body_ctx: Callable[[UOp], Ctx] = lambda body: self
+    # fused accepts by op value (see spec/fast.py), valid for table version fused_version; the engine fills them in
+    self.fused: list = []
+    self.fused_version = -1
 
   def __repr__(self) -> str: return f"Ctx({self.name})"
 

@@ -8,6 +8,7 @@ sits (inside a call body or not, which stage a call body is at) is carried by th
 from __future__ import annotations
 
 from tinyspec.spec.base import RULES, Ctx, Finding, Stage, Violation, declare
+from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE, body_kind
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -38,6 +39,7 @@ def _g_body(bs: Stage | None):
   return fn
 
 
+CTXS = (T_TOP, T_BODY, K, P, *G_TOP.values(), *G_BODY.values())
 T_TOP.body_ctx = T_BODY.body_ctx = _t_body
 for _bs in G_TOP:
   G_TOP[_bs].body_ctx = G_BODY[_bs].body_ctx = _g_body(_bs)
@@ -87,28 +89,67 @@ def local_findings(u: UOp, cx: Ctx) -> tuple[Finding, ...]:
   return ret
 
 
+def _refresh_fused() -> None:
+  for x in CTXS:
+    v = getattr(x.table, "version", None)
+    if v is None or v != x.fused_version:
+      x.fused, x.fused_version = fused_for(x), -1 if v is None else v
+
+
+_POST = object()  # on a walk stack, above the node whose sources are all decided once it is popped
+
+
 def clean(root: UOp, cx: Ctx) -> bool:
-  """Whether the subgraph of root, checked in cx, has no findings. Iterative; cached per node and context."""
+  """Whether the subgraph of root, checked in cx, has no findings. Iterative; cached per node and context.
+
+  A depth-first walk, deciding each node after its sources: the fused accept of its op (spec/fast.py) decides the
+  common legal node in one step; anything it cannot accept goes through the stage's rules. The walk runs in frames,
+  one context each: a CALL body checked in another context gets a frame of its own, run to the end before the CALL."""
   key = cx.key
   v = root._cache.get(key)
   if v is not None: return v
-  stack: list[tuple[UOp, Ctx, list | None]] = [(root, cx, None)]
-  while stack:
-    u, x, kids = stack.pop()
-    uc = u._cache
-    if x.key in uc: continue
-    if kids is None:
-      kids = _children(u, x)
-      stack.append((u, x, kids))
-      stack.extend((s, sx, None) for s, sx in kids if sx.key not in s._cache)
-      continue
-    ok = not local_findings(u, x)
-    if ok:
-      for s, sx in kids:
-        if not s._cache[sx.key]:
-          ok = False
-          break
-    uc[x.key] = ok
+  _refresh_fused()
+  call = Ops.CALL
+  frames: list[tuple[Ctx, list]] = [(cx, [root])]
+  while frames:
+    x, stack = frames[-1]
+    k, fused = x.key, x.fused
+    pop, push = stack.pop, stack.append
+    while stack:
+      u = pop()
+      if u is not _POST:
+        if k in u._cache: continue
+        push(u)
+        push(_POST)
+        if u.op is call:
+          for s, sx in _children(u, x):
+            if sx.key in s._cache: continue
+            if sx is x: push(s)
+            else: frames.append((sx, [s]))
+          if frames[-1][0] is not x: break  # run the body's frame first; this one resumes after it
+        else:
+          for s in u.src:
+            if (type(s) is UOp or isinstance(s, UOp)) and k not in s._cache: push(s)
+        continue
+      u = pop()
+      uc = u._cache
+      if k in uc: continue
+      op = u.op
+      if type(op) is Ops and (fn := fused[op._value_]) is not None:
+        try: r = fn(u, k)
+        except Exception: r = None  # a form the fused test does not know: the rules decide
+        if r is not None:
+          uc[k] = r
+          continue
+      ok = not local_findings(u, x)
+      if ok:
+        for s, sx in (_children(u, x) if op is call else ((s, x) for s in u.src if isinstance(s, UOp))):
+          if not s._cache[sx.key]:
+            ok = False
+            break
+      uc[k] = ok
+    else:
+      frames.pop()
   return root._cache[key]
 
 

@@ -1,10 +1,10 @@
-"""TENSOR rules for gradient graphs: the form of a backward value call (tinyspec.gradient.backward_call).
+"""TENSOR rules for gradient graphs: the form of a backward value call (tinyspec.autograd.backward_call).
 
-A backward call is a value CALL named "<forward name>.grad": CALL(TUPLE(d_0..d_{n-1}), a_0..a_{n-1}, g_0..g_{m-1}).
-Its result slots are source positions of the forward call: slot k is the gradient for forward arg a_k, flat, with
-a_k's element count and dtype, and there are exactly as many slots as the forward call has args (the output
-gradients g_j follow the forward args, so there is at least one arg more than slots). Importing this module adds the
-rules to the TENSOR table.
+A backward call is a value CALL named "<forward name>.grad": CALL(TUPLE(d_0..d_{n-1}), a_0..a_{n-1}, g_0..g_{m-1}),
+where a_0..a_{n-1} are the forward call's inputs (its args, then any BUFFERs its body reads directly) and g_j the
+gradient of its output j. Its result slots are source positions: slot k is the gradient for input a_k, flat, with
+a_k's element count and dtype, and there are exactly as many slots as inputs (the output gradients follow the
+inputs, so there is at least one arg more than slots). Importing this module adds the rules to the TENSOR table.
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ def _is_backward(u: UOp) -> bool:
   return isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX) and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
-@rule("gradient.backward_slots", "A backward call (a value CALL named '<name>.grad') has one result slot per forward arg: its TUPLE has "
-      "fewer slots than the call has args (the forward args come first, then one gradient per forward output), and slot k is "
-      "flat (shape (size,)) with the element count and dtype of arg k.")
+@rule("gradient.backward_slots", "A backward call (a value CALL named '<name>.grad') has one result slot per forward input (the "
+      "forward args, then the BUFFERs the forward body reads): its TUPLE has fewer slots than the call has args (the forward "
+      "inputs come first, then one gradient per forward output), and slot k is flat (shape (size,)) with the element count "
+      "and dtype of arg k.")
 def backward_slots(u: UOp, cx: Ctx) -> list[Finding] | str | None:
   if not _is_backward(u): return None
   slots, args = u.src[0].src, u.src[1:]

@@ -2,9 +2,7 @@
 
     from tinyspec import gradient
     grads = gradient(loss, [x, w])           # UOps (or Tensors) with the shapes of x and w
-    bundle = gradient.gradient_sink(loss, [x, w])   # the same gradients as a SINK of values
-
-The module itself is callable: `gradient(loss, wrt)` is `gradient.gradient(loss, wrt)`.
+    bundle = tinyspec.autograd.gradient_sink(loss, [x, w])   # the same gradients as a SINK of values
 
 How it works. The graph under the loss is walked from the loss toward the targets, in reverse topological order,
 and every node on a path to a target hands its gradient (`ctx`) to PM_GRADIENT, a PatternMatcher of named per-op
@@ -29,16 +27,18 @@ whose body is the gradient of the forward body w.r.t. its PARAMs (the forward bo
 slot k < n is forward arg k as in the forward body, PARAM slot n+j is the gradient of output j (flat, the size and
 dtype of o_j). Slot k of the backward TUPLE is the gradient for forward arg k, flat (a_k's size and dtype): slots are
 source positions and never shift. An arg without a gradient (not float, or no path from an output) gets zeros; an
-output with no gradient from outside gets zeros as its g_j. The backward body depends only on the forward body, so a
-function called on different args shares one backward body, and identical constructions intern to one node. Several
-gradients travelling together (the outputs of one CALL, the result of gradient_sink) are a SINK of values, never a
-GROUP.
+output with no gradient from outside gets zeros as its g_j. A body may also read BUFFERs directly (nested bodies
+included): those are inputs of the call too, after its args (call_inputs), so the backward call takes
+a_0..a_{n-1}, B_0..B_{c-1}, g_0..g_{m-1} and returns n + c slots, slot n+i holding the gradient for B_i (its body
+reads B_i directly, as the forward body does; the args only keep the slots aligned with source positions).
+
+The backward body depends only on the forward body, so a function called on different args shares one backward
+body, and identical constructions intern to one node. Several gradients travelling together (the outputs of one
+CALL, the result of gradient_sink) are a SINK of values, never a GROUP.
 """
 from __future__ import annotations
 
 import math
-import sys
-import types
 from typing import Any, Iterable, Sequence
 
 from tinyspec.dtype import DType, dtypes
@@ -46,7 +46,6 @@ from tinyspec.rewrite import PatternMatcher, UPat
 # importing the spec of backward calls registers its rules; a backward call is named "<forward name>" + GRAD_SUFFIX
 from tinyspec.spec.gradient import GRAD_SUFFIX
 from tinyspec.uop import GroupOp, Ops, UOp
-
 
 
 class GradientError(ValueError):
@@ -152,18 +151,25 @@ def _reduce_mul_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   return (_mul(_first(ctx, dims), others),)
 
 
+_BIJECTIVE_VIEWS = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.FLIP})
+
+
 def _after_grad(ctx: UOp, ret: UOp, st: UOp) -> tuple[None, UOp]:
   s, target = ret.src[0], st.src[0]
-  if target is not s or len(st.src) != 2:
+  view = s
+  while view.op in GroupOp.Movement and view.op in _BIJECTIVE_VIEWS: view = view.src[0]
+  # through a view that drops (PAD), repeats (EXPAND) or skips (SHRINK) elements, what is read back is not v
+  if target is not s or len(st.src) != 2 or view.op in GroupOp.Movement:
     raise GradientError(f"AFTER of a {'gated ' if len(st.src) > 2 else ''}STORE into {target.op.name} on a gradient path: only an assign "
-                        "that overwrites the whole storage, AFTER(s, STORE(s, v)), is differentiable")
+                        "that overwrites the whole storage through RESHAPE/PERMUTE/FLIP views, AFTER(s, STORE(s, v)), is differentiable")
   return None, ctx
 
 
 def _call_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
+  """One gradient per input of the call (call_inputs: its args, then the BUFFERs its body reads), not per source."""
   bwd = backward_call(ret, ctx.src)
-  out: list[UOp | None] = [None]
-  for k, a in enumerate(ret.src[1:]):
+  out: list[UOp | None] = []
+  for k, a in enumerate(call_inputs(ret)):
     if not a.dtype.is_float: out.append(None)
     else:
       d = bwd.gettuple(k)
@@ -208,7 +214,7 @@ PM_GRADIENT = PatternMatcher([
   ("grad_bitcast_same", UPat(Ops.BITCAST, name="ret", pred=lambda u: u.dtype is u.src[0].dtype), lambda ctx: (ctx,)),
   ("grad_none", UPat(GroupOp.Comparison | {Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.BITCAST}, name="ret"), _no_grad),
   # movement: each one's inverse
-  ("grad_reshape", UPat(Ops.RESHAPE, src=(UPat.var("x"),)), lambda ctx, x: (ctx.reshape(x.shape),)),
+  ("grad_reshape", UPat(Ops.RESHAPE, src=(UPat.var("x"),)), lambda ctx, x: (ctx if ctx.shape == x.shape else ctx.reshape(x.shape),)),
   ("grad_permute", UPat(Ops.PERMUTE, name="ret"), _permute_grad),
   ("grad_expand", UPat(Ops.EXPAND, name="ret"), lambda ctx, ret: (ctx.reduce(Ops.ADD, len(ret.arg)) if ret.arg else ctx,)),
   ("grad_pad", UPat(Ops.PAD, src=(UPat.var("x"),), name="ret"),
@@ -237,10 +243,32 @@ PM_GRADIENT = PatternMatcher([
 
 # ---- the walk ----
 
+def _is_value_call(u: UOp) -> bool: return u.op is Ops.CALL and bool(u.src) and u.src[0].op is Ops.TUPLE
+
+
+def captured(body: UOp) -> tuple[UOp, ...]:
+  """The BUFFERs a call body reads directly (nested call bodies included), in first-seen order. Cached on the body."""
+  key = "gradient.captured"
+  if (ret := body._cache.get(key)) is None: body._cache[key] = ret = tuple(u for u in body.toposort() if u.op is Ops.BUFFER)
+  return ret
+
+
+def call_inputs(call: UOp) -> tuple[UOp, ...]:
+  """What a value call's result depends on: its args, then the BUFFERs its body reads directly. A backward call takes
+  and returns these in this order (a call built by @function captures no BUFFER: they are args already)."""
+  return (*call.src[1:], *captured(call.src[0]))
+
+
+def _inputs(u: UOp) -> tuple[UOp, ...]:
+  """The nodes the gradient rule of u returns one gradient each for: its sources, or a value call's inputs."""
+  return call_inputs(u) if _is_value_call(u) else u.src
+
+
 def _kids(u: UOp) -> tuple[UOp, ...]:
-  """The sources a gradient can flow into: a CALL's body is not one (its PARAMs are its own), DETACH has none."""
+  """The nodes a gradient can flow into from u: a CALL's body is not one (its PARAMs are its own), DETACH has none."""
   if u.op is Ops.DETACH: return ()
-  return u.src[1:] if u.op is Ops.CALL else u.src
+  if u.op is Ops.CALL: return call_inputs(u) if _is_value_call(u) else u.src[1:]
+  return u.src
 
 
 def _carries(u: UOp) -> bool:
@@ -282,8 +310,9 @@ def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[U
     hit = PM_GRADIENT.rewrite(u, ctx=g)
     if hit is None: raise GradientError(f"no gradient rule for {u.op.name} {u.dtype.name} on a gradient path")
     _, src_grads = hit
-    if len(src_grads) != len(u.src): raise GradientError(f"gradient rule for {u.op.name} gave {len(src_grads)} gradients for {len(u.src)} sources")
-    for s, gs in zip(u.src, src_grads):
+    ins = _inputs(u)
+    if len(src_grads) != len(ins): raise GradientError(f"gradient rule for {u.op.name} gave {len(src_grads)} gradients for {len(ins)} inputs")
+    for s, gs in zip(ins, src_grads):
       if gs is None or s not in live or not _carries(s) or is_zero(gs): continue
       grads[s] = add(grads.get(s), gs)
   return grads
@@ -297,18 +326,25 @@ def _owned_params(body: UOp) -> list[UOp]:
 
 
 def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int]) -> UOp:
-  """The TUPLE body of the backward call of a call with this TUPLE body and args of these dtypes and sizes."""
-  # cached on the body node (nodes are immutable, so the cached backward body never goes stale)
-  key = ("gradient.backward_body", tuple(arg_dtypes), tuple(arg_sizes))
+  """The TUPLE body of the backward call of a call with this TUPLE body and args of these dtypes and sizes: slot k < n
+  is the flat gradient for arg k, slot n + i the one for the i-th BUFFER the body reads (captured(body)); PARAM
+  slot n + len(captured) + j is the gradient of output j."""
+  # cached on the body node (nodes are immutable, so the cached backward body never goes stale); keyed by the rule
+  # table too, so a swapped PM_GRADIENT (a seeded bug) is not hidden by bodies built with the real one
+  key = ("gradient.backward_body", id(PM_GRADIENT), tuple(arg_dtypes), tuple(arg_sizes))
   if (ret := body._cache.get(key)) is not None: return ret
-  n, outs = len(arg_dtypes), body.src
-  seeds = [(o, UOp.param(n + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs) if o.dtype.is_float]
+  n, outs, caps = len(arg_dtypes), body.src, captured(body)
+  first_out = n + len(caps)
+  seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs) if o.dtype.is_float]
   params = [p for p in _owned_params(body) if p.dtype.is_float]
-  grads = backprop(seeds, params)
+  grads = backprop(seeds, params + [b for b in caps if b.dtype.is_float])
   by_slot: dict[int, UOp] = {}
   for p in params:
     if (g := grads.get(p)) is not None: by_slot[p.arg.slot] = add(by_slot.get(p.arg.slot), g)
-  slots = tuple(by_slot[k] if k in by_slot and arg_dtypes[k].is_float else zeros((arg_sizes[k],), arg_dtypes[k]) for k in range(n))
+  for i, b in enumerate(caps):
+    if (g := grads.get(b)) is not None: by_slot[n + i] = g
+  dts, sizes = (*arg_dtypes, *(b.dtype for b in caps)), (*arg_sizes, *(b.size for b in caps))
+  slots = tuple(by_slot[k] if k in by_slot and dts[k].is_float and not is_zero(by_slot[k]) else zeros((sizes[k],), dts[k]) for k in range(first_out))
   body._cache[key] = ret = UOp(Ops.TUPLE, src=slots)
   return ret
 
@@ -318,7 +354,7 @@ def backward_call(call: UOp, out_grads: Sequence[UOp]) -> UOp:
   body, args = call.src[0], call.src[1:]
   if len(out_grads) != len(body.src): raise GradientError(f"{len(out_grads)} output gradients for a call with {len(body.src)} outputs")
   bbody = backward_body(body, [a.dtype for a in args], [a.size for a in args])
-  return UOp(Ops.CALL, src=(bbody, *args, *out_grads), arg=(call.arg or "call") + GRAD_SUFFIX)
+  return UOp(Ops.CALL, src=(bbody, *call_inputs(call), *out_grads), arg=(call.arg or "call") + GRAD_SUFFIX)
 
 
 def is_backward_call(u: UOp) -> bool:
@@ -419,8 +455,9 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
   root's float value entries, with fixed random weights (from seed) read from fresh BUFFERs; gradients are taken
   w.r.t. every float BUFFER the entries read outside call bodies, once on root and once on callify's inlined root,
   and both are evaluated with the reference evaluator. Returns the mismatches in plain words (empty when they
-  agree, and when root has no float output or reads no float buffer). A GradientError (something on a gradient path
-  has no gradient, e.g. an opaque CALL) propagates."""
+  agree, and when root has no float output or reads no float buffer). A graph with something on a gradient path that
+  has no gradient (a partial assign, an opaque CALL's effect) gives [] when both sides say so, and a mismatch when
+  only one side does."""
   import numpy as np
 
   from tinyspec.lower.base import LowerOptions, Trace
@@ -446,8 +483,16 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
       total = t if total is None else total + t
     return total
   inlined = callify(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
-  out_call = evaluate(UOp(Ops.SINK, src=tuple(_gradients(loss_of(entries), bufs))), feed)
-  out_inl = evaluate(UOp(Ops.SINK, src=tuple(_gradients(loss_of(inlined.src), bufs))), feed)
+  sides: list[Any] = []
+  for ents in (entries, inlined.src):
+    try: sides.append(_gradients(loss_of(ents), bufs))
+    except GradientError as e: sides.append(e)
+  errs = [isinstance(x, GradientError) for x in sides]
+  if all(errs): return []
+  if any(errs):
+    return [f"{'through calls' if errs[0] else 'inlined'} the gradient is undefined ({sides[errs.index(True)]}) but "
+            f"{'inlined' if errs[0] else 'through calls'} it is defined"]
+  out_call, out_inl = (evaluate(UOp(Ops.SINK, src=tuple(gs)), feed) for gs in sides)
   bad = []
   for b, x, y in zip(bufs, out_call, out_inl):
     x, y = np.asarray(x, np.float64).reshape(-1), np.asarray(y, np.float64).reshape(-1)
@@ -457,11 +502,5 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
   return bad
 
 
-class _CallableModule(types.ModuleType):
-  """`tinyspec.gradient(loss, wrt)` calls gradient(); the module's other names stay reachable as attributes."""
-  def __call__(self, loss: Any, wrt: Sequence[Any]) -> list[Any]: return gradient(loss, wrt)
-
-
-sys.modules[__name__].__class__ = _CallableModule
-__all__ = ["gradient", "gradient_sink", "backprop", "backward_call", "backward_body", "is_backward_call", "PM_GRADIENT", "GradientError",
-           "call_gradient_mismatches", "GRAD_SUFFIX", "dtypes"]
+__all__ = ["gradient", "gradient_sink", "backprop", "backward_call", "backward_body", "call_inputs", "captured", "is_backward_call",
+           "PM_GRADIENT", "GradientError", "GRAD_SUFFIX", "call_gradient_mismatches", "tensor_backward", "tensor_grad", "set_tensor_grad"]

@@ -1,0 +1,266 @@
+"""Fused accepts: for the common ops of a stage, one function that decides in a single pass that a node is legal.
+
+The rules of a stage are the spec; checking a node through them is a dispatch loop over several rule functions, a
+well-formedness check and a shape derivation. Most nodes the checker sees are legal, so for the frequent ops a fused
+test runs first. It reads the verdicts of the node's sources (already checked: the walk is post-order) and returns
+  True   the node is legal and so is its whole subgraph (its shape is cached on it, as the rules would derive it),
+  False  a source's subgraph is not clean (so neither is the node's),
+  None   it cannot tell: the rules decide, and write the messages.
+A fused test only ever accepts what every rule of the op accepts: it is a conjunction of sufficient conditions, each
+no weaker than the rule it stands for, and it declares the exact rule tuple it covers. When a stage's table holds
+other rules for that op (a rule added later), the fused test is not used. tests/test_spec_fast.py compares the two
+paths node by node on random legal and broken graphs.
+
+A source with a True verdict is well formed (its local findings, which start with well-formedness, were empty), so a
+source of a non-void dtype is a value (not a void op) with a known dtype, and a dtype shared with it by identity is
+known too.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tinyspec.dtype import dtypes
+from tinyspec.spec.base import Ctx, Rule, Stage, Table
+from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, value_source, where_cond
+from tinyspec.spec.tensor import elementwise_shape, movement_arg, reduce_axes, reduce_form, sink_entry
+from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, UOp
+
+FastFn = Callable[[UOp, str], "bool | None"]
+
+_BOOL, _VOID = dtypes.bool, dtypes.void
+_VALUE_DTYPES = tuple(d for d in dtypes.all if d is not _VOID)
+_VALUE_IDS = frozenset(id(d) for d in _VALUE_DTYPES)
+# CONST args: (python type, min, max) per dtype; ints are range-checked, bool and float only type-checked
+_CONST_FORM = {id(d): (bool, None, None) if d.kind == "b" else (float, None, None) if d.kind == "f" else (int, d.min, d.max)
+               for d in _VALUE_DTYPES}
+_REDUCE_OPS = (Ops.ADD, Ops.MAX, Ops.MUL)
+
+
+def _kinds(op: Ops) -> str:
+  """The dtype kinds alu.dtype_class lets op compute on, asked of the rule itself on one node per value dtype."""
+  out = ""
+  for d in _VALUE_DTYPES:
+    c = UOp(Ops.CONST, d, (), False if d.kind == "b" else 0.0 if d.kind == "f" else 0)
+    n = 3 if op is Ops.WHERE else 1 if op in GroupOp.Unary else 2
+    srcs = (UOp(Ops.CONST, _BOOL, (), False),) + (c,) * 2 if op is Ops.WHERE else (c,) * n
+    u = UOp(op, _BOOL if op in GroupOp.Comparison else d, srcs)
+    ok = alu_dtype_class.fn(u, _PROBE) is None
+    if ok and d.kind not in out: out += d.kind
+    if not ok and d.kind in out: raise AssertionError(f"alu.dtype_class of {op.name} is not decided by dtype kind")
+  return out
+
+
+_PROBE = Ctx("probe", Stage.TENSOR, Table())
+
+
+# ---- elementwise ----
+
+def _unary(kinds: str) -> FastFn:
+  def fn(u: UOp, k: str) -> bool | None:
+    (s,) = u.src
+    sc = s._cache
+    if not sc[k]: return False
+    d = s.dtype
+    if u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
+    sh = sc.get("shape")
+    if type(sh) is not tuple: return None
+    u._cache["shape"] = sh
+    return True
+  return fn
+
+
+def _binary(kinds: str, cmp: bool) -> FastFn:
+  def fn(u: UOp, k: str) -> bool | None:
+    a, b = u.src
+    ac, bc = a._cache, b._cache
+    if not (ac[k] and bc[k]): return False
+    d = a.dtype
+    if b.dtype is not d or u.arg is not None or d.kind not in kinds or u.dtype is not (_BOOL if cmp else d): return None
+    sh = ac.get("shape")
+    if type(sh) is not tuple or (sh is not (sb := bc.get("shape")) and sh != sb): return None
+    u._cache["shape"] = sh
+    return True
+  return fn
+
+
+def _where(kinds: str) -> FastFn:
+  def fn(u: UOp, k: str) -> bool | None:
+    c, a, b = u.src
+    cc, ac, bc = c._cache, a._cache, b._cache
+    if not (cc[k] and ac[k] and bc[k]): return False
+    d = a.dtype
+    if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
+    sh = ac.get("shape")
+    if type(sh) is not tuple or sh != bc.get("shape") or sh != cc.get("shape"): return None
+    u._cache["shape"] = sh
+    return True
+  return fn
+
+
+def _cast(u: UOp, k: str) -> bool | None:
+  (s,) = u.src
+  sc = s._cache
+  if not sc[k]: return False
+  d, sd = u.dtype, s.dtype
+  if u.arg is not None or id(d) not in _VALUE_IDS or sd.kind == "v": return None
+  if u.op is Ops.BITCAST and (d.kind in "bx" or sd.kind in "bx" or d.itemsize != sd.itemsize): return None
+  sh = sc.get("shape")
+  if type(sh) is not tuple: return None
+  u._cache["shape"] = sh
+  return True
+
+
+# ---- movement: arg form (node.arg), fit (tensor.movement_arg) and the derived shape, in one pass over the arg ----
+
+def _view(shape_of: Callable[[object, tuple], "tuple | None"]) -> FastFn:
+  """A fused test for a view op; shape_of(arg, source shape) is the view's shape, or None unless the arg is well formed and fits."""
+  def fn(u: UOp, k: str) -> bool | None:
+    (s,) = u.src
+    sc = s._cache
+    if not sc[k]: return False
+    d = s.dtype
+    if u.dtype is not d or d is _VOID: return None
+    sh = sc.get("shape")
+    if type(sh) is not tuple or (out := shape_of(u.arg, sh)) is None: return None
+    u._cache["shape"] = out
+    return True
+  return fn
+
+
+def _reshape(a: object, sh: tuple) -> tuple | None:
+  if type(a) is not tuple: return None
+  n = m = 1
+  for x in a:
+    if type(x) is not int or x < 0: return None
+    n *= x
+  for x in sh: m *= x
+  return a if n == m else None
+
+
+def _permute(a: object, sh: tuple) -> tuple | None:
+  r = len(sh)
+  if type(a) is not tuple or len(a) != r: return None
+  seen = 0
+  for x in a:
+    if type(x) is not int or not 0 <= x < r: return None
+    seen |= 1 << x
+  return tuple([sh[i] for i in a]) if seen == (1 << r) - 1 else None
+
+
+def _expand(a: object, sh: tuple) -> tuple | None:
+  if type(a) is not tuple: return None
+  for x in a:
+    if type(x) is not int or x < 0: return None
+  return a + sh
+
+
+def _flip(a: object, sh: tuple) -> tuple | None:
+  if type(a) is not tuple or len(a) != len(sh): return None
+  for x in a:
+    if type(x) is not bool: return None
+  return sh
+
+
+def _window(pad: bool) -> Callable[[object, tuple], "tuple | None"]:
+  def shape_of(a: object, sh: tuple) -> tuple | None:
+    if type(a) is not tuple or len(a) != len(sh): return None
+    out = []
+    for p, d in zip(a, sh):
+      if type(p) is not tuple or len(p) != 2: return None
+      o, n = p
+      if type(o) is not int or type(n) is not int or o < 0: return None
+      if (o + d > n) if pad else (n < 0 or o + n > d): return None
+      out.append(n)
+    return tuple(out)
+  return shape_of
+
+
+_VIEW_SHAPES = {Ops.RESHAPE: _reshape, Ops.PERMUTE: _permute, Ops.EXPAND: _expand, Ops.FLIP: _flip, Ops.PAD: _window(True),
+                Ops.SHRINK: _window(False)}
+
+
+# ---- the rest of TENSOR's frequent ops ----
+
+def _reduce(u: UOp, k: str) -> bool | None:
+  (s,) = u.src
+  sc = s._cache
+  if not sc[k]: return False
+  d, a = s.dtype, u.arg
+  if u.dtype is not d or d is _VOID or type(a) is not tuple or len(a) != 2: return None
+  op, n = a
+  sh = sc.get("shape")
+  if op not in _REDUCE_OPS or type(n) is not int or type(sh) is not tuple or not 0 <= n <= len(sh): return None
+  u._cache["shape"] = sh[n:]
+  return True
+
+
+def _passthrough(u: UOp, k: str) -> bool | None:
+  """CONTIGUOUS, DETACH (arg None) and COPY (arg a device name)."""
+  (s,) = u.src
+  sc = s._cache
+  if not sc[k]: return False
+  d = s.dtype
+  if u.dtype is not d or d is _VOID: return None
+  if (type(u.arg) is not str) if u.op is Ops.COPY else (u.arg is not None): return None
+  sh = sc.get("shape")
+  if type(sh) is not tuple: return None
+  u._cache["shape"] = sh
+  return True
+
+
+def _const(u: UOp, k: str) -> bool | None:
+  if u.src: return None
+  form = _CONST_FORM.get(id(u.dtype))
+  if form is None: return None
+  t, lo, hi = form
+  a = u.arg
+  if type(a) is not t or (lo is not None and not lo <= a <= hi): return None
+  u._cache["shape"] = ()
+  return True
+
+
+def _buffer(u: UOp, k: str) -> bool | None:
+  a = u.arg
+  if u.src or type(a) is not BufferArg or id(u.dtype) not in _VALUE_IDS: return None
+  n = a.size
+  if type(a.id) is not int or type(n) is not int or n < 0 or type(a.device) is not str or type(a.addrspace) is not AddrSpace: return None
+  u._cache["shape"] = (n,)
+  return True
+
+
+def _sink(u: UOp, k: str) -> bool | None:
+  """A SINK of values: every entry clean with a value dtype (so, being well formed, a value)."""
+  if u.dtype is not _VOID or u.arg is not None: return None
+  for s in u.src:
+    if not s._cache[k]: return False
+    if s.dtype is _VOID: return None
+  return True
+
+
+# ---- per stage: op -> (the exact rules the fused test covers, the test) ----
+
+def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
+  alu = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
+  out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
+  for op in GroupOp.Unary: out[op] = (alu, _unary(_kinds(op)))
+  for op in GroupOp.Binary: out[op] = (alu, _binary(_kinds(op), op in GroupOp.Comparison))
+  out[Ops.WHERE] = ((*alu, where_cond), _where(_kinds(Ops.WHERE)))
+  for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, elementwise_shape), _cast)
+  for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _view(_VIEW_SHAPES[op]))
+  out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _reduce)
+  for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): out[op] = ((value_source, dtype_passthrough), _passthrough)
+  out[Ops.CONST] = ((), _const)
+  out[Ops.BUFFER] = ((), _buffer)
+  out[Ops.SINK] = ((sink_entry,), _sink)
+  return out
+
+
+FUSED: dict[Stage, dict[Ops, tuple[tuple[Rule, ...], FastFn]]] = {Stage.TENSOR: _tensor()}
+
+
+def fused_for(cx: Ctx) -> list[FastFn | None]:
+  """The fused tests usable in cx, indexed by op value: those whose covered rules are exactly cx's rules for the op."""
+  out: list[FastFn | None] = [None] * (max(op.value for op in Ops) + 1)
+  for op, (rules, fn) in FUSED.get(cx.stage, {}).items():
+    if cx.table.get(op, ()) == rules: out[op.value] = fn
+  return out
