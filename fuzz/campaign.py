@@ -22,7 +22,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from fuzz.corpus import atomic_write, entry_path, same_bug, write_entry
+from tinyspec.fileio import atomic_write
+from fuzz.corpus import entry_path, same_bug, write_entry
 from fuzz.coverage import Coverage, steer
 from fuzz.oracles import Checker, Config, Finding
 from fuzz.reduce import node_count, reduce_case
@@ -63,6 +64,7 @@ class Reported:
   nodes: int
   message: str
   blame: str = ""
+  found_nodes: int = 0                  # the size of the case as generated, before reduction
 
 
 @dataclass
@@ -110,20 +112,17 @@ class CaseRunner:
   def run_batch(self, indices: Sequence[int], weights: dict[str, float]) -> list[dict[str, Any]]:
     """Generate and check cases (CPU kernels of the batch compiled together); store each finding."""
     st = self.checker.stats
-    fired_before, phase_before = Counter(st.fired), Counter(st.phase)
+    phase_before = Counter(st.phase)
     t = time.perf_counter()
     cases = [case_for(self.cfg.seed, i, weights) for i in indices]
     st.phase["generate"] += time.perf_counter() - t
     all_findings = self.checker.check_batch(cases)
-    fired = {"/".join(k): v for k, v in (st.fired - fired_before).items()}
+    fired = [{"/".join(k): v for k, v in c.items()} for c in self.checker.case_fired]
+    reported = [[self.store(case, f) for f in findings] for case, findings in zip(cases, all_findings)]
     phase = dict(st.phase - phase_before)
-    out = []
-    for k, (case, findings) in enumerate(zip(cases, all_findings)):
-      reported = [self.store(case, f) for f in findings]
-      # firings and times are per batch: the first case carries them (coverage only counts totals)
-      out.append({"index": case.index, "features": sorted(case.features), "fired": fired if k == 0 else {},
-                  "phase": phase if k == 0 else {}, "reported": reported})
-    return out
+    # times are per batch: the first case carries them
+    return [{"index": case.index, "features": sorted(case.features), "fired": fired[k], "phase": phase if k == 0 else {},
+             "reported": rep} for k, (case, rep) in enumerate(zip(cases, reported))]
 
   def store(self, case: Case, f: Finding) -> Reported:
     path = entry_path(self.cfg.corpus, f.signature)
@@ -134,7 +133,7 @@ class CaseRunner:
     blame = final.blame.describe(6) if final.blame is not None else ""
     path, new = write_entry(self.cfg.corpus, small, f.signature, message=final.message, backends=self.cfg.backends,
                             per_rewrite=self.cfg.per_rewrite, blame=blame)
-    return Reported(f.signature, str(path), new, case.index or 0, node_count(small.root), final.message, blame)
+    return Reported(f.signature, str(path), new, case.index or 0, node_count(small.root), final.message, blame, node_count(case.root))
 
   def reduce(self, case: Case, f: Finding) -> tuple[Case, Finding]:
     start = replace(case, options=dict(f.options) if f.options else dict(case.options))

@@ -42,6 +42,11 @@ def fuzz_main(args: argparse.Namespace) -> int:
     print("tinyspec fuzz: --workers must be 0 or more", file=sys.stderr)
     return 2
   seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
+  if args.report:
+    try: Path(args.report).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+      print(f"tinyspec fuzz: cannot keep the report in {args.report}: {e}", file=sys.stderr)
+      return 2
   if "opencl" in backends:
     from tinyspec.runtime import opencl
     ok, why = opencl.available()
@@ -54,7 +59,7 @@ def fuzz_main(args: argparse.Namespace) -> int:
   summary = run_campaign(cfg)
   print(summary.text(), flush=True)
   if args.report: print(f"report: {Path(args.report) / 'index.html'}", flush=True)
-  return 1 if summary.findings else 0
+  return 1 if any(f.new for f in summary.findings) else 0  # a bug the corpus already holds is not news
 
 
 def add_repro_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.strategies import Case
+from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError, load_module
 from tinyspec.pyrender import HEADER, render_body
 from tinyspec.uop import UOp
@@ -94,28 +93,6 @@ def render_entry(case: Case, signature: Sequence[str], message: str = "", expect
     *render_inputs(case.inputs),
   ]
   return "\n".join(head + body) + "\n"
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-  """Write text to path so that a reader (or a crash at any moment) sees the old file or the new one, never part."""
-  p = Path(path)
-  p.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-  try:
-    with os.fdopen(fd, "w") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, p)
-  except BaseException:
-    try: os.unlink(tmp)
-    except OSError: pass
-    raise
-  try:
-    dfd = os.open(p.parent, os.O_RDONLY)
-    try: os.fsync(dfd)
-    finally: os.close(dfd)
-  except OSError: pass
 
 
 def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **kw) -> tuple[Path, bool]:

@@ -103,7 +103,7 @@ class LocalEval:
 
 def _outer(root: UOp) -> list[UOp]:
   """Nodes under root, not entering value-call bodies (their PARAMs are the call's args, not kernel params)."""
-  return root.toposort(gate=lambda u: not (u.op is Ops.TUPLE))
+  return root.toposort(gate=lambda u: u.op is not Ops.TUPLE)
 
 
 def _as_common(a: np.ndarray) -> np.ndarray:

@@ -159,18 +159,25 @@ class Checker:
     return self.check_batch([case])[0]
 
   def check_batch(self, cases: Sequence[Case]) -> list[list[Finding]]:
-    """Every oracle on each case. The CPU kernels of all cases are compiled together, in one compiler run."""
-    staged = [self._reference(c) for c in cases]
+    """Every oracle on each case. The CPU kernels of all cases are compiled together, in one compiler run.
+    Afterwards `case_fired[i]` holds the rule firings of case i."""
+    self.case_fired: list[Counter] = [Counter() for _ in cases]
+    staged = []
+    for i, c in enumerate(cases):
+      before = Counter(self.stats.fired)
+      staged.append(self._reference(c))
+      self.case_fired[i] += self.stats.fired - before
     cfg = self.config
     fns: dict = {}
     if "cpu" in cfg.backends:
       finals = [final for fs, final, _ in staged if not fs and final is not None]
       fns = self._build_cpu(finals)
     out = []
-    for case, (findings, final, ref) in zip(cases, staged):
+    for i, (case, (findings, final, ref)) in enumerate(zip(cases, staged)):
       if findings:
         out.append(findings)
         continue
+      before = Counter(self.stats.fired)
       for b in cfg.backends:
         if b == "reference": continue
         if (f := self.backend(case, b, final, ref, fns)) is not None: findings.append(f)
@@ -180,6 +187,7 @@ class Checker:
           if f is not None:
             findings.append(f)
             break
+      self.case_fired[i] += self.stats.fired - before
       out.append(findings)
     return out
 

@@ -157,7 +157,8 @@ class RuleResult:
     if st == "refuted":
       cx = self.counterexample
       assert cx is not None
-      return f"{head}  {self.ref.rule.location}\n         counterexample {cx.describe()}" + (f"\n         written to {cx.corpus_path}" if cx.corpus_path else "")
+      where = f"\n         written to {cx.corpus_path}" if cx.corpus_path else ""
+      return f"{head}  {self.ref.rule.location}\n         counterexample {cx.describe()}{where}"
     return f"{head}  {self.ref.rule.location}\n         reason: {self.why_unknown()}"
 
 

@@ -22,7 +22,7 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--rules", default=None, help="only rules whose name or pass/name matches this glob, e.g. 'mod_*' or 'simplify/*'")
   p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index)")
   p.add_argument("--samples", type=int, default=300, help="pattern instances per rule and dtype (default 300)")
-  p.add_argument("--timeout-ms", type=int, default=10000, help="z3 timeout per query in ms (default 10000); a timeout is unknown")
+  p.add_argument("--timeout-ms", type=int, default=3000, help="z3 timeout per query in ms (default 3000); a timeout is unknown")
   p.add_argument("--seed", type=int, default=0, help="seed of the instances (default 0)")
   p.add_argument("--corpus", default="corpus", help="where refuted rules' counterexamples are written (default corpus/)")
   p.add_argument("--undefined", choices=("c", "evaluator"), default="c",

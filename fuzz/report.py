@@ -16,31 +16,15 @@ import json
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from fuzz.corpus import entry_path
 from fuzz.report_html import FindingRow, ReportData, RuleRow, page
+from tinyspec.fileio import atomic_write
 
 MAX_SAMPLES = 2000  # history samples kept: past this, every other old one is dropped
 BLAMED = re.compile(r"blamed: rule '(?P<rule>.*?)' of pass (?P<pass>\S+) at (?P<loc>\S+), application (?P<step>\d+) of (?P<total>\d+)")
-
-
-def write_whole(path: str | Path, text: str) -> None:
-  """Write a report file so a reader sees the old one or the new one, never part; readable by all, like a web page."""
-  p = Path(path)
-  fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, p)
-  except BaseException:
-    Path(tmp).unlink(missing_ok=True)
-    raise
 
 
 def rule_locations(passes: Sequence | None) -> dict[str, tuple[str, str, str]]:
@@ -111,7 +95,7 @@ class CampaignReport:
   def record(self, elapsed: float, cases: int, findings: int) -> None:
     self.history.append((self.offset + elapsed, cases, findings))
     if len(self.history) > MAX_SAMPLES: self.history = self.history[:-1:2] + self.history[-1:]
-    write_whole(self.dir / "history.json", json.dumps({"seed": self.seed, "samples": self.history}))
+    atomic_write(self.dir / "history.json", json.dumps({"seed": self.seed, "samples": self.history}))
 
   # ---- findings ----
   def picture_for(self, path: str, message: str) -> dict[str, Any]:
@@ -133,7 +117,7 @@ class CampaignReport:
     except Exception as e:  # a finding whose picture cannot be drawn is still reported
       info = {"mtime": mtime, "picture": "", "note": f"could not draw it: {type(e).__name__}: {str(e)[:300]}"}
     self.pictures[key] = info
-    write_whole(self.dir / "pictures.json", json.dumps(self.pictures, indent=1, sort_keys=True))
+    atomic_write(self.dir / "pictures.json", json.dumps(self.pictures, indent=1, sort_keys=True))
     return info
 
   def finding_row(self, signature: tuple[str, str, str], path: str, message: str, blame: str, case: int | None, nodes: int | None,
@@ -159,7 +143,7 @@ class CampaignReport:
       data = self.gather(campaign, elapsed, status)
       self.record(elapsed, data.cases, len(data.findings))
       data.history = list(self.history)
-      write_whole(self.index, page(data))
+      atomic_write(self.index, page(data))
       return self.index
     except Exception as e:
       if not self.warned:

@@ -127,7 +127,8 @@ class Builder:
     if dt.kind == "b":
       if r < 0.6: return self.new_slot(dt)
       if r < 0.75: return UOp.const(dt, self.rng.random() < 0.5)
-      return self.new_slot(self.dt if self.dt.kind != "b" else dtypes.int32).alu(Ops.CMPLT, self.leaf(self.dt if self.dt.kind != "b" else dtypes.int32))
+      idt = self.dt if self.dt.kind != "b" else dtypes.int32
+      return self.new_slot(idt).alu(Ops.CMPLT, self.leaf(idt))
     if dt.kind not in "iux": return self.new_slot(self.dt)
     c = lambda: UOp.const(dt, self.const_value(dt))
     if r < 0.45: return self.new_slot(dt)
@@ -209,7 +210,8 @@ class Builder:
       sd = sdts[i] if i < len(sdts) else out_dt
       if op is Ops.WHERE and i == 2 and srcs: sd = srcs[1].dtype
       elif op not in (Ops.WHERE, Ops.CAST, Ops.LOAD, Ops.STORE) and i > 0 and srcs: sd = srcs[0].dtype
-      srcs.append(self.build(sp, sd, op, i) if sp is not None else (self.storage_index(self.dt) if op in (Ops.LOAD, Ops.STORE) and i == 0 else self.leaf(sd)))
+      if sp is not None: srcs.append(self.build(sp, sd, op, i))
+      else: srcs.append(self.storage_index(self.dt) if op in (Ops.LOAD, Ops.STORE) and i == 0 else self.leaf(sd))
     return self.make(op, out_dt, srcs)
 
   @staticmethod

@@ -43,7 +43,7 @@ class EvalTranslator(Translator):
     dt = u.dtype
     if isinstance(dt, DType) and dt.kind in "iux" and u.op in (Ops.IDIV, Ops.MOD): return self._eval_divmod(u)
     if isinstance(dt, DType) and dt.kind in "iu" and u.op in (Ops.SHL, Ops.SHR): return self._eval_shift(u)
-    if dt is dtypes.index and u.op in (Ops.AND, Ops.OR, Ops.XOR): return self._index_bitwise(u)
+    if dt is dtypes.index and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR): return self._index_bitwise(u)
     if u.op is Ops.INDEX: return self._index(u)
     if u.op is Ops.LOAD: return self._load(u)
     return super()._translate(u)
@@ -61,6 +61,9 @@ class EvalTranslator(Translator):
   def _index_bitwise(self, u: UOp) -> z3.ExprRef:
     # index is unbounded: 128 bits hold every value an instance of a rule reaches, as two's complement
     a, b = (z3.Int2BV(self.memo[s], 128) for s in u.src)
+    if u.op in (Ops.SHL, Ops.SHR):  # the evaluator takes the count modulo 64, index being stored as int64
+      cnt = b & z3.BitVecVal(63, 128)
+      return z3.BV2Int(a << cnt if u.op is Ops.SHL else a >> cnt, is_signed=True)
     return z3.BV2Int({Ops.AND: a & b, Ops.OR: a | b, Ops.XOR: a ^ b}[u.op], is_signed=True)
 
   def _eval_shift(self, u: UOp) -> z3.ExprRef:

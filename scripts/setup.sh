@@ -9,6 +9,8 @@ command -v dot >/dev/null || need_apt+=(graphviz)
 # an OpenCL platform: Debian's PoCL (the PyPI wheel's LLVM cannot build kernels on every CPU). pyopencl's wheel
 # brings its own ICD loader, which reads /etc/OpenCL/vendors; the system loader is for other OpenCL clients.
 if [ ! -e /etc/OpenCL/vendors/pocl.icd ]; then need_apt+=(pocl-opencl-icd ocl-icd-libopencl1); fi
+# a headless browser: the fuzz report's tests open the page in Debian's chromium
+[ -x /usr/bin/chromium ] || command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${need_apt[*]} with apt-get"

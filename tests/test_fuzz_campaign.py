@@ -111,3 +111,12 @@ def test_cli_repro_exit_codes(tmp_path, capsys):
   p2, _ = write_entry(tmp_path, fine, ("parity", "simplify", "some_rule"))
   assert main(["repro", str(p2)]) == 0
   assert "fixed: parity/simplify/some_rule no longer fails" in capsys.readouterr().out
+
+
+def test_workers_do_not_change_the_cases(tmp_path):
+  n = EPOCH + 4
+  run_campaign(CampaignConfig(seconds=120, seed=6, workers=0, corpus=str(tmp_path / "a"), max_cases=n), io.StringIO())
+  run_campaign(CampaignConfig(seconds=120, seed=6, workers=2, corpus=str(tmp_path / "b"), max_cases=n), io.StringIO())
+  sa, sb = _state(tmp_path / "a", 6), _state(tmp_path / "b", 6)
+  assert sa["cases"] == sb["cases"] == n
+  assert sa["coverage"] == sb["coverage"] and sa["weights"] == sb["weights"] and sa["epoch_results"] == sb["epoch_results"]

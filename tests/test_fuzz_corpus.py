@@ -6,7 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from fuzz.corpus import atomic_write, entries, entry_name, load_entry, render_entry, replay, same_bug, write_entry
+from tinyspec.fileio import atomic_write
+from fuzz.corpus import entries, entry_name, load_entry, render_entry, replay, same_bug, write_entry
 from fuzz.strategies import Case, case_for
 from tinyspec.dtype import dtypes
 from tinyspec.loadfile import InputError

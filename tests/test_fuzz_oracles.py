@@ -31,8 +31,8 @@ def test_compare_tolerances():
 def test_first_failing_step_bisects():
   for t in (1, 2, 7, 64):
     for k in range(1, t + 1):
-      calls = []
-      def fails(n, k=k):
+      calls: list[int] = []
+      def fails(n, k=k, calls=calls):
         calls.append(n)
         return n >= k
       assert first_failing_step(fails, t) == k

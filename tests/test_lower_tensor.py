@@ -364,3 +364,13 @@ def test_lower_threads_a_trace_per_pass() -> None:
   # a step limit inside rangeify leaves a kernel half indexed, which the pipeline reports against that pass
   with pytest.raises(PassError, match="rangeify"):
     lower(root, passes=[CALLIFY, RANGEIFY], trace_for=lambda name: Trace(max_steps=1) if name == "rangeify" else None)
+
+
+def test_empty_sink_lowers_to_an_empty_program_on_every_backend(opencl) -> None:
+  """An empty SINK is an empty program at every stage, not a kernel that stores nothing."""
+  from tinyspec.runtime import run
+  graphs = lower(UOp(Ops.SINK))
+  assert all(not any(u.op is Ops.CALL for u in g.toposort()) for g in graphs.values())
+  assert check(graphs["render"], Stage.PROGRAM) == []
+  for backend in ("reference", "cpu", "opencl"):
+    assert run(UOp(Ops.SINK), {}, backend=backend) == []

@@ -14,8 +14,9 @@ _EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP})
 
 
 def is_kernel_body(u: UOp) -> bool:
-  """A kernel SINK (only effects under it) or a PROGRAM."""
-  return u.op is Ops.PROGRAM or (u.op is Ops.SINK and all(s.op in _EFFECTS for s in u.src))
+  """A kernel SINK (only effects under it) or a PROGRAM. An empty SINK is an empty graph, not a kernel: no kernel
+  stores nothing, and reading it as one would make the root of an empty program a kernel of its own."""
+  return u.op is Ops.PROGRAM or (u.op is Ops.SINK and len(u.src) > 0 and all(s.op in _EFFECTS for s in u.src))
 
 
 def is_kernel_call(u: UOp) -> bool:

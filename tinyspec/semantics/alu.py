@@ -127,8 +127,8 @@ def elementwise(u: UOp, vals: list[np.ndarray]) -> np.ndarray:
   if op in UNARY:
     if len(vals) != 1: raise EvalError(u, f"takes 1 source, has {len(vals)}")
     return np.asarray(UNARY[op](u, vals[0]))
-  if op is Ops.CAST: return cast(vals[0], u.src[0].dtype, u.dtype)
-  if op is Ops.BITCAST: return bitcast(u, vals[0])
+  if op is Ops.CAST: return np.asarray(cast(vals[0], u.src[0].dtype, u.dtype))  # 0-d casts give numpy scalars
+  if op is Ops.BITCAST: return np.asarray(bitcast(u, vals[0]))
   if op is Ops.WHERE:
     if len(vals) != 3: raise EvalError(u, f"takes 3 sources, has {len(vals)}")
     c, a, b = vals

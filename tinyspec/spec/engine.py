@@ -89,11 +89,23 @@ def local_findings(u: UOp, cx: Ctx) -> tuple[Finding, ...]:
   return ret
 
 
+_use_fused = True
+
+
+def set_fused(on: bool) -> None:
+  """Turn the fused accepts of spec/fast.py on or off. Off, the rules alone decide every node (verdicts are the same;
+  tests compare the two paths)."""
+  global _use_fused
+  _use_fused = bool(on)
+  for x in CTXS: x.fused_version = -1
+
+
 def _refresh_fused() -> None:
   for x in CTXS:
     v = getattr(x.table, "version", None)
     if v is None or v != x.fused_version:
-      x.fused, x.fused_version = fused_for(x), -1 if v is None else v
+      x.fused = fused_for(x) if _use_fused else fused_for(None)
+      x.fused_version = -1 if v is None else v
 
 
 _POST = object()  # on a walk stack, above the node whose sources are all decided once it is popped
@@ -183,7 +195,8 @@ def _children_indexed(u: UOp, cx: Ctx) -> list[tuple[UOp | None, Ctx]]:
 def root_ctx(root: UOp, stage: Stage) -> Ctx:
   if stage is Stage.TENSOR: return T_TOP
   if stage is Stage.KERNEL_GRAPH: return G_TOP[None]
-  kg = body_kind(root) == "kgraph"
+  # an empty SINK is an empty program: a kernel graph with no kernels, not a kernel that stores nothing
+  kg = body_kind(root) == "kgraph" or (root.op is Ops.SINK and not root.src)
   if stage is Stage.KERNEL: return G_TOP[Stage.KERNEL] if kg else K
   return G_TOP[Stage.PROGRAM] if kg else P
 

@@ -258,9 +258,10 @@ def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
 FUSED: dict[Stage, dict[Ops, tuple[tuple[Rule, ...], FastFn]]] = {Stage.TENSOR: _tensor()}
 
 
-def fused_for(cx: Ctx) -> list[FastFn | None]:
-  """The fused tests usable in cx, indexed by op value: those whose covered rules are exactly cx's rules for the op."""
+def fused_for(cx: Ctx | None) -> list[FastFn | None]:
+  """The fused tests usable in cx (none for None), indexed by op value: those whose covered rules are exactly cx's rules for the op."""
   out: list[FastFn | None] = [None] * (max(op.value for op in Ops) + 1)
+  if cx is None: return out
   for op, (rules, fn) in FUSED.get(cx.stage, {}).items():
     if cx.table.get(op, ()) == rules: out[op.value] = fn
   return out

@@ -13,12 +13,12 @@ and their kind ("kernel", "function", ...).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import graphviz
 
+from tinyspec.fileio import atomic_write
 from tinyspec.uop import Ops, UOp
 from tinyspec.viz.layout import Layout, build
 from tinyspec.viz.style import (EDGE_COLOR, FOCUS_COLOR, FONT, GROUP_COLORS, LINEAR_EDGE_COLOR, NEW_COLOR, VIOLATION_COLOR, arg_lines, cap,
@@ -238,14 +238,7 @@ def save(g: graphviz.Digraph, path: str | os.PathLike, fmt: str | None = None) -
   p = Path(path)
   f = output_format(p, fmt)
   data = g.source.encode() if f == "dot" else g.pipe(format=f)
-  p.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-  try:
-    with os.fdopen(fd, "wb") as fh: fh.write(data)
-    os.replace(tmp, p)
-  except BaseException:
-    Path(tmp).unlink(missing_ok=True)
-    raise
+  atomic_write(p, data)
   return p
 
 

@@ -1,0 +1,87 @@
+"""Fuzzing throughput: cases per second on one core, split by phase, and the reducer on the seeded bugs.
+
+    .venv/bin/python bench/fuzz_throughput.py [--cases N] [--seed S] [--compilers gcc,tcc]
+
+1. The default campaign (reference backend: spec after every pass, evaluate before and after every pass, one
+   metamorphic lowering per case), in this process, on N cases: cases/s and the time of each phase (generate, lower,
+   spec, evaluate; reduce when a case fails).
+2. The same with CPU parity, for each C compiler: the kernels of 16 cases are compiled together in one compiler
+   run (phases compile and run added). A fresh compiler cache directory, so every object is really compiled.
+3. The reducer on each seeded bug of fuzz.seeded_bugs: the campaign that finds it, the time spent reducing and the
+   node count before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fuzz.campaign import CampaignConfig, CaseRunner, run_campaign  # noqa: E402
+from fuzz.reduce import node_count  # noqa: E402
+from fuzz.strategies import case_for  # noqa: E402
+
+PHASES = ("generate", "lower", "spec", "evaluate", "compile", "run", "reduce")
+
+
+def throughput(cases: int, seed: int, backends: tuple[str, ...], cc: str | None) -> tuple[float, dict[str, float]]:
+  with tempfile.TemporaryDirectory() as d:
+    runner = CaseRunner(CampaignConfig(seed=seed, corpus=d, backends=backends, cc=cc))
+    batch = 16 if "cpu" in backends else 1
+    t = time.perf_counter()
+    for start in range(0, cases, batch):
+      runner.run_batch(list(range(start, min(cases, start + batch))), {})
+    wall = time.perf_counter() - t
+    return wall, dict(runner.checker.stats.phase)
+
+
+def report(name: str, cases: int, wall: float, phase: dict[str, float]) -> None:
+  print(f"{name}: {cases} cases in {wall:.1f}s = {cases / wall:.1f} cases/s on one core")
+  for k in PHASES:
+    if k in phase: print(f"  {k:9s} {phase[k]:7.2f}s  {1000 * phase[k] / cases:6.2f} ms/case  {100 * phase[k] / wall:5.1f}%")
+
+
+def main() -> None:
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--cases", type=int, default=400)
+  ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--compilers", default="gcc,tcc")
+  a = ap.parse_args()
+  sizes = [node_count(case_for(a.seed, i).root) for i in range(a.cases)]
+  print(f"cases: seed {a.seed}, mean {sum(sizes) / len(sizes):.1f} nodes, max {max(sizes)}\n")
+  wall, phase = throughput(a.cases, a.seed, ("reference",), None)
+  report("default campaign (reference)", a.cases, wall, phase)
+  for cc in [c for c in a.compilers.split(",") if c and shutil.which(c)]:
+    cache = tempfile.mkdtemp(prefix="tinyspec-bench-cc-")
+    os.environ["TINYSPEC_CACHE"] = cache  # cold: every object compiled
+    try:
+      wall, phase = throughput(a.cases, a.seed, ("reference", "cpu"), cc)
+      report(f"with CPU parity ({cc}, 16 cases per compile)", a.cases, wall, phase)
+    finally:
+      shutil.rmtree(cache, ignore_errors=True)
+  from fuzz.seeded_bugs import SEEDED_BUGS, broken_pipeline
+  print("\nreducer on the seeded bugs (seed 0, tensor cases):")
+  print(f"  {'bug':26s} {'cases':>5s} {'found':>7s} {'reduce':>7s} {'nodes':>11s}  signature")
+  for bug in SEEDED_BUGS:
+    with tempfile.TemporaryDirectory() as d:
+      cfg = CampaignConfig(seconds=60, seed=0, workers=0, corpus=d, passes=broken_pipeline(bug), weights={"kind:kernel": 0.0},
+                           stop_when=lambda r, bug=bug: r.signature[1:] == (bug.pass_name, bug.rule))
+      t = time.perf_counter()
+      s = run_campaign(cfg, io.StringIO())
+      wall = time.perf_counter() - t
+      hit = next((f for f in s.findings if f.signature[1:] == (bug.pass_name, bug.rule)), None)
+      if hit is None:
+        print(f"  {bug.name:26s} {s.cases:5d} not found in {wall:.1f}s")
+        continue
+      red = s.phase.get("reduce", 0.0)
+      print(f"  {bug.name:26s} {s.cases:5d} {wall:6.1f}s {red:6.2f}s {hit.found_nodes:4d} -> {hit.nodes:3d}  {'/'.join(hit.signature)}")
+
+
+if __name__ == "__main__":
+  main()
