@@ -64,7 +64,6 @@ def fuzz_main(args: argparse.Namespace) -> int:
 
 def add_repro_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("path", help="a corpus file")
-  p.add_argument("--draw", default=None, metavar="OUT", help="also draw the graph (and the blamed rewrite) to OUT (.svg, .png or .dot)")
   p.add_argument("--viz", action="store_true", help="draw the blamed rule application before and after, side by side (without one: the "
                  "graph with the violation highlighted) and print the file's path")
   p.add_argument("-o", "--output", default=None, metavar="OUT",
@@ -118,10 +117,10 @@ def repro_main(args: argparse.Namespace) -> int:
 
 
 def _draw_target(args: argparse.Namespace) -> str | None:
-  """Where --viz or --draw draws (None: no drawing); "" after printing why the path cannot be drawn to."""
-  if not (getattr(args, "viz", False) or args.draw): return None
+  """Where --viz draws (None: no drawing); "" after printing why the path cannot be drawn to."""
+  if not args.viz: return None
   from tinyspec import viz
-  out = args.output or args.draw or Path(args.path).stem + ".svg"
+  out = args.output or Path(args.path).stem + ".svg"
   try: viz.output_format(out)
   except ValueError as e:
     print(f"tinyspec repro: {e}", file=sys.stderr)

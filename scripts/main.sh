@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up, then check and lower every example.
+# The main job: set up, then a short fuzz campaign (60 s by default) on the reference pipeline. Findings are
+# minimized into corpus/, the campaign resumes where the last one stopped, and build/fuzz-report/index.html
+# shows its progress. Extra arguments go to `tinyspec fuzz` (e.g. --seconds 600, --backends reference,cpu,opencl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-for f in examples/*.py; do
-  echo "== $f"
-  .venv/bin/tinyspec check "$f"
-  .venv/bin/tinyspec lower "$f"
-done
+exec .venv/bin/tinyspec fuzz --seconds 60 --workers 2 --corpus corpus --report build/fuzz-report "$@"

@@ -38,7 +38,14 @@ def _idiv(u: UOp) -> tuple:
 
 def _mod(u: UOp) -> tuple:
   a, b = u.src
-  if b.vmin == b.vmax == 0: return u.dtype.min, u.dtype.max
+  lo, hi = _mod_nonzero(a, b)
+  # a MOD 0 is undefined in C; the evaluator (and the generated code) define it as a, so bounds must cover a there
+  if b.vmin <= 0 <= b.vmax: return min(lo, a.vmin), max(hi, a.vmax)
+  return lo, hi
+
+
+def _mod_nonzero(a: UOp, b: UOp) -> tuple:
+  if b.vmin == b.vmax == 0: return a.vmin, a.vmax
   m = max(abs(b.vmin), abs(b.vmax)) - 1  # |a % b| < |b|, and the sign follows a
   if a.vmin >= 0:
     if b.vmin > 0 and a.vmax < b.vmin: return a.vmin, a.vmax  # a % b == a
