@@ -8,7 +8,7 @@ from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, Ran
 from tinyspec.dtype import dtypes
 
 SIGNATURE = ('spec', 'linearize', '<outside rules>')
-EXPECT = 'fails'
+EXPECT = 'passes'
 KIND = 'kernel'
 OPTIONS = {'callify': 'inline', 'realize': 'minimal', 'opts': None}
 BACKENDS = ('reference',)

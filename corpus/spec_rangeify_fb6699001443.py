@@ -8,7 +8,7 @@ from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, Ran
 from tinyspec.dtype import dtypes
 
 SIGNATURE = ('spec', 'rangeify', '<outside rules>')
-EXPECT = 'fails'
+EXPECT = 'passes'
 KIND = 'tensor'
 OPTIONS = {'callify': 'precompile', 'realize': 'minimal', 'opts': (('global', 2),)}
 BACKENDS = ('reference',)

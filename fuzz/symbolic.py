@@ -6,12 +6,15 @@ with MAX, gated with WHERE of comparisons (PAD), combined again. The simplify ru
 a PatternMatcher, so a changed rule table can be tried), and two oracles hold:
   equal:  the simplified expression has the original's value at every assignment of the leaves;
   bounds: every subexpression (of both) takes only values inside its [vmin, vmax].
-Both are checked first on many random assignments at once (numpy, the evaluator's elementwise meaning), and what
-survives goes to z3 (fuzz.zsem) with a small timeout. A difference is blamed on the first rule application whose
-result differs from the node it replaced at the failing assignment.
+Both are checked on many assignments at once (numpy, the evaluator's elementwise meaning): every assignment when
+there are at most N_EXHAUSTIVE of them (then that check is a proof), random ones otherwise, and what survives those
+goes to z3 (fuzz.zsem) with a small timeout, as bit vectors wide enough that nothing wraps first, as integers after.
+A difference is blamed on the first rule application whose result differs from the node it replaced at the
+failing assignment.
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ import numpy as np
 import z3
 
 from fuzz.templates import SLOT_AXIS, slot_node
-from fuzz.zsem import EvalTranslator, defined, model_int
+from fuzz.zsem import EvalTranslator, bv_difference, defined, model_int
 from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher, Rule, graph_rewrite
 from tinyspec.semantics.alu import cast as np_cast
@@ -30,6 +33,9 @@ from tinyspec.uop import GroupOp, Ops, UOp
 
 IDX = dtypes.index
 N_RANDOM = 256  # random assignments per case, besides each leaf's two ends
+# up to this many assignments in all, a case is checked at every one of them: a proof, so z3 is not asked
+N_EXHAUSTIVE = 1 << 16
+BV_TIMEOUT_MS = 50  # the bit-vector query's share of the z3 timeout
 
 
 def c(v: int) -> UOp: return UOp.const(IDX, v)
@@ -128,6 +134,17 @@ def assignments(leaves: list[Leaf], rng: np.random.Generator, n: int = N_RANDOM)
   return out
 
 
+def exhaustive(leaves: list[Leaf]) -> dict[UOp, np.ndarray]:
+  """Every assignment of the leaves, one a row (the cartesian product of their ranges)."""
+  axes = [np.arange(lf.lo, lf.hi + 1, dtype=np.int64) for lf in leaves]
+  grids = np.meshgrid(*axes, indexing="ij") if axes else []
+  return {lf.node: g.reshape(-1) for lf, g in zip(leaves, grids)}
+
+
+def domain_size(leaves: list[Leaf]) -> int:
+  return math.prod(max(lf.hi - lf.lo + 1, 0) for lf in leaves)
+
+
 def evaluate_all(roots: list[UOp], env: dict[UOp, np.ndarray]) -> dict[UOp, np.ndarray]:
   """The value of every node under roots at every assignment (the rows of env's arrays)."""
   vals: dict[UOp, np.ndarray] = dict(env)
@@ -154,7 +171,7 @@ class SymFinding:
   assignment: dict[str, int]
   message: str
   rule: str = "-"                  # the blamed rule application (equal findings)
-  by: str = "random"               # "random" or "z3"
+  by: str = "random"               # "random", "exhaustive" (every assignment was tried) or "z3"
 
   @property
   def signature(self) -> tuple[str, str, str]: return (self.oracle, "simplify", self.rule)
@@ -172,17 +189,19 @@ def _row(env: dict[UOp, np.ndarray], i: int) -> dict[UOp, np.ndarray]:
 def blame(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) -> str:
   """The first rule application whose result has another value than the node it replaced, at this assignment."""
   for rule, before, after in steps:
-    v = evaluate_all([before, after], env_row)
+    try: v = evaluate_all([before, after], env_row)
+    except ValueError: continue  # a rewrite inside a leaf (a slot's own RANGE + lo): not part of the expression's value
     if before.dtype.kind in "iuxb" and not np.array_equal(v[before], v[after]): return rule.name
   return "-"
 
 
 class SymbolicChecker:
-  def __init__(self, pm: PatternMatcher | None = None, z3_timeout_ms: int = 300, bounds: bool = True, use_z3: bool = True):
+  def __init__(self, pm: PatternMatcher | None = None, z3_timeout_ms: int = 300, bounds: bool = True, use_z3: bool = True,
+               exhaustive_max: int = N_EXHAUSTIVE):
     if pm is None:
       from tinyspec.lower.simplify import SIMPLIFY_PM
       pm = SIMPLIFY_PM
-    self.pm, self.z3_timeout_ms, self.bounds, self.use_z3 = pm, z3_timeout_ms, bounds, use_z3
+    self.pm, self.z3_timeout_ms, self.bounds, self.use_z3, self.exhaustive_max = pm, z3_timeout_ms, bounds, use_z3, exhaustive_max
     self.z3_queries = self.z3_unknown = 0
 
   def simplify(self, e: UOp) -> tuple[UOp, list[tuple[Rule, UOp, UOp]]]:
@@ -193,13 +212,15 @@ class SymbolicChecker:
   def check(self, case: SymCase, rng: np.random.Generator) -> list[SymFinding]:
     e = case.expr
     s, steps = self.simplify(e)
-    env = assignments(case.leaves, rng)
+    complete = domain_size(case.leaves) <= self.exhaustive_max
+    env = exhaustive(case.leaves) if complete else assignments(case.leaves, rng)
     vals = evaluate_all([e, s], env)
     bad = np.nonzero(vals[e] != vals[s])[0]
     if len(bad):
       i = int(bad[0])
       a = {_leaf_name(k): int(v[i]) for k, v in env.items()}
-      return [SymFinding("equal", case, s, s, a, f"{int(vals[e][i])} before simplify, {int(vals[s][i])} after, at {a}", blame(steps, _row(env, i)))]
+      return [SymFinding("equal", case, s, s, a, f"{int(vals[e][i])} before simplify, {int(vals[s][i])} after, at {a}", blame(steps, _row(env, i)),
+                         by="exhaustive" if complete else "random")]
     if self.bounds:
       for u, v in vals.items():
         if u.dtype is not IDX or u in env: continue
@@ -208,10 +229,34 @@ class SymbolicChecker:
           i = int(out[0])
           a = {_leaf_name(k): int(x[i]) for k, x in env.items()}
           return [SymFinding("bounds", case, s, u, a, f"{u.op.name} takes {int(v[i])} outside its bounds [{u.vmin}, {u.vmax}] at {a}")]
-    if not self.use_z3 or e is s: return []
+    if not self.use_z3 or e is s or complete: return []
     return self.check_z3(case, s, steps, env)
 
   def check_z3(self, case: SymCase, s: UOp, steps: list, env: dict[UOp, np.ndarray]) -> list[SymFinding]:
+    self.z3_queries += 1
+    e = case.expr
+    names = {lf.node: (_leaf_name(lf.node), lf.lo, lf.hi) for lf in case.leaves}
+    if (bv := bv_difference((e, s), names)) is not None:  # bit vectors first, with a short timeout; integers decide the rest
+      q, bvars, w = bv
+      solver = z3.Solver()
+      solver.set(timeout=min(self.z3_timeout_ms, BV_TIMEOUT_MS))
+      solver.add(q)
+      r = solver.check()
+      if r == z3.unsat: return []
+      if r == z3.sat:
+        m = solver.model()
+        row = {k: np.array([_signed(m.eval(v, model_completion=True).as_long(), w)], dtype=np.int64) for k, v in bvars.items()}
+        return [self._z3_finding(case, s, steps, row)]
+    return self._check_z3_int(case, s, steps)
+
+  def _z3_finding(self, case: SymCase, s: UOp, steps: list, row: dict[UOp, np.ndarray]) -> SymFinding:
+    e = case.expr
+    vals = evaluate_all([e, s], row)
+    a = {_leaf_name(k): int(v[0]) for k, v in row.items()}
+    return SymFinding("equal", case, s, s, a, f"{int(vals[e][0])} before simplify, {int(vals[s][0])} after, at {a} (found by z3)",
+                      blame(steps, row), "z3")
+
+  def _check_z3_int(self, case: SymCase, s: UOp, steps: list) -> list[SymFinding]:
     t = EvalTranslator()
     leaves = {}
     for lf in case.leaves:
@@ -224,16 +269,15 @@ class SymbolicChecker:
     solver = z3.Solver()
     solver.set(timeout=self.z3_timeout_ms)
     solver.add(*t.constraints, defined(t, e), t(e) != t(s))
-    self.z3_queries += 1
     r = solver.check()
     if r == z3.unknown: self.z3_unknown += 1
     if r != z3.sat: return []
     m = solver.model()
     row = {k: np.array([model_int(m, v, IDX)], dtype=np.int64) for k, v in leaves.items()}
-    vals = evaluate_all([e, s], row)
-    a = {_leaf_name(k): int(v[0]) for k, v in row.items()}
-    return [SymFinding("equal", case, s, s, a, f"{int(vals[e][0])} before simplify, {int(vals[s][0])} after, at {a} (found by z3)",
-                       blame(steps, row), "z3")]
+    return [self._z3_finding(case, s, steps, row)]
+
+
+def _signed(x: int, w: int) -> int: return x - (1 << w) if x >= 1 << (w - 1) else x
 
 
 @dataclass

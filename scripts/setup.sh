@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
+# the other C compilers the CPU backend can use: clang, and tcc (fast compiles for fuzzing)
+command -v clang >/dev/null || need_apt+=(clang)
+command -v tcc >/dev/null || need_apt+=(tcc)
 command -v dot >/dev/null || need_apt+=(graphviz)
 # an OpenCL platform: Debian's PoCL (the PyPI wheel's LLVM cannot build kernels on every CPU). pyopencl's wheel
 # brings its own ICD loader, which reads /etc/OpenCL/vendors; the system loader is for other OpenCL clients.

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import itertools
+import keyword
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from tinyspec.dtype import DType
+from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import GroupOp, Ops, UOp
 
 
@@ -71,6 +72,9 @@ class Rule:
   pat: UPat
   fn: Callable[..., UOp | None] = field(compare=False)
 
+  def __post_init__(self):
+    object.__setattr__(self, "takes_ctx", _takes_ctx(self.fn))
+
   @property
   def location(self) -> str:
     """file:line of the rule's function, so a report can point at the code."""
@@ -81,15 +85,129 @@ class Rule:
   def __repr__(self) -> str: return f"Rule({self.name} @ {self.location})"
 
   def apply(self, u: UOp, ctx: Any) -> UOp | None:
-    for store in self.pat.match(u, {}):
-      kw = {**store, "ctx": ctx} if _takes_ctx(self.fn) else store
-      if (ret := self.fn(**kw)) is not None and ret is not u: return ret
-    return None
+    """fn on every binding under which the pattern matches u, in order; the first result that is not None nor u."""
+    return self.compiled(False)(u, ctx)
+
+  def compiled(self, op_known: bool) -> Callable[[UOp, Any], UOp | None]:
+    """apply as one generated function (op_known: the caller has checked u.op is one of the pattern's ops)."""
+    key = "_fast_op" if op_known else "_fast"
+    if (f := self.__dict__.get(key)) is None:
+      f = _compile_rule(self, op_known)
+      object.__setattr__(self, key, f)
+    return f
 
 
 def _takes_ctx(fn: Callable) -> bool:
   code = getattr(fn, "__code__", None)
   return code is not None and "ctx" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
+# ---- rule compilation ----
+# A rule's pattern becomes straight-line Python: nested ifs that test each pattern node on the node it is matched
+# against, one block per order of a commutative source list, and a call of fn where every test passed. Enumerating
+# bindings depth first, in the order UPat.match lists them, and stopping at the first result keeps apply's meaning
+# without building a list of binding dicts per attempt.
+
+# Ops and the dtype singletons are compared by identity first: Enum and dataclass hashing runs Python code
+_DTYPE_SINGLETONS = {id(d): d for d in vars(dtypes).values() if isinstance(d, DType)}
+_OP_IDS = {id(o): o for o in Ops}
+
+
+def _names(p: UPat) -> bool:
+  if p.name is not None: return True
+  if isinstance(p.src, UPat): return _names(p.src)
+  return p.src is not None and any(_names(s) for s in p.src)
+
+
+class _RuleCompiler:
+  def __init__(self, rule: Rule):
+    self.rule, self.env, self.lines, self.nvar = rule, {"FN": rule.fn}, [], 0
+
+  def const(self, v: Any, hint: str) -> str:
+    name = f"{hint}{len(self.env)}"
+    self.env[name] = v
+    return name
+
+  def var(self) -> str:
+    self.nvar += 1
+    return f"v{self.nvar}"
+
+  def emit(self, ind: int, line: str) -> None: self.lines.append("  " * ind + line)
+
+  def tests(self, p: UPat, v: str, bound: dict[str, str], check_op: bool) -> list[str]:
+    """The conditions (in UPat.match's order) for pattern node p on variable v, and the new binding if any."""
+    conds = []
+    if check_op and p.op is not None:
+      if len(p.op) == 1: conds.append(f"{v}.op is {self.const(next(iter(p.op)), 'OP')}")
+      else: conds.append(f"id({v}.op) in {self.const(frozenset(id(o) for o in p.op), 'OPS')}")
+    if p.dtype is not None:
+      ds = p.dtype
+      m = {i: d in ds for i, d in _DTYPE_SINGLETONS.items()}
+      conds.append(f"({self.const(m, 'DTM')}.get(id({v}.dtype)) or (id({v}.dtype) not in {self.const(_DTYPE_SINGLETONS, 'DTS')} "
+                   f"and {v}.dtype in {self.const(ds, 'DT')}))")
+    if p.arg is not None:
+      conds.append(f"{v}.arg == {self.const(p.arg, 'ARG')} and type({v}.arg) is {self.const(type(p.arg), 'T')}")
+    if p.name is not None and p.name in bound: conds.append(f"{v} is {bound[p.name]}")
+    if p.pred is not None: conds.append(f"{self.const(p.pred, 'PRED')}({v})")
+    if isinstance(p.src, UPat):
+      conds.append(f"all({self.const(_bool_matcher(p.src), 'ALL')}(s) for s in {v}.src)")
+    elif p.src is not None:
+      n = len(p.src)
+      conds.append(f"len({v}.src) >= {n}" if p.allow_any_len else f"len({v}.src) == {n}")
+    return conds
+
+  def gen(self, items: list[tuple[UPat, str, bool]], bound: dict[str, str], ind: int) -> None:
+    if not items:
+      kw = [f"{k}={v}" for k, v in bound.items()]
+      if self.rule.takes_ctx: kw.append("ctx=ctx")
+      self.emit(ind, f"r = FN({', '.join(kw)})")
+      self.emit(ind, "if r is not None and r is not u: return r")
+      return
+    (p, v, check_op), rest = items[0], items[1:]
+    conds = self.tests(p, v, bound, check_op)
+    if conds:
+      self.emit(ind, f"if {' and '.join(conds)}:")
+      ind += 1
+    if p.name is not None and p.name not in bound: bound = {**bound, p.name: v}
+    if p.src is None or isinstance(p.src, UPat):
+      self.gen(rest, bound, ind)
+      return
+    svars = [self.var() for _ in p.src]
+    if svars:
+      self.emit(ind, f"{', '.join(svars)}{',' if len(svars) == 1 else ''} = {v}.src{'' if not p.allow_any_len else f'[:{len(svars)}]'}")
+    orders = itertools.permutations(p.src) if p.commutative else (p.src,)
+    for pats in orders:
+      self.gen([(sp, sv, True) for sp, sv in zip(pats, svars)] + rest, bound, ind)
+
+
+def _compile_rule(rule: Rule, op_known: bool) -> Callable[[UOp, Any], UOp | None]:
+  if not _compilable(rule.pat):
+    def slow(u: UOp, ctx: Any) -> UOp | None:
+      for store in rule.pat.match(u, {}):
+        if (ret := rule.fn(**({**store, "ctx": ctx} if rule.takes_ctx else store))) is not None and ret is not u: return ret
+      return None
+    return slow
+  c = _RuleCompiler(rule)
+  c.emit(0, "def match(u, ctx):")
+  c.gen([(rule.pat, "u", not op_known)], {}, 1)
+  c.emit(1, "return None")
+  exec(compile("\n".join(c.lines), f"<rule {rule.name}>", "exec"), c.env)  # noqa: S102
+  return c.env["match"]
+
+
+def _compilable(p: UPat, top: bool = True) -> bool:
+  # names must be keyword arguments; a pattern for every source binds nothing (bindings there are matched generically)
+  if p.name is not None and (not p.name.isidentifier() or keyword.iskeyword(p.name) or p.name == "ctx"): return False
+  if isinstance(p.src, UPat): return not _names(p.src)
+  return p.src is None or all(_compilable(s, False) for s in p.src)
+
+
+def _bool_matcher(p: UPat) -> Callable[[UOp], bool]:
+  """Whether a pattern that binds no names matches u at all."""
+  if p.src is None and p.dtype is None and p.arg is None and p.pred is None and p.op is not None and len(p.op) == 1:
+    op = next(iter(p.op))
+    return lambda u: u.op is op
+  return lambda u: bool(p.match(u, {}))
 
 
 class PatternMatcher:
@@ -104,6 +222,14 @@ class PatternMatcher:
     for r in self.rules:
       for op in (r.pat.op if r.pat.op is not None else Ops):
         self.pdict.setdefault(op, []).append(r)
+    self._fast: dict[int, tuple[tuple[Rule, Callable[[UOp, Any], UOp | None]], ...]] | None = None
+    self.dispatch()  # compile now, not inside the first rewrite
+
+  def dispatch(self) -> dict[int, tuple[tuple[Rule, Callable[[UOp, Any], UOp | None]], ...]]:
+    """id(op) -> the (rule, compiled apply) pairs to try on a node of that op, in table order."""
+    if self._fast is None:
+      self._fast = {id(op): tuple((r, r.compiled(True)) for r in rules) for op, rules in self.pdict.items()}
+    return self._fast
 
   def __add__(self, other: PatternMatcher) -> PatternMatcher:
     return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
@@ -116,8 +242,8 @@ class PatternMatcher:
 
   def rewrite(self, u: UOp, ctx: Any = None) -> tuple[Rule, UOp] | None:
     """The first rule that rewrites u, and its result."""
-    for r in self.pdict.get(u.op, ()):
-      if (ret := r.apply(u, ctx)) is not None: return r, ret
+    for r, f in self.dispatch().get(id(u.op), ()):
+      if (ret := f(u, ctx)) is not None: return r, ret
     return None
 
 
@@ -137,50 +263,59 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   observer(rule, before, after) is called on every rule application; after max_steps applications no rule is applied
   any more and the partially rewritten graph is returned.
   """
-  return _Rewriter(pm, ctx, bottom_up, observer, max_steps).run(root)
+  return _run(root, pm, ctx, bottom_up, observer, max_steps)
 
 
-class _Rewriter:
-  def __init__(self, pm: PatternMatcher, ctx: Any, bottom_up: bool, observer: Observer | None, max_steps: int | None):
-    self.pm, self.ctx, self.bottom_up, self.observer, self.max_steps = pm, ctx, bottom_up, observer, max_steps
-    self.steps = 0
-
-  def _try(self, u: UOp) -> UOp | None:
-    if self.max_steps is not None and self.steps >= self.max_steps: return None
-    if (hit := self.pm.rewrite(u, self.ctx)) is None: return None
-    rule, new = hit
-    self.steps += 1
-    if self.observer is not None: self.observer(rule, u, new)
-    return new
-
-  def run(self, root: UOp) -> UOp:
-    done: dict[UOp, UOp] = {}
-    busy: set[UOp] = set()
-    # stack entries: (node, phase, link). phase 0: first visit; 1: sources done; 2: node is done when `link` is
-    stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
-    while stack:
-      u, phase, link = stack.pop()
-      if u in done: continue
-      if phase == 0:
-        if u in busy: raise RewriteCycle(f"rewrite of {u.op.name} reached itself through a rule's result")
-        if not self.bottom_up and (new := self._try(u)) is not None:
-          stack.append((u, 2, new)); stack.append((new, 0, None))  # noqa: E702
-          continue
-        busy.add(u)
-        stack.append((u, 1, None))
-        stack.extend((s, 0, None) for s in reversed(u.src) if s not in done)
-      elif phase == 1:
-        new_src = tuple(done[s] for s in u.src)
-        nu = u if all(a is b for a, b in zip(new_src, u.src)) else u.replace(src=new_src)
-        if (new := self._try(nu)) is None:
-          busy.discard(u)
-          done[u] = nu
-        else:
-          stack.append((u, 2, new)); stack.append((new, 0, None))  # noqa: E702
-      else:
+def _run(root: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool, observer: Observer | None, max_steps: int | None) -> UOp:
+  fast = pm.dispatch()
+  steps = 0
+  limit = (1 << 62) if max_steps is None else max_steps
+  done: dict[UOp, UOp] = {}
+  busy: set[UOp] = set()
+  # stack entries: (node, phase, link). phase 0: first visit; 1: sources done; 2: node is done when `link` is
+  stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
+  pop, push = stack.pop, stack.append
+  while stack:
+    u, phase, link = pop()
+    if u in done: continue
+    if phase == 0:
+      if u in busy: raise RewriteCycle(f"rewrite of {u.op.name} reached itself through a rule's result")
+      if not bottom_up and steps < limit:
+        for rule, f in fast.get(id(u.op), ()):
+          if (new := f(u, ctx)) is not None:
+            steps += 1
+            if observer is not None: observer(rule, u, new)
+            push((u, 2, new)); push((new, 0, None))  # noqa: E702
+            break
+        else: new = None
+        if new is not None: continue
+      busy.add(u)
+      push((u, 1, None))
+      for s in reversed(u.src):
+        if s not in done: push((s, 0, None))
+    elif phase == 1:
+      src = u.src
+      nu = u
+      for s in src:
+        if done[s] is not s:
+          nu = u.replace(src=tuple(done[s] for s in src))
+          break
+      if steps < limit:
+        for rule, f in fast.get(id(nu.op), ()):
+          if (new := f(nu, ctx)) is not None:
+            steps += 1
+            if observer is not None: observer(rule, nu, new)
+            push((u, 2, new)); push((new, 0, None))  # noqa: E702
+            break
+        else: new = None
+      else: new = None
+      if new is None:
         busy.discard(u)
-        done[u] = done[link]
-    return done[root]
+        done[u] = nu
+    else:
+      busy.discard(u)
+      done[u] = done[link]
+  return done[root]
 
 
 def count_steps(root: UOp, pm: PatternMatcher, ctx_factory: Callable[[], Any] = lambda: None, bottom_up: bool = True) -> int:

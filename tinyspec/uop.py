@@ -228,8 +228,9 @@ class UOp(metaclass=UOpMetaClass):
     return self._bounds()[1]
 
   def _bounds(self) -> tuple:
-    from tinyspec.bounds import bounds_rule
-    ret = self._derive("bounds", bounds_rule)
+    if (ret := self._cache.get("bounds")) is None:  # the cached case first: the simplifier asks for bounds on every node
+      from tinyspec.bounds import bounds_rule
+      ret = self._derive("bounds", bounds_rule)
     return (self.dtype.min, self.dtype.max) if isinstance(ret, _Bad) else ret
 
   # ---- constructors ----

@@ -1,11 +1,15 @@
 """View-to-index arithmetic: the rules that turn a tensor value, addressed at one index per axis, into a scalar
 expression over RANGEs and LOADs of kernel PARAMs.
 
-The transient form is a multi-axis INDEX: `INDEX(x, i0, ..., in-1)` with arg VIEW, one index per axis of the tensor
-node x. It exists only while rangeify builds a kernel body: the table INDEXING pushes it through movement and
+The transient form is the view INDEX of docs/ir.md: `INDEX(x, i0, ..., in-1)` with arg VIEW, one index per axis of the
+tensor node x. It exists only while rangeify builds a kernel body: the table INDEXING pushes it through movement and
 elementwise ops (top-down) until it reaches a leaf (storage, or a realized value), where it becomes
 `LOAD(INDEX(PARAM(k), flat))`. Per-axis indices stay inside [0, dim) by interval arithmetic alone (PAD clamps), so
 every INDEX of a kernel is in bounds without a solver; PAD's gate only selects the value.
+
+The target of a STORE kernel is a view INDEX of a view of the output storage. Its rules act on the STORE (tried before
+its sources, top-down), so the target is an address at every step and never passes through a LOAD: through each view,
+a PAD adding its validity to the STORE's gate, down to `STORE(INDEX(PARAM(0), flat), value[, gate])`.
 """
 from __future__ import annotations
 
@@ -14,9 +18,10 @@ from typing import Sequence
 
 from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.spec.shared import VIEW_INDEX
 from tinyspec.uop import GroupOp, Ops, UOp
 
-VIEW = "view"  # arg of the transient multi-axis INDEX
+VIEW = VIEW_INDEX  # arg of the transient multi-axis INDEX
 
 
 def vindex(x: UOp, idx: Sequence[UOp]) -> UOp:
@@ -131,10 +136,9 @@ def _flip(v: UOp) -> UOp:
   return vindex(x, [isub_from(d - 1, i) if f else i for i, f, d in zip(_idx(v), v.src[0].arg, x.shape)])
 
 
-def _pad(v: UOp) -> UOp:
+def _pad_parts(v: UOp) -> tuple[list[UOp], UOp | None]:
+  """The clamped index into the PAD's source and the condition (None: always) under which it is inside the source."""
   x = v.src[0].src[0]
-  zero = UOp.const(x.dtype, 0)
-  if 0 in x.shape: return zero  # nothing of x survives: the padded tensor is all zeros
   inner, valid = [], None
   for i, (o, n), d in zip(_idx(v), v.src[0].arg, x.shape):
     j = iadd(i, -o)
@@ -143,6 +147,14 @@ def _pad(v: UOp) -> UOp:
     if o + d < n: conds.append(i.alu(Ops.CMPLT, iconst(o + d))); j = imin(j, d - 1)  # noqa: E702
     for c in conds: valid = c if valid is None else valid.alu(Ops.AND, c)
     inner.append(j)
+  return inner, valid
+
+
+def _pad(v: UOp) -> UOp:
+  x = v.src[0].src[0]
+  zero = UOp.const(x.dtype, 0)
+  if 0 in x.shape: return zero  # nothing of x survives: the padded tensor is all zeros
+  inner, valid = _pad_parts(v)
   return vindex(x, inner) if valid is None else valid.where(vindex(x, inner), zero)
 
 
@@ -163,11 +175,32 @@ def _gate_into_load(g: UOp, ld: UOp, z: UOp) -> UOp | None:
   return None
 
 
-def _store_through_load(st: UOp, ld: UOp) -> UOp:
-  # the target view became a LOAD of the output PARAM: store at its index, under its gate (a PAD in the target view)
-  gates = [g for g in (*ld.src[2:3], *st.src[2:3])]
-  gate = gates[0] if len(gates) == 1 else gates[0].alu(Ops.AND, gates[1]) if gates else None
-  return ld.src[0].store(st.src[1], *(() if gate is None else (gate,)))
+# ---- the target of a STORE kernel: rules on the STORE, so the target stays an address ----
+_TARGET_VIEWS = {Ops.RESHAPE: _reshape, Ops.PERMUTE: _permute, Ops.EXPAND: _expand, Ops.SHRINK: _shrink, Ops.FLIP: _flip}
+
+
+def _and(a: UOp | None, b: UOp | None) -> UOp | None:
+  return b if a is None else a if b is None else a.alu(Ops.AND, b)
+
+
+def _target_through_view(st: UOp, v: UOp) -> UOp | None:
+  if (fn := _TARGET_VIEWS.get(v.src[0].op)) is None: return None
+  return st.replace(src=(fn(v), *st.src[1:]))
+
+
+def _target_through_pad(st: UOp, v: UOp) -> UOp:
+  x = v.src[0].src[0]
+  if 0 in x.shape:  # no element of the target is storage: the STORE writes nothing
+    return st.replace(src=(vindex(x, [iconst(0)] * len(x.shape)), st.src[1], UOp.const(dtypes.bool, False)))
+  inner, valid = _pad_parts(v)
+  gate = _and(st.src[2] if len(st.src) == 3 else None, valid)
+  return st.replace(src=(vindex(x, inner), st.src[1], *(() if gate is None else (gate,))))
+
+
+def _target_leaf(st: UOp, v: UOp, ctx) -> UOp | None:
+  x = v.src[0]
+  if (p := ctx.leaves.get(x)) is None: return None
+  return st.replace(src=(UOp(Ops.INDEX, p.dtype, (p, flatten(_idx(v), x.shape))), *st.src[1:]))
 
 
 _V = dict(op=Ops.INDEX, arg=VIEW, allow_any_len=True)
@@ -176,7 +209,14 @@ _V = dict(op=Ops.INDEX, arg=VIEW, allow_any_len=True)
 def _on(ops) -> UPat: return UPat(**_V, src=(UPat(ops),), name="v")
 
 
+def _target(ops=None) -> UPat:
+  return UPat(Ops.STORE, src=(UPat(**_V, src=(UPat(ops),), name="v"),), allow_any_len=True, name="st")
+
+
 INDEXING = PatternMatcher([
+  ("store_target_leaf", _target(), _target_leaf),
+  ("store_target_through_view", _target(tuple(_TARGET_VIEWS)), _target_through_view),
+  ("store_target_through_pad", _target(Ops.PAD), _target_through_pad),
   # a leaf (storage, or a value another kernel realizes) is loaded: it must win over every rule below
   ("index_leaf_load", UPat(**_V, src=(UPat(),), name="v"), _leaf),
   ("index_through_reshape", _on(Ops.RESHAPE), _reshape),
@@ -190,5 +230,4 @@ INDEXING = PatternMatcher([
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
-  ("store_through_load", UPat(Ops.STORE, src=(UPat(Ops.LOAD, name="ld"),), allow_any_len=True, name="st"), _store_through_load),
 ])

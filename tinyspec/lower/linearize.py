@@ -4,11 +4,14 @@ Steps per kernel:
   1. every RANGE gets exactly one END: a RANGE closed by several ENDs (two stores or two reductions over the same
      axis) is copied, with a fresh axis id, into each END after the first, which then runs its own loop;
   2. `index` becomes int32 when every index value of the kernel fits, else int64 (options.int_dtype overrides), by
-     the rewrite rule index_to_int;
+     the rewrite rule index_to_int, which retypes the whole kernel SINK in one application (a kernel typed half in
+     `index` and half in int32 would mix dtypes), then drop_noop_cast removes the casts that became no-ops;
   3. scheduling: a node runs inside the loops of the RANGEs it depends on (through no END that closes them) and
      outside every other loop, so loop-invariant nodes are hoisted. Loops nest as the ENDs say: an END's ranges
      open, in order, inside the loops the END itself runs in. Within one loop body nodes keep the order of a
      depth-first walk from the SINK, sources first; a loop is placed as one item, after everything it uses.
+The PROGRAM is built only from a fully lowered kernel: when the step limit of a Trace stops the rewrite before that,
+the kernel stays the (KERNEL-legal) kernel SINK it has become so far.
 """
 from __future__ import annotations
 
@@ -59,10 +62,27 @@ def index_dtype_for(body: UOp, override: DType | None) -> DType:
   return i32 if ok else dtypes.int64
 
 
+def index_to_int(ctx: DType, sink: UOp) -> UOp | None:
+  """The kernel SINK with every `index` node retyped to ctx; None when none is left."""
+  new: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    src = tuple(new[s] for s in u.src)
+    dt = ctx if u.dtype is dtypes.index else u.dtype
+    new[u] = u if dt is u.dtype and all(a is b for a, b in zip(src, u.src)) else u.replace(dtype=dt, src=src)
+  return None if new[sink] is sink else new[sink]
+
+
+def _noop_cast(c: UOp) -> bool: return c.op is Ops.CAST and c.dtype is c.src[0].dtype
+
+
 lower_index_pm = PatternMatcher([
-  ("index_to_int", UPat(dtype=dtypes.index, name="u"), lambda ctx, u: u.replace(dtype=ctx)),
+  ("index_to_int", UPat(Ops.SINK, name="sink"), index_to_int),
   ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if c.dtype is x.dtype else None),
 ], name="lower_index")
+
+
+def _lowered(body: UOp) -> bool:
+  return not any(u.dtype is dtypes.index or _noop_cast(u) for u in body.toposort())
 
 
 # ---- 3. scheduling ----
@@ -147,12 +167,14 @@ def _kernel_name(call: UOp | None, i: int) -> str:
 
 
 def linearize_body(body: UOp, name: str, options: LowerOptions | None = None, trace: Trace | None = None) -> UOp:
-  """PROGRAM(sink, LINEAR(...)) for one kernel SINK."""
+  """PROGRAM(sink, LINEAR(...)) for one kernel SINK; the partly lowered kernel SINK when trace's step limit stops it first."""
   if body.op is not Ops.SINK: raise LinearizeError(f"linearize takes a kernel SINK, not {body.op.name}")
   if any(u.op is Ops.REDUCE for u in body.toposort()): raise LinearizeError("kernel still holds a REDUCE; run lower_reduce first")
   body = one_end_per_range(body)
   idt = index_dtype_for(body, options.int_dtype if options else None)
-  body = (trace or Trace()).rewrite(body, lower_index_pm, idt)
+  trace = trace or Trace()
+  body = trace.rewrite(body, lower_index_pm, idt)
+  if trace.exhausted and not _lowered(body): return body
   return UOp(Ops.PROGRAM, src=(body, UOp(Ops.LINEAR, src=tuple(schedule(body)))), arg=name)
 
 

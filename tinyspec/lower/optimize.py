@@ -56,7 +56,7 @@ class OptCtx:
   axis: int
   factor: int = 0
   new_axis: int = 0
-  split: dict | None = None  # the expression ro*f+ri -> (ro, ri)
+  split: dict | None = None  # the new ranges (ro, ri) and the expression ro*f+ri that stands for the split range
 
 
 def _find_range(body: UOp, axis: int) -> UOp | None:
@@ -68,28 +68,26 @@ def _bound(r: UOp) -> int | None:
 
 
 # ---- split ----
-def split_range(ctx: OptCtx, r: UOp) -> UOp | None:
-  if r.arg.axis != ctx.axis: return None
-  n = _bound(r)
-  outer_kind = r.arg.kind
-  inner_kind = AxisType.LOOP if outer_kind is AxisType.GLOBAL else outer_kind
-  ro = UOp.range(n // ctx.factor, ctx.new_axis, outer_kind)
-  ri = UOp.range(ctx.factor, ctx.new_axis + 1, inner_kind)
-  expr = ro * UOp.const(r.dtype, ctx.factor) + ri
-  ctx.split[expr] = (ro, ri)
-  return expr
-
-
-def _respan(ctx: OptCtx, u: UOp) -> UOp | None:
-  if not any(s in ctx.split for s in u.src[1:]): return None
-  rs = tuple(x for s in u.src[1:] for x in (ctx.split[s] if s in ctx.split else (s,)))
-  return u.replace(src=(u.src[0], *rs))
+# A split is made where the range is closed: each END or REDUCE closing RANGE r (axis) closes ro, ri instead and its body
+# uses ro*f+ri for r. Each application is a whole closure, so no graph between two of them has a range left unclosed.
+def _split_closure(ctx: OptCtx, u: UOp) -> UOp | None:
+  r = next((s for s in u.src[1:] if s.op is Ops.RANGE and s.arg.axis == ctx.axis), None)
+  if r is None: return None
+  if ctx.split is None:
+    n = _bound(r)
+    outer_kind = r.arg.kind
+    inner_kind = AxisType.LOOP if outer_kind is AxisType.GLOBAL else outer_kind
+    ro = UOp.range(n // ctx.factor, ctx.new_axis, outer_kind)
+    ri = UOp.range(ctx.factor, ctx.new_axis + 1, inner_kind)
+    ctx.split = {"ranges": (ro, ri), "expr": ro * UOp.const(r.dtype, ctx.factor) + ri}
+  ro, ri = ctx.split["ranges"]
+  rs = tuple(x for s in u.src[1:] for x in ((ro, ri) if s is r else (s,)))
+  return u.replace(src=(substitute(u.src[0], {r: ctx.split["expr"]}), *rs))
 
 
 split_pm = PatternMatcher([
-  ("split_range", UPat(Ops.RANGE, name="r"), split_range),
-  ("split_end_ranges", UPat(Ops.END, name="u"), _respan),
-  ("split_reduce_ranges", UPat(Ops.REDUCE, name="u"), _respan),
+  ("split_end_ranges", UPat(Ops.END, name="u"), _split_closure),
+  ("split_reduce_ranges", UPat(Ops.REDUCE, name="u"), _split_closure),
 ], name="split")
 
 
@@ -143,7 +141,7 @@ def apply_opt(body: UOp, opt: tuple, trace: Trace) -> UOp:
   if kind == "split":
     f = opt[2]
     if not (1 < f < n and n % f == 0): return body
-    return trace.rewrite(body, split_pm, OptCtx(axis, f, max_axis(body) + 1, {}))
+    return trace.rewrite(body, split_pm, OptCtx(axis, f, max_axis(body) + 1))
   if kind == "unroll":
     if not 1 <= n <= UNROLL_LIMIT: return body
     return trace.rewrite(body, unroll_pm, OptCtx(axis))

@@ -11,7 +11,8 @@
    AFTER(BUFFER, calls...) naming every kernel it must run after: the writer of the version read (RAW); for the
    written arg, the previous writer (WAW) and every reader of the old contents (WAR). The body
      SINK(END(STORE(INDEX(PARAM(0), flat(r0..rn)), value), r0..rn))
-   comes from the INDEXING table (indexing.py) rewriting the value addressed at the output RANGEs; a REDUCE is
+   comes from the INDEXING table (indexing.py) rewriting the value addressed at the output RANGEs (view INDEXes, the
+   transient form of docs/ir.md, stand in a kernel whose rewrite a Trace's step limit stopped); a REDUCE is
    REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A precompiled value call is lowered on its own into a
    nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
    AFTER(out_buf_i, CALL). A COPY is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
@@ -27,9 +28,9 @@ from dataclasses import dataclass
 
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.indexing import INDEXING, flatten, iconst, vindex
+from tinyspec.lower.indexing import INDEXING, VIEW, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
-from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
 from tinyspec.uop import AxisType, GroupOp, Ops, UOp
 
@@ -158,7 +159,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     body = self.trace.rewrite(UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,)), INDEXING, KernelCtx(leaves), bottom_up=False)
-    if inplace and not _pointwise(body, p0):
+    if inplace and _built(body) and not _pointwise(body, p0):
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
         s = self.s.snapshot(leaf)
@@ -192,6 +193,11 @@ def _rebase(view: UOp, base: UOp) -> UOp:
   return base
 
 
+def _built(body: UOp) -> bool:
+  """No view INDEX is left: the INDEXING rewrite of the body ran to the end (a Trace's step limit may stop it before)."""
+  return not any(u.op is Ops.INDEX and u.arg == VIEW for u in body.toposort())
+
+
 def _pointwise(body: UOp, p0: UOp) -> bool:
   """Every load of the output PARAM reads the element the kernel stores at that point."""
   stores = [u.src[0] for u in body.toposort() if u.op is Ops.STORE]
@@ -206,7 +212,11 @@ def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, out_params: list
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  return lower_graph(trace.rewrite(root, PREPARE, bottom_up=True), options, trace)
+  prepared = trace.rewrite(root, PREPARE, bottom_up=True)
+  # stopped by a step limit before PREPARE is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
+  # of a TUPLE): it is the pass's result as it stands
+  if trace.exhausted and graph_rewrite(prepared, PREPARE) is not prepared: return prepared
+  return lower_graph(prepared, options, trace)
 
 
 RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING))

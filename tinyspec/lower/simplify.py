@@ -73,6 +73,9 @@ def fits(dt: DType, lo: int, hi: int) -> bool:
   return dt is dtypes.index or (dt.min <= lo and hi <= dt.max)
 
 
+_RING_OPS = (Ops.ADD, Ops.SUB, Ops.MUL)
+
+
 def exact_range(u: UOp) -> tuple[int, int] | None:
   """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds; None for other ops."""
   if u.op not in (Ops.ADD, Ops.SUB, Ops.MUL): return None
@@ -85,6 +88,7 @@ def exact_range(u: UOp) -> tuple[int, int] | None:
 
 def no_wrap(u: UOp) -> bool:
   """Whether the ADD/SUB/MUL u never wraps, whatever its sources' values within their bounds."""
+  if u.dtype is dtypes.index: return u.op in _RING_OPS  # unbounded: nothing wraps, no bounds to compute
   r = exact_range(u)
   return r is not None and fits(u.dtype, *r)
 

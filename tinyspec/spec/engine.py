@@ -9,27 +9,34 @@ from __future__ import annotations
 
 from tinyspec.spec.base import RULES, Ctx, Finding, Stage, Violation, declare
 from tinyspec.spec.fast import fused_for
-from tinyspec.spec.kernel import KERNEL_TABLE
+from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE, body_kind
 from tinyspec.spec.program import PROGRAM_TABLE
-from tinyspec.spec.shared import shape_ok, srcs_shape_ok, wellformed
+from tinyspec.spec.shared import VIEW_INDEX, shape_ok, srcs_shape_ok, wellformed
 from tinyspec.spec.tensor import TENSOR_TABLE
 from tinyspec.uop import Ops, UOp
 
 T_TOP = Ctx("tensor", Stage.TENSOR, TENSOR_TABLE, top=True)
 T_BODY = Ctx("tensor_body", Stage.TENSOR, TENSOR_TABLE)
 K = Ctx("kernel", Stage.KERNEL, KERNEL_TABLE)
+# a kernel body inside a graph checked at TENSOR: it may still be under construction (view INDEXes of tensor values, checked at TENSOR)
+K_T = Ctx("kernel_build", Stage.KERNEL, KERNEL_BUILD_TABLE)
 P = Ctx("program", Stage.PROGRAM, PROGRAM_TABLE)
 G_TOP = {bs: Ctx(f"kgraph_{bs.name if bs else 'any'}", Stage.KERNEL_GRAPH, KGRAPH_TABLE, top=True, body_stage=bs)
          for bs in (None, Stage.KERNEL, Stage.PROGRAM)}
 G_BODY = {bs: Ctx(f"kgraph_body_{bs.name if bs else 'any'}", Stage.KERNEL_GRAPH, KGRAPH_TABLE, body_stage=bs)
           for bs in (None, Stage.KERNEL, Stage.PROGRAM)}
+G_BODY_T = Ctx("kgraph_body_build", Stage.KERNEL_GRAPH, KGRAPH_TABLE)  # a nested kernel graph inside a graph checked at TENSOR
 
 
 def _t_body(b: UOp) -> Ctx:
   k = body_kind(b)
   if k == "tuple": return T_BODY
-  return {"kernel": K, "program": P, "kgraph": G_BODY[None], "copy": G_BODY[None]}.get(k, T_BODY)
+  return {"kernel": K_T, "program": P, "kgraph": G_BODY_T, "copy": G_BODY_T}.get(k, T_BODY)
+
+
+def _gt_body(b: UOp) -> Ctx:
+  return {"kernel": K_T, "program": P}.get(body_kind(b), G_BODY_T)
 
 
 def _g_body(bs: Stage | None):
@@ -39,8 +46,10 @@ def _g_body(bs: Stage | None):
   return fn
 
 
-CTXS = (T_TOP, T_BODY, K, P, *G_TOP.values(), *G_BODY.values())
+CTXS = (T_TOP, T_BODY, K, K_T, P, *G_TOP.values(), *G_BODY.values(), G_BODY_T)
 T_TOP.body_ctx = T_BODY.body_ctx = _t_body
+G_BODY_T.body_ctx = _gt_body
+K_T.view_ctx = T_BODY
 for _bs in G_TOP:
   G_TOP[_bs].body_ctx = G_BODY[_bs].body_ctx = _g_body(_bs)
 
@@ -50,12 +59,19 @@ PROOT = declare("program.root_form", "A program body checked on its own is a PRO
 NODE_ROOT = declare("node.root", "check is given a UOp as the root.")
 
 
+def _switches(u: UOp, cx: Ctx) -> bool:
+  """Whether some source of u is checked in another context than u: a CALL's body, the tensor value of a view INDEX."""
+  return u.op is Ops.CALL or (u.op is Ops.INDEX and cx.view_ctx is not None and type(u.arg) is str and u.arg == VIEW_INDEX)
+
+
 def _children(u: UOp, cx: Ctx) -> list[tuple[UOp, Ctx]]:
   src = u.src
   if u.op is Ops.CALL and src and isinstance(src[0], UOp):
     try: bcx = cx.body_ctx(src[0])
     except Exception: bcx = cx  # a body too malformed to classify is checked where it stands
     return [(src[0], bcx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
+  if u.op is Ops.INDEX and cx.view_ctx is not None and type(u.arg) is str and u.arg == VIEW_INDEX and src and isinstance(src[0], UOp):
+    return [(src[0], cx.view_ctx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
   return [(s, cx) for s in src if isinstance(s, UOp)]
 
 
@@ -116,16 +132,17 @@ def clean(root: UOp, cx: Ctx) -> bool:
 
   A depth-first walk, deciding each node after its sources: the fused accept of its op (spec/fast.py) decides the
   common legal node in one step; anything it cannot accept goes through the stage's rules. The walk runs in frames,
-  one context each: a CALL body checked in another context gets a frame of its own, run to the end before the CALL."""
+  one context each: a CALL body (or the tensor value of a view INDEX) checked in another context gets a frame of its own, run
+  to the end before the node that holds it."""
   key = cx.key
   v = root._cache.get(key)
   if v is not None: return v
   _refresh_fused()
-  call = Ops.CALL
+  call, index = Ops.CALL, Ops.INDEX
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
-    k, fused = x.key, x.fused
+    k, fused, views = x.key, x.fused, x.view_ctx is not None
     pop, push = stack.pop, stack.append
     while stack:
       u = pop()
@@ -133,7 +150,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
         if k in u._cache: continue
         push(u)
         push(_POST)
-        if u.op is call:
+        if u.op is call or (views and u.op is index and _switches(u, x)):
           for s, sx in _children(u, x):
             if sx.key in s._cache: continue
             if sx is x: push(s)
@@ -155,7 +172,8 @@ def clean(root: UOp, cx: Ctx) -> bool:
           continue
       ok = not local_findings(u, x)
       if ok:
-        for s, sx in (_children(u, x) if op is call else ((s, x) for s in u.src if isinstance(s, UOp))):
+        for s, sx in (_children(u, x) if op is call or (views and op is index and _switches(u, x)) else
+                      ((s, x) for s in u.src if isinstance(s, UOp))):
           if not s._cache[sx.key]:
             ok = False
             break

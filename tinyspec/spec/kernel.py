@@ -4,8 +4,8 @@ from __future__ import annotations
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, rule, table
-from tinyspec.spec.shared import (_find_paths, alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, storage_base,
-                                  value_source, wellformed, what, where_cond)
+from tinyspec.spec.shared import (_find_paths, alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_view_index,
+                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
@@ -85,10 +85,15 @@ def reduce_form(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("kernel.store_target", "A kernel STORE writes through an INDEX.")
+@rule("kernel.store_target", "A kernel STORE writes through an INDEX (a view INDEX target is a view of storage).")
 def store_target(u: UOp, cx: Ctx) -> str | None:
-  if u.src[0].op is Ops.INDEX: return None
-  return f"STORE into {what(u.src[0])}; at {cx.sname} a STORE target is INDEX(storage, idx)"
+  t = u.src[0]
+  if t.op is not Ops.INDEX: return f"STORE into {what(t)}; at {cx.sname} a STORE target is INDEX(storage, idx)"
+  if not is_view_index(t): return None
+  x = t.src[0]
+  while x.op in GroupOp.Movement and x.src: x = x.src[0]
+  if storage_base(x) is not None: return None
+  return f"STORE through a view INDEX of {what(x)}; at {cx.sname} a STORE writes storage (a view INDEX target is a view of storage)"
 
 
 @rule("kernel.store_dtype", "A kernel STORE's value has the dtype of the INDEX it writes.")
@@ -123,12 +128,13 @@ def load_dtype(u: UOp, cx: Ctx) -> str | None:
 
 @rule("kernel.index_storage", "INDEX addresses storage: a PARAM, a kernel-local BUFFER, or an AFTER of one.")
 def index_storage(u: UOp, cx: Ctx) -> str | None:
-  if storage_base(u.src[0]) is not None: return None
+  if is_view_index(u) or storage_base(u.src[0]) is not None: return None
   return f"INDEX into {what(u.src[0])}; at {cx.sname} INDEX addresses storage (PARAM, BUFFER, or AFTER of one)"
 
 
 @rule("kernel.index_int", "The index of an INDEX (source 1) is an integer (index or a fixed-width int).")
 def index_int(u: UOp, cx: Ctx) -> str | None:
+  if is_view_index(u): return None
   d = u.src[1].dtype
   return None if d.is_int else f"INDEX by a {d.name} value; at {cx.sname} an index is an integer"
 
@@ -136,13 +142,13 @@ def index_int(u: UOp, cx: Ctx) -> str | None:
 @rule("kernel.index_dtype", "An INDEX has the element dtype of the storage it addresses.")
 def index_dtype(u: UOp, cx: Ctx) -> str | None:
   b = u.src[0]
-  if storage_base(b) is None or b.dtype == u.dtype: return None
+  if is_view_index(u) or storage_base(b) is None or b.dtype == u.dtype: return None
   return f"INDEX is {u.dtype.name} into {b.dtype.name} storage; at {cx.sname} an INDEX has its storage's element dtype"
 
 
 def _index_parts(u: UOp) -> tuple[UOp, UOp, int, UOp | None] | None:
   idx = u.src[0]
-  if idx.op is not Ops.INDEX or wellformed(idx) or len(idx.src) != 2: return None
+  if idx.op is not Ops.INDEX or idx.arg is not None or wellformed(idx) or len(idx.src) != 2: return None
   base = storage_base(idx.src[0])
   e = idx.src[1]
   if base is None or wellformed(base) or wellformed(e) or not e.dtype.is_int: return None
@@ -186,6 +192,45 @@ def index_bounds_timeout(u: UOp, cx: Ctx) -> str | None:
   if r is None or r[0].status != "unknown": return None
   return (f"the proof that the INDEX of this {u.op.name} stays in [0, {r[3]}) timed out after {smt.TIMEOUT_MS} ms (z3 gave unknown); "
           f"at {cx.sname} every INDEX must be proven in bounds")
+
+
+# ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
+
+@rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
+      "builds a kernel, and a built kernel reads values with LOAD(INDEX(storage, idx)).")
+def view_index(u: UOp, cx: Ctx) -> str | None:
+  if not is_view_index(u): return None
+  return (f"view INDEX of {what(u.src[0])} left in a kernel body; at {cx.sname} a kernel reads values with LOAD(INDEX(storage, idx)) "
+          "(a view INDEX only stands in a kernel rangeify is still building)")
+
+
+@rule("kernel.view_index_form", "A view INDEX(x, i0, ..., in-1) in a kernel body that is still being built (checked at TENSOR) has exactly one "
+      "integer index per axis of the tensor value x (n == x.ndim) and x's dtype; x itself is checked at TENSOR.")
+def view_index_form(u: UOp, cx: Ctx) -> str | None:
+  if not is_view_index(u): return None
+  x = u.src[0]
+  if x.op in VOID_OPS or x.dtype is dtypes.void or not shape_ok(x) or x.shape is None:
+    return f"view INDEX of {what(x)}; at {cx.sname} a view INDEX addresses an element of a tensor value"
+  n, nd = len(u.src) - 1, len(x.shape)
+  if n != nd: return f"view INDEX has {n} index(es) for a value of shape {x.shape}; at {cx.sname} a view INDEX has one index per axis"
+  bad = [i for i, s in enumerate(u.src[1:]) if not s.dtype.is_int]
+  if bad: return f"view INDEX axis {bad[0]} is indexed by a {u.src[1 + bad[0]].dtype.name} value; at {cx.sname} an index is an integer"
+  if u.dtype != x.dtype: return f"view INDEX is {u.dtype.name} of a {x.dtype.name} value; at {cx.sname} a view INDEX has the dtype of its value"
+  return None
+
+
+@rule("kernel.view_index_bounds", "Every index of a view INDEX is proven within [0, dim) of its axis (interval bounds first, z3 when they "
+      "cannot decide), as a flat INDEX is within its storage.")
+def view_index_bounds(u: UOp, cx: Ctx) -> str | None:
+  if not is_view_index(u) or view_index_form.fn(u, cx) is not None: return None
+  for ax, (e, d) in enumerate(zip(u.src[1:], u.src[0].shape)):
+    if wellformed(e) or (0 <= e.vmin and e.vmax < d): continue
+    res = smt.prove_in_bounds(e, d)
+    if res.status == "proved": continue
+    ex = ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
+    why = "cannot be proven (z3 gave unknown)" if res.status == "unknown" else f"can leave it: {ex}"
+    return f"view INDEX axis {ax} of size {d}: the index {why}; at {cx.sname} every index of a view INDEX is within [0, dim) of its axis"
+  return None
 
 
 @rule("kernel.range_bound", "RANGE and SPECIAL have an integer dtype (index before linearize) and a bound of that same dtype.")
@@ -285,7 +330,7 @@ KERNEL_TABLE = table(
   (Ops.BUFFER, (buffer_local,)),
   (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
   (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
-  (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values)),
+  (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
   (Ops.SINK, (sink_effects, range_closed, range_axis_unique)),
@@ -293,3 +338,8 @@ KERNEL_TABLE = table(
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement], (op_allowed,)),
   ((Ops.CONST, Ops.PARAM), ()),
 )
+
+# a kernel body reached while checking a TENSOR graph may still be under construction: rangeify addresses tensor values in it with view
+# INDEXes (their value x is checked at TENSOR, see engine.K_T); at KERNEL none may be left (kernel.view_index)
+KERNEL_BUILD_TABLE = table(base={**KERNEL_TABLE, Ops.INDEX: (index_storage, index_int, index_dtype, scalar_values, view_index_form,
+                                                            view_index_bounds)})

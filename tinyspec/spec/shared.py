@@ -11,6 +11,12 @@ from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, Par
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
 STORAGE = GroupOp.Storage
+# arg of the view INDEX(x, i0, ..., in-1): element (i0, ...) of the tensor value x (docs/ir.md, "rangeify's view INDEX")
+VIEW_INDEX = "view"
+
+
+def is_view_index(u: UOp) -> bool:
+  return u.op is Ops.INDEX and type(u.arg) is str and u.arg == VIEW_INDEX
 
 # ---- describing nodes in messages ----
 
@@ -93,7 +99,7 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
   **{op: (0, 0) for op in (Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.SOURCE)},
   **{op: (1, 1) for op in GroupOp.Movement | GroupOp.Unary | GroupOp.Cast},
   **{op: (1, 1) for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.RANGE, Ops.SPECIAL, Ops.GETTUPLE)},
-  **{op: (2, 2) for op in GroupOp.Binary | {Ops.INDEX}}, Ops.WHERE: (3, 3),
+  **{op: (2, 2) for op in GroupOp.Binary}, Ops.INDEX: (1, None), Ops.WHERE: (3, 3),
   Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.AFTER: (2, None),
   Ops.GROUP: _ANY, Ops.SINK: _ANY, Ops.END: (2, None), Ops.LOAD: (1, 3), Ops.LINEAR: _ANY, Ops.PROGRAM: (2, 3),
 }
@@ -154,6 +160,7 @@ _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
   Ops.CALL: _arg(lambda a: a is None or isinstance(a, str), "a name (str) or None"),
   Ops.GETTUPLE: _arg(_is_int, "an int index"), Ops.COPY: _arg(lambda a: isinstance(a, str), "a device name (str)"),
   Ops.SPECIAL: _arg(lambda a: isinstance(a, str), "a name (str)"),
+  Ops.INDEX: _arg(lambda a: a is None or (type(a) is str and a == VIEW_INDEX), f"None (an address) or {VIEW_INDEX!r} (a view of a tensor value)"),
   Ops.PROGRAM: _arg(lambda a: a is None or isinstance(a, str), "a name (str)"),
   Ops.RANGE: _arg(lambda a: isinstance(a, RangeArg) and _is_int(a.axis) and isinstance(a.kind, AxisType), "RangeArg(axis int, kind AxisType)"),
   Ops.SOURCE: _arg(lambda a: isinstance(a, SourceArg) and all(isinstance(x, str) for x in (a.lang, a.name, a.text)), "SourceArg(lang, name, text)"),
@@ -188,6 +195,7 @@ def _wellformed(u: UOp) -> tuple[Finding, ...]:
     if not isinstance(s, UOp):
       return (((), u, "node.src_type", f"{op.name} source {i} is {what(s)}; every source of a node is a UOp"),)
   lo, hi, argfn, void = spec
+  if op is Ops.INDEX and u.arg is None: lo = hi = 2  # the address form; the view form takes one index per axis
   dt = u.dtype
   n = len(src)
   if (dt is dtypes.void) is void and lo <= n and (hi is None or n <= hi) and not (n == 2 and op is Ops.LOAD) \
@@ -294,14 +302,16 @@ def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
 # ---- PARAM binding: shared by value calls (TENSOR) and kernel calls (KERNEL_GRAPH) ----
 
 def free_params(u: UOp) -> frozenset:
-  """The PARAMs reachable from u without entering a CALL's body (src[0]): those an enclosing CALL binds. Cached."""
+  """The PARAMs reachable from u without entering a CALL's body (src[0]) or the tensor value of a view INDEX (src[0]): those an
+  enclosing CALL binds. Cached."""
   c = u._cache
   if (ret := c.get("spec:fp")) is not None: return ret
   stack: list[tuple[UOp, bool]] = [(u, False)]
   while stack:
     x, ready = stack.pop()
     if "spec:fp" in x._cache: continue
-    srcs = [s for s in (x.src[1:] if x.op is Ops.CALL else x.src) if isinstance(s, UOp)]
+    # a view INDEX addresses a tensor value of the scope the kernel is built in: its PARAMs are not the kernel's
+    srcs = [s for s in (x.src[1:] if x.op is Ops.CALL or is_view_index(x) else x.src) if isinstance(s, UOp)]
     if not ready:
       stack.append((x, True))
       stack.extend((s, False) for s in srcs if "spec:fp" not in s._cache)
