@@ -1,0 +1,129 @@
+"""The rewrite engine: UPat matching, named rules, PatternMatcher dispatch, graph_rewrite's orders, observer,
+step limit and cycle detection, and the compiled matchers against the generic UPat.match they stand for."""
+from __future__ import annotations
+
+import pytest
+from programs import PROGRAMS
+
+from tinyspec.dtype import dtypes
+from tinyspec.lower.pipeline import PASSES, lower
+from tinyspec.rewrite import PatternMatcher, Rule, RewriteCycle, UPat, count_steps, graph_rewrite
+from tinyspec.uop import Ops, UOp
+
+pytestmark = pytest.mark.spec
+
+x = UOp.range(8, 0)
+y = UOp.range(5, 1)
+zero, one = UOp.const(dtypes.index, 0), UOp.const(dtypes.index, 1)
+
+ADD0 = ("add_zero", UPat(Ops.ADD, src=[UPat.var("a"), UPat.const(None, 0)]), lambda a: a)
+MUL1 = ("mul_one", UPat(Ops.MUL, src=[UPat.var("a"), UPat.const(None, 1)]), lambda a: a)
+PM = PatternMatcher([ADD0, MUL1], "identities")
+
+
+def test_ordered_sources_match_in_order_only() -> None:
+  p = UPat(Ops.ADD, src=(UPat(Ops.RANGE, name="r"), UPat(Ops.CONST, name="c")))
+  assert p.match(x + 3, {}) == [{"r": x, "c": UOp.const(dtypes.index, 3)}]
+  assert p.match(UOp.const(dtypes.index, 3) + x, {}) == []
+
+
+def test_commutative_sources_match_both_orders() -> None:
+  p = UPat(Ops.ADD, src=[UPat(Ops.RANGE, name="r"), UPat(Ops.CONST, name="c")])
+  assert len(p.match(x + 3, {})) == 1 and len(p.match(UOp.const(dtypes.index, 3) + x, {})) == 1
+  assert len(UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]).match(x + y, {})) == 2  # every binding is listed
+
+
+def test_a_name_used_twice_binds_one_node() -> None:
+  p = UPat(Ops.ADD, src=(UPat.var("a"), UPat.var("a")))
+  assert p.match(x + x, {}) == [{"a": x}]
+  assert p.match(x + y, {}) == []
+
+
+def test_filters_any_len_and_predicate() -> None:
+  assert UPat(Ops.CONST, dtypes.index, arg=3).match(UOp.const(dtypes.index, 3), {})
+  assert not UPat(Ops.CONST, dtypes.int32, arg=3).match(UOp.const(dtypes.index, 3), {})
+  assert not UPat(Ops.CONST, arg=3).match(UOp.const(dtypes.index, 4), {})
+  end = UOp(Ops.END, dtypes.void, (UOp(Ops.SINK), x, y))
+  assert not UPat(Ops.END, src=(UPat(Ops.SINK),)).match(end, {})
+  assert UPat(Ops.END, src=(UPat(Ops.SINK),), allow_any_len=True).match(end, {})
+  assert UPat(Ops.END, src=UPat(), name="e").match(end, {}) == [{"e": end}]  # one pattern for every source
+  assert not UPat(Ops.RANGE, pred=lambda u: u.arg.axis == 1).match(x, {})
+
+
+def test_rules_know_name_and_location() -> None:
+  r = PM.rules[0]
+  assert r.name == "add_zero" and r.location.endswith(f"test_rewrite.py:{ADD0[2].__code__.co_firstlineno}")
+  with pytest.raises(ValueError, match="duplicate rule names"): PatternMatcher([ADD0, ADD0])
+  with pytest.raises(KeyError): PM.replace_rule("no_such_rule", fn=lambda a: a)
+
+
+def test_graph_rewrite_reaches_a_fixed_point_in_both_orders() -> None:
+  e = ((x + 0) * 1 + 0) * (y * 1)
+  for bottom_up in (True, False):
+    assert graph_rewrite(e, PM, bottom_up=bottom_up) is x * y
+
+
+def test_rule_results_are_rewritten_again() -> None:
+  # the rule builds a node another rule folds: (a*1)+0 -> a*1 -> a within one traversal
+  pm = PatternMatcher([("wrap_in_mul", UPat(Ops.SUB, src=(UPat.var("a"), UPat.const(None, 0))), lambda a: a * 1), MUL1])
+  assert graph_rewrite(x - 0, pm) is x
+
+
+def test_observer_sees_every_application_and_step_limits_stop_midway() -> None:
+  e = (((x + 0) + 0) + 0) * 1
+  seen: list[tuple[str, UOp, UOp]] = []
+  assert graph_rewrite(e, PM, observer=lambda r, b, a: seen.append((r.name, b, a))) is x
+  assert [s[0] for s in seen].count("add_zero") == 3 and [s[0] for s in seen].count("mul_one") == 1
+  assert all(isinstance(b, UOp) and isinstance(a, UOp) and b is not a for _, b, a in seen)
+  assert count_steps(e, PM) == 4
+  partial = [graph_rewrite(e, PM, max_steps=k) for k in range(5)]
+  assert partial[0] is e and partial[4] is x
+  assert len({id(p) for p in partial}) == 5  # each extra step changes the graph once
+  assert all(len(p.toposort()) > len(q.toposort()) for p, q in zip(partial, partial[1:]))
+
+
+def test_a_rule_that_rebuilds_its_input_is_a_cycle() -> None:
+  def flip_flop(a: UOp) -> UOp:  # x+y -> (x*2)+y -> x+y -> ...: its result leads back to its input
+    return (a.src[0] * 2) + a.src[1] if a.src[0].op is not Ops.MUL else a.src[0].src[0] + a.src[1]
+  grow = PatternMatcher([("grow", UPat(Ops.ADD, name="a"), flip_flop)])
+  with pytest.raises(RewriteCycle): graph_rewrite(x + y, grow)
+
+
+def test_a_long_chain_rewrites_without_recursion() -> None:
+  e = x
+  for _ in range(100_000): e = (e + 0) * 1
+  assert graph_rewrite(e, PM) is x
+
+
+def _generic(rule: Rule, u: UOp) -> UOp | None:
+  """What rule.apply means, from UPat.match: fn on every binding in order, the first result not None nor u."""
+  for store in rule.pat.match(u, {}):
+    if (ret := rule.fn(**store)) is not None and ret is not u: return ret
+  return None
+
+
+def _corpus_nodes() -> list[UOp]:
+  nodes: dict[UOp, None] = {}
+  for name in sorted(PROGRAMS)[::3]:
+    for g in lower(PROGRAMS[name]().root).values(): nodes.update(dict.fromkeys(g.toposort()))
+  return list(nodes)
+
+
+def test_compiled_matchers_agree_with_upat_match() -> None:
+  """Every rule of the pipeline that needs no context, on every node of lowered programs: the compiled matcher
+  and the generic UPat.match give the same result (the same node, or no match)."""
+  nodes = _corpus_nodes()
+  rules = [r for p in PASSES for pm in p.matchers for r in pm.rules if not r.takes_ctx]
+  assert len(rules) > 40 and len(nodes) > 1000
+  fired = 0
+  for r in rules:
+    ops = r.pat.op
+    for u in nodes:
+      if ops is not None and u.op not in ops: continue
+      want, got = _generic(r, u), r.apply(u, None)
+      if want is not None and _generic(r, u) is not want:  # a rule that makes fresh nodes (new buffer ids) each call
+        assert got is not None and got.op is want.op and got.dtype is want.dtype, f"rule {r.name} on {u}"
+      else:
+        assert got is want, f"rule {r.name} on {u}"
+      fired += want is not None
+  assert fired > 20  # the comparison saw rules fire, not only misses
