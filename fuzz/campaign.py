@@ -27,6 +27,7 @@ from fuzz.corpus import entry_path, same_bug, write_entry
 from fuzz.coverage import Coverage, steer
 from fuzz.oracles import Checker, Config, Finding
 from fuzz.reduce import node_count, reduce_case
+from fuzz.reduce_isolated import reduce_crash
 from fuzz.strategies import Case, case_for, default_weights
 
 EPOCH = 32
@@ -397,13 +398,26 @@ class Campaign:
         w.kill()
 
   def worker_crash(self, index: int, weights: dict, why: str) -> dict[str, Any]:
-    """A worker died or hung on a case: store the case as found (reducing it would need more workers to crash)."""
+    """A worker died or hung on a case: reduce it (each candidate checked in a child process that must end the same
+    way, within the reduce budget) and store it."""
     sig = ("crash", "worker", why)
     case = case_for(self.cfg.seed, index, weights)
     msg = f"the worker running case {index} {'hung' if why == 'timeout' else 'died'} ({why})"
-    path, new = write_entry(self.cfg.corpus, case, sig, message=msg, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
+    small = case
+    if not entry_path(self.cfg.corpus, sig).exists():
+      t = time.perf_counter()
+      small = self.reduce_crash(case, why)
+      self.phase["reduce"] += time.perf_counter() - t
+    path, new = write_entry(self.cfg.corpus, small, sig, message=msg, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
     return {"index": index, "features": sorted(case.features), "fired": {}, "phase": {},
-            "reported": [Reported(sig, str(path), new, index, node_count(case.root), msg)]}
+            "reported": [Reported(sig, str(path), new, index, node_count(small.root), msg, found_nodes=node_count(case.root))]}
+
+  def reduce_crash(self, case: Case, why: str) -> Case:
+    cfg = self.cfg
+    checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc))
+    # a candidate that outlives this is a hang; a crash shows long before
+    timeout = min(cfg.case_timeout, max(1.0, cfg.reduce_seconds / 8))
+    return reduce_crash(case, checker.check, why, timeout, cfg.reduce_seconds)[0]
 
 
 def run_campaign(cfg: CampaignConfig, out: TextIO | None = None) -> Summary:

@@ -155,3 +155,82 @@ def test_kernel_rules_apply_inside_whole_graph():
 def test_add_kernel_is_kernel_not_tensor():
   vs = check(k_add(), Stage.TENSOR)
   assert {v.rule for v in vs} >= {"tensor.no_range_ops"}
+
+
+# ---- rangeify's view INDEX(x, i0, ...): legal only in a kernel under construction (checked at TENSOR), never at KERNEL ----
+from fuzz.oracles import union_violations  # noqa: E402
+from tinyspec.lower.indexing import vindex  # noqa: E402
+
+
+def view_kernel(value_fn, shape=(2, 3), idx_fn=None) -> UOp:
+  """A kernel graph whose one kernel stores value_fn(...) addressed by a view INDEX at its output ranges."""
+  r0, r1 = rng(shape[0], 0), rng(shape[1], 1)
+  idx = idx_fn(r0, r1) if idx_fn else [r0, r1]
+  body = sink(p(0, 6).index(r0 * ic(shape[1]) + r1).store(vindex(value_fn(), idx)).end(r0, r1))
+  return kgraph_of(body)
+
+
+def in_tensor() -> UOp:
+  """x: a tensor expression over a graph input (views, an elementwise op), as rangeify finds it."""
+  b = buf(6, id=1601)
+  return b.reshape((3, 2)).permute((1, 0)) + UOp.const(f32, 1.0).expand((2, 3))
+
+
+def test_view_index_in_a_kernel_being_built_is_legal_at_the_union_only():
+  g = view_kernel(in_tensor)
+  kernel_rules = {v.rule for v in check(g, K)}
+  assert "kernel.view_index" in kernel_rules and "kernel.no_movement" in kernel_rules and "kernel.buffer_local" in kernel_rules
+  assert check(g, Stage.TENSOR) == []  # the kernel is under construction: x is checked as the tensor value it is
+  assert union_violations(g, Stage.TENSOR, K) == []
+
+
+def test_view_index_left_in_a_built_kernel_is_rejected():
+  # a 0-d value whose whole subgraph is kernel-legal: only the leftover view INDEX itself is wrong at KERNEL
+  r = rng(4, 0)
+  left = sink(p(0, 4).index(r).store(vindex(p(1).index(r).load() + c(1.0), [])).end(r))
+  assert [v.rule for v in check(left, K)] == ["kernel.view_index"]
+  assert "kernel.view_index" in {v.rule for v in check(kgraph_of(left), Stage.PROGRAM)}
+  assert "kernel.view_index" in {v.rule for v in check(kgraph_of(left), K)}
+
+
+VIEW_ILLEGAL = {
+  "view_index_rank": (lambda: view_kernel(in_tensor, idx_fn=lambda r0, r1: [r0]), "kernel.view_index_form"),
+  "view_index_float_index": (lambda: view_kernel(in_tensor, idx_fn=lambda r0, r1: [r0, c(1.0)]), "kernel.view_index_form"),
+  "view_index_out_of_axis": (lambda: view_kernel(in_tensor, idx_fn=lambda r0, r1: [r0, r1 + ic(1)]), "kernel.view_index_bounds"),
+  "view_index_z3_refutes": (lambda: view_kernel(in_tensor, idx_fn=lambda r0, r1: [r0, r1 * ic(2) - r1 + ic(1)]), "kernel.view_index_bounds"),
+  "view_index_of_effect": (lambda: kgraph_of(sink(p(0, 1).index(ic(0)).store(UOp(Ops.INDEX, f32, (p(1).index(ic(0)).store(c(1.0)),), "view")))),
+                           "kernel.view_index_form"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_ILLEGAL))
+def test_malformed_view_index_breaks_the_union(name):
+  build, rule = VIEW_ILLEGAL[name]
+  g = build()
+  at_tensor = [v for v in check(g, Stage.TENSOR) if v.rule == rule]
+  assert at_tensor and all(v.node.op is Ops.INDEX and v.node.arg == "view" for v in at_tensor)
+  # flagged at TENSOR by its form and at KERNEL as a leftover: illegal at the union too
+  assert {v.node for v in at_tensor} <= {v.node for v in union_violations(g, Stage.TENSOR, K)}
+
+
+def test_view_index_bounds_need_z3_when_intervals_cannot_decide():
+  g = view_kernel(in_tensor, idx_fn=lambda r0, r1: [r0, r1 * ic(2) - r1])
+  assert check(g, Stage.TENSOR) == []
+
+
+def test_an_illegal_tensor_value_under_a_view_index_is_reported_at_tensor():
+  g = view_kernel(lambda: UOp(Ops.ADD, f32, (buf(6, id=1602).reshape((2, 3)), c(1, i32).expand((2, 3)))))
+  assert "alu.dtype_match" in {v.rule for v in union_violations(g, Stage.TENSOR, K)}
+
+
+def test_view_index_hides_no_params_from_the_kernel_call():
+  # PARAMs under a view INDEX belong to the scope the kernel is built in, not to the kernel CALL: no binding findings
+  g = view_kernel(lambda: UOp.param(5, i32, 6).reshape((2, 3)).cast(f32))
+  assert not {v.rule for v in check(g, Stage.TENSOR)} & {"call.param_slot", "call.param_size", "call.param_dtype"}
+
+
+def test_store_through_a_view_index_target_must_write_storage():
+  r0 = rng(2, 0)
+  target = vindex(c(1.0).expand((2,)), [r0])
+  g = kgraph_of(sink(target.store(c(2.0)).end(r0), p(0, 2).index(r0).store(c(1.0)).end(r0)))
+  assert "kernel.store_target" in {v.rule for v in check(g, Stage.TENSOR)}

@@ -159,7 +159,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     body = self.trace.rewrite(UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,)), INDEXING, KernelCtx(leaves), bottom_up=False)
-    if inplace and _built(body) and not _pointwise(body, p0):
+    if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
         s = self.s.snapshot(leaf)
@@ -193,15 +193,13 @@ def _rebase(view: UOp, base: UOp) -> UOp:
   return base
 
 
-def _built(body: UOp) -> bool:
-  """No view INDEX is left: the INDEXING rewrite of the body ran to the end (a Trace's step limit may stop it before)."""
-  return not any(u.op is Ops.INDEX and u.arg == VIEW for u in body.toposort())
-
-
-def _pointwise(body: UOp, p0: UOp) -> bool:
-  """Every load of the output PARAM reads the element the kernel stores at that point."""
-  stores = [u.src[0] for u in body.toposort() if u.op is Ops.STORE]
-  loads = [u.src[0] for u in body.toposort() if u.op is Ops.LOAD and u.src[0].src[0] is p0]
+def _pointwise(body: UOp, p0: UOp) -> bool | None:
+  """Every load of the output PARAM reads the element the kernel stores at that point. None while a view INDEX is left
+  (a Trace's step limit stopped the INDEXING rewrite of the body): it cannot be told yet."""
+  nodes = body.toposort()
+  if any(u.op is Ops.INDEX and u.arg == VIEW for u in nodes): return None
+  stores = [u.src[0] for u in nodes if u.op is Ops.STORE]
+  loads = [u.src[0] for u in nodes if u.op is Ops.LOAD and u.src[0].src[0] is p0]
   return len(stores) == 1 and all(i is stores[0] for i in loads)
 
 

@@ -1,0 +1,125 @@
+"""Kernel moves of the reducer: shrink KERNEL_GRAPH cases inside their kernels.
+
+- drop a STORE / END / GROUP entry of a kernel SINK (or of a GROUP);
+- drop a range: the RANGE becomes 0 and leaves the ENDs and REDUCEs that close it (one left with no range goes);
+- shorten a range (a smaller constant bound);
+- replace an index expression by a simpler one: 0, or one of its own sub-expressions (the spec proves it in bounds);
+- drop a kernel CALL nobody needs: an AFTER no longer waits for it (an AFTER left with no dependency is its storage);
+- shrink a BUFFER bound to kernel args, and the PARAMs bound to it in every kernel, cutting its input to match.
+LOADs become constants through the reducer's generic constant move. Candidates are checked at their stage by the
+reducer, so a move may build a graph the spec rejects (an index out of bounds): it is dropped there.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterator
+
+import numpy as np
+
+from fuzz.reduce_shapes import smaller_dims
+from tinyspec.dtype import dtypes
+from tinyspec.uop import AddrSpace, Ops, UOp
+
+
+def rebuild(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp]) -> UOp:
+  """root rebuilt bottom-up: fn(node, its rebuilt sources) gives each node's replacement."""
+  done: dict[UOp, UOp] = {}
+  for u in root.toposort():
+    ns = tuple(done[s] for s in u.src)
+    done[u] = fn(u, ns)
+  return done[root]
+
+
+def keep(u: UOp, ns: tuple[UOp, ...]) -> UOp:
+  return u if all(a is b for a, b in zip(ns, u.src)) else u.replace(src=ns)
+
+
+def _storage(u: UOp) -> UOp:
+  while u.op is Ops.AFTER: u = u.src[0]
+  return u
+
+
+def kernel_calls(root: UOp) -> list[UOp]:
+  """CALLs whose body is not a TUPLE (kernels, programs, copies)."""
+  return [u for u in root.toposort() if u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE]
+
+
+def drop_effects(root: UOp) -> Iterator[UOp]:
+  bodies = {c.src[0] for c in kernel_calls(root)}
+  for u in root.toposort():
+    if (u in bodies and u.op is Ops.SINK or u.op is Ops.GROUP) and len(u.src) > 1:
+      for i in range(len(u.src)):
+        yield rebuild(root, lambda x, ns, u=u, i=i: UOp(x.op, x.dtype, ns[:i] + ns[i + 1:], x.arg) if x is u else keep(x, ns))
+
+
+def drop_range(root: UOp, r: UOp) -> UOp:
+  zero = UOp.const(dtypes.index, 0)
+  def fn(u: UOp, ns: tuple[UOp, ...]) -> UOp:
+    if u is r: return zero
+    if u.op in (Ops.END, Ops.REDUCE) and r in u.src[1:]:
+      rest = tuple(n for s, n in zip(u.src[1:], ns[1:]) if s is not r)
+      return u.replace(src=(ns[0], *rest)) if rest else ns[0]
+    return keep(u, ns)
+  return rebuild(root, fn)
+
+
+def shorter_ranges(root: UOp) -> Iterator[UOp]:
+  for u in root.toposort():
+    if u.op is Ops.RANGE and u.src and u.src[0].op is Ops.CONST and isinstance(u.src[0].arg, int):
+      for n in smaller_dims(u.src[0].arg):
+        yield _swap(root, u, UOp.range(n, u.arg.axis, u.arg.kind))
+
+
+def _swap(root: UOp, old: UOp, new: UOp) -> UOp:
+  return rebuild(root, lambda u, ns: new if u is old else keep(u, ns))
+
+
+def simpler_indices(root: UOp) -> Iterator[UOp]:
+  zero = UOp.const(dtypes.index, 0)
+  for u in root.toposort():
+    if u.op is not Ops.INDEX or len(u.src) != 2 or u.arg is not None: continue
+    idx = u.src[1]
+    subs = [zero, *(s for s in reversed(idx.toposort()) if s is not idx and s.dtype is idx.dtype and s.op is not Ops.CONST)]
+    for s in list(dict.fromkeys(subs))[:8]:
+      if s is not idx: yield _swap(root, u, u.replace(src=(u.src[0], s)))
+
+
+def drop_calls(root: UOp) -> Iterator[UOp]:
+  for u in root.toposort():
+    if u.op is not Ops.AFTER: continue
+    for i, d in enumerate(u.src[1:], 1):
+      if d.op is not Ops.CALL: continue
+      rest = u.src[1:i] + u.src[i + 1:]
+      yield _swap(root, u, u.replace(src=(u.src[0], *rest)) if rest else u.src[0])
+
+
+def shrink_buffers(root: UOp, inputs: dict[int, np.ndarray]) -> Iterator[tuple[UOp, dict[int, np.ndarray]]]:
+  calls = kernel_calls(root)
+  for b in root.toposort():
+    if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.GLOBAL or b.arg.size <= 1: continue
+    slots = {c: {k for k, a in enumerate(c.src[1:]) if _storage(a) is b} for c in calls}
+    slots = {c: ks for c, ks in slots.items() if ks}
+    for n in smaller_dims(b.arg.size):
+      nb = b.replace(arg=replace(b.arg, size=n))
+      def fn(u: UOp, ns: tuple[UOp, ...], nb=nb, b=b, n=n, slots=slots) -> UOp:
+        if u is b: return nb
+        if u in slots:
+          body = ns[0]
+          params = {p: p.replace(arg=replace(p.arg, size=n)) for p in body.toposort() if p.op is Ops.PARAM and p.arg.slot in slots[u]}
+          body = rebuild(body, lambda x, xs: params.get(x) or keep(x, xs))
+          return u.replace(src=(body, *ns[1:]))
+        return keep(u, ns)
+      ins = dict(inputs)
+      if b.arg.id in ins: ins[b.arg.id] = np.asarray(ins[b.arg.id]).reshape(-1)[:n].copy()
+      yield rebuild(root, fn), ins
+
+
+def kernel_moves(root: UOp, inputs: dict[int, np.ndarray]) -> Iterator[tuple[UOp, dict[int, np.ndarray]]]:
+  """(new root, new inputs) for every single kernel move."""
+  for r in drop_calls(root): yield r, inputs
+  for r in drop_effects(root): yield r, inputs
+  for u in root.toposort():
+    if u.op is Ops.RANGE: yield drop_range(root, u), inputs
+  for r in shorter_ranges(root): yield r, inputs
+  for r in simpler_indices(root): yield r, inputs
+  yield from shrink_buffers(root, inputs)
