@@ -31,7 +31,7 @@ from fuzz.safety import unsafe_reason
 from fuzz.strategies import Case
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, check
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, walk
 
 
 def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
@@ -55,20 +55,7 @@ def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
 
 def outer_nodes(root: UOp) -> list[UOp]:
   """Nodes reachable without entering a call body (their values do not depend on a PARAM), sources first."""
-  out: list[UOp] = []
-  seen: set[UOp] = set()
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, ready = stack.pop()
-    if ready:
-      out.append(u)
-      continue
-    if u in seen: continue
-    seen.add(u)
-    stack.append((u, True))
-    srcs = u.src[1:] if u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE else u.src
-    stack.extend((s, False) for s in reversed(srcs) if s not in seen)
-  return out
+  return walk((root,), lambda u: u.src[1:] if u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE else u.src)
 
 
 def node_count(root: UOp) -> int:

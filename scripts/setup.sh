@@ -27,8 +27,11 @@ fi
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 stamp=.venv/.tinyspec-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e '.[dev]'
+  # pip's own chatter goes to a log, shown only when the install fails
+  log=.venv/install.log
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev]'; } >"$log" 2>&1; then
+    cat "$log"; echo "setup: pip install failed (log above, kept in $log)"; exit 1
+  fi
   touch "$stamp"
 fi
 # one line on the OpenCL backend: the device it runs on, or why its tests will skip

@@ -45,7 +45,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.rewrite import PatternMatcher, UPat
 # importing the spec of backward calls registers its rules; a backward call is named "<forward name>" + GRAD_SUFFIX
 from tinyspec.spec.gradient import GRAD_SUFFIX
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 
 class GradientError(ValueError):
@@ -278,20 +278,7 @@ def _carries(u: UOp) -> bool:
 
 
 def _toposort(roots: Iterable[UOp]) -> list[UOp]:
-  out: list[UOp] = []
-  seen: set[UOp] = set()
-  for r in roots:
-    stack: list[tuple[UOp, bool]] = [(r, False)]
-    while stack:
-      u, done = stack.pop()
-      if done:
-        out.append(u)
-        continue
-      if u in seen: continue
-      seen.add(u)
-      stack.append((u, True))
-      stack.extend((s, False) for s in reversed(_kids(u)) if s not in seen)
-  return out
+  return walk(roots, _kids)
 
 
 def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[UOp, UOp]:

@@ -5,7 +5,7 @@ import math
 import weakref
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 from tinyspec.dtype import DType, dtypes
 
@@ -167,21 +167,7 @@ class UOp(metaclass=UOpMetaClass):
   # ---- graph walks (iterative: a chain of a million nodes must not recurse) ----
   def toposort(self, gate: Callable[[UOp], bool] | None = None) -> list[UOp]:
     """Every node reachable from self, sources before users. `gate(u)` False stops the walk below u (u is kept)."""
-    out: list[UOp] = []
-    seen: set[int] = set()
-    stack: list[tuple[UOp, bool]] = [(self, False)]
-    while stack:
-      u, done = stack.pop()
-      if done:
-        out.append(u)
-        continue
-      if id(u) in seen: continue
-      seen.add(id(u))
-      stack.append((u, True))
-      if gate is None or gate(u):
-        for s in reversed(u.src):
-          if id(s) not in seen: stack.append((s, False))
-    return out
+    return walk((self,), None if gate is None else (lambda u: u.src if gate(u) else ()))
 
   def _derive(self, key: str, fn: Callable[[UOp], Any]) -> Any:
     """A property computed from the sources' values of the same property, cached per node, computed iteratively."""
@@ -294,6 +280,25 @@ class UOp(metaclass=UOpMetaClass):
   def __eq__(self, other: object) -> bool: return self is other
 
   def __bool__(self) -> bool: return True
+
+
+def walk(roots: Iterable[UOp], children: Callable[[UOp], Sequence[UOp]] | None = None) -> list[UOp]:
+  """Every node reachable from roots through `children` (default: the sources), sources before users, each once.
+  Iterative, so a chain of a million nodes does not reach Python's recursion limit."""
+  out: list[UOp] = []
+  seen: set[int] = set()
+  stack: list[tuple[UOp, bool]] = [(r, False) for r in reversed(tuple(roots))]
+  while stack:
+    u, done = stack.pop()
+    if done:
+      out.append(u)
+      continue
+    if id(u) in seen: continue
+    seen.add(id(u))
+    stack.append((u, True))
+    for s in reversed(u.src if children is None else children(u)):
+      if id(s) not in seen: stack.append((s, False))
+  return out
 
 
 class _Bad:

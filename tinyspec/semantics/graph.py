@@ -7,7 +7,7 @@ import numpy as np
 
 from tinyspec.semantics.alu import EvalError, elementwise, movement, np_dtype, reduce_axes
 from tinyspec.semantics.kernel import guard, evaluate_kernel
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 KernelRunner = Callable[[UOp, list[np.ndarray]], None]
 _KERNEL_OPS = frozenset({Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.SPECIAL, Ops.END})
@@ -48,20 +48,7 @@ def _children(u: UOp) -> tuple[UOp, ...]:
 
 def topo(root: UOp) -> list[UOp]:
   """Every node reachable from root without entering a CALL body, sources before users (iterative)."""
-  out: list[UOp] = []
-  seen: set[UOp] = set()
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, done = stack.pop()
-    if done:
-      out.append(u)
-      continue
-    if u in seen: continue
-    seen.add(u)
-    stack.append((u, True))
-    for s in reversed(_children(u)):
-      if s not in seen: stack.append((s, False))
-  return out
+  return walk((root,), _children)
 
 
 def is_kernel_body(body: UOp) -> bool:
