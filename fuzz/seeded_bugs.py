@@ -101,12 +101,21 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
   return reduce_to_acc(red.replace(src=(body, *(short.get(r, r) for r in rr))))
 
 
-def _reshape_view_as_storage(v: UOp, ctx) -> UOp:
-  from tinyspec.lower.indexing import _idx, _reshape, flatten
-  view, x = v.src[0], v.src[0].src[0]
-  if x not in ctx.leaves: return _reshape(v)
-  # the kernel indexes the RESHAPE view of its input where the PARAM bound to the storage belongs
-  return UOp(Ops.INDEX, view.dtype, (view, flatten(_idx(v), view.shape))).load()
+def _after_kept_over_view(call: UOp) -> UOp | None:
+  from tinyspec.lower.rangeify import _reshape_base, _storage_under
+  if call.src[0].op is Ops.TUPLE: return None
+  new = []
+  for a in call.src[1:]:
+    b = _reshape_base(a)
+    if a.op is Ops.RESHAPE and b.op is Ops.AFTER and _storage_under(b):
+      chain = []
+      while a is not b: chain.append(a); a = a.src[0]  # noqa: E702
+      v = b.src[0]
+      for r in reversed(chain): v = r.replace(src=(v,))
+      a = b.replace(src=(v, *b.src[1:]))  # the AFTER moves above the view instead of replacing it: the arg is still a view
+    new.append(a)
+  if all(x is y for x, y in zip(new, call.src[1:])): return None
+  return call.replace(src=(call.src[0], *new))
 
 
 def _after_dropped(a: UOp, v: UOp) -> UOp:
@@ -126,8 +135,8 @@ SEEDED_BUGS: list[SeededBug] = [
             "the accumulator loop stops one element early"),
   SeededBug("after_dependency_dropped", "rangeify", "tinyspec.lower.rangeify", "PREPARE", "after_through_view", _after_dropped,
             "AFTER(view(x), store) becomes view(x): the assign is lost"),
-  SeededBug("view_as_kernel_arg", "rangeify", "tinyspec.lower.rangeify", "INDEXING", "index_through_reshape", _reshape_view_as_storage,
-            "a kernel loads through the RESHAPE view of an input instead of the PARAM bound to its storage (a view left as an arg)"),
+  SeededBug("view_as_kernel_arg", "rangeify", "tinyspec.lower.rangeify", "CALL_ARGS", "call_arg_after_view", _after_kept_over_view,
+            "a kernel arg RESHAPE(AFTER(buf, kernels)) becomes AFTER(RESHAPE(buf), kernels): the view is left as a call arg"),
   SeededBug("cast_fold_wrong_dtype", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "fold_const_cast", _fold_cast_source_dtype,
             "CAST(CONST) folds to a constant of the source dtype"),
 ]

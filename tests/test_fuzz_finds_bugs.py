@@ -17,6 +17,8 @@ pytestmark = pytest.mark.slow
 SEED = 0
 WEIGHTS = {"kind:kernel": 0.0}  # tensor graphs only: kernel-graph cases cannot shrink below a dozen nodes
 BASELINE_CASES = 400
+# the spec rule a seeded bug must break, where the bug is a kernel graph the KERNEL_GRAPH rules reject
+VIOLATION = {"view_as_kernel_arg": "kgraph.call_arg_storage"}
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,7 @@ def test_campaign_finds_blames_and_reduces(bug, baseline, tmp_path):
   assert hits, f"{bug.name} not found in {s.cases} cases; findings: {[f.signature for f in s.findings]}"
   assert [f.signature for f in s.findings] == [hits[0].signature]  # nothing else was blamed
   assert hits[0].signature[0] in ("spec", "parity", "metamorphic")
+  if bug.name in VIOLATION: assert hits[0].signature[0] == "spec" and VIOLATION[bug.name] in hits[0].message
   # the unchanged pipeline ran these same cases (same seed, same weights) without a finding
   assert s.cases <= baseline.cases
   entry = load_entry(hits[0].path)

@@ -15,7 +15,7 @@ from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.callify import CALLIFY, INLINE
 from tinyspec.lower.indexing import INDEXING
 from tinyspec.lower.pipeline import PASSES, PassError, lower
-from tinyspec.lower.rangeify import PREPARE, RANGEIFY
+from tinyspec.lower.rangeify import CALL_ARGS, PREPARE, RANGEIFY
 from tinyspec.lower.schedule import walk
 from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
@@ -223,6 +223,41 @@ def test_kernel_args_are_storage_only_for_views_of_inputs() -> None:
   assert not any(u.op in GroupOp.Movement for u in kg.toposort())
 
 
+def test_read_args_are_bound_as_views_then_to_their_storage() -> None:
+  """A kernel's read arg is first the view it reads (a RESHAPE of storage); the named CALL_ARGS rules bind it to the storage."""
+  a = UOp.buffer(F32, 6)
+  c = UOp(Ops.CONTIGUOUS, F32, (a.reshape((2, 3)) * a.reshape((2, 3)),))
+  root = sink(c.permute((1, 0)) + a.reshape((3, 2)).reshape((2, 3)).permute((1, 0)))
+  apps: list[tuple[str, UOp, UOp]] = []
+  kg = RANGEIFY.run(root, LowerOptions(), Trace(observer=lambda r, b, af: apps.append((r.name, b, af))))
+  by_rule = {n: (b, af) for n, b, af in apps if n in {r.name for r in CALL_ARGS.rules}}
+  assert set(by_rule) == {"call_arg_view_to_storage", "call_arg_after_view"}
+  # the input is read through the longest RESHAPE chain the kernel holds; the realized value as its own (2, 3) shape
+  b, af = by_rule["call_arg_view_to_storage"]
+  assert [x.arg for x in b.src[1:] if x.op is Ops.RESHAPE and x.src[0].op is Ops.RESHAPE] == [(2, 3)]
+  assert a in af.src[1:] and not any(x.op is Ops.RESHAPE and x.src[0].op is Ops.BUFFER for x in af.src[1:])
+  b, af = by_rule["call_arg_after_view"]
+  (view,) = [x for x in b.src[1:] if x.op is Ops.RESHAPE]
+  assert view.arg == (2, 3) and view.src[0].op is Ops.AFTER and view.src[0].src[0].arg.size == 6
+  assert view.src[0] in af.src[1:]
+  _assert_kernel_graph_form(kg)
+  _no_violations(kg, Stage.KERNEL, "view args bound to storage")
+  av = np.arange(6, dtype=np.float32)
+  np.testing.assert_array_equal(evaluate(kg, {a.arg.id: av})[0].ravel(), ((av * av).reshape(2, 3).T + av.reshape(2, 3).T).ravel())
+
+
+def test_lowering_a_graph_again_gives_the_same_kernel_graph() -> None:
+  a = UOp.buffer(F32, 4)
+  root = sink(UOp(Ops.CONTIGUOUS, F32, (a + a,)).reshape((2, 2)).permute((1, 0)))
+  kg = RANGEIFY.run(root, LowerOptions(), Trace())
+  assert RANGEIFY.run(root, LowerOptions(), Trace()) is kg
+  fresh = {u.arg.id for u in kg.toposort() if u.op is Ops.BUFFER} - {a.arg.id}
+  assert fresh and min(fresh) > a.arg.id
+  # another graph gets buffers of its own
+  other = RANGEIFY.run(sink(UOp(Ops.CONTIGUOUS, F32, (a * a,)).reshape((2, 2)).permute((1, 0))), LowerOptions(), Trace())
+  assert not fresh & ({u.arg.id for u in other.toposort() if u.op is Ops.BUFFER} - {a.arg.id})
+
+
 def test_precompile_keeps_call_as_nested_kernel_graph() -> None:
   a = UOp.buffer(F32, 4)
   p0 = UOp.param(0, F32, 4)
@@ -280,7 +315,7 @@ def test_rangeify_rewrites_go_through_the_trace() -> None:
   names = set()
   RANGEIFY.run(sink(a.reshape((2, 3)).permute((1, 0)).pad(((0, 4), (1, 3)))), LowerOptions(), Trace(observer=lambda r, b, a: names.add(r.name)))
   assert {"index_through_reshape", "index_through_permute", "index_through_pad", "index_leaf_load", "pad_gate_into_load"} <= names
-  assert names <= {r.name for r in INDEXING.rules + PREPARE.rules}
+  assert names <= {r.name for r in INDEXING.rules + PREPARE.rules + CALL_ARGS.rules}
 
 
 # ---- the index arithmetic of each movement op against numpy ----
@@ -360,7 +395,7 @@ def test_lower_threads_a_trace_per_pass() -> None:
   def trace_for(name: str) -> Trace: return Trace(observer=lambda r, b, a: seen.setdefault(name, []).append(r.name))
   lower(root, passes=[CALLIFY, RANGEIFY], trace_for=trace_for)
   assert seen["callify"] == ["inline_gettuple_of_call"]
-  assert "index_through_flip" in seen["rangeify"] and set(seen["rangeify"]) <= {r.name for r in INDEXING.rules + PREPARE.rules}
+  assert "index_through_flip" in seen["rangeify"] and set(seen["rangeify"]) <= {r.name for r in INDEXING.rules + PREPARE.rules + CALL_ARGS.rules}
   # a step limit inside rangeify leaves a kernel half indexed, which the pipeline reports against that pass
   with pytest.raises(PassError, match="rangeify"):
     lower(root, passes=[CALLIFY, RANGEIFY], trace_for=lambda name: Trace(max_steps=1) if name == "rangeify" else None)

@@ -101,6 +101,33 @@ def test_rangeify_store_target_stays_an_address_at_every_step() -> None:
   assert union_violations(part, Stage.TENSOR, Stage.KERNEL) == []
 
 
+def test_rangeify_view_args_are_legal_between_call_arg_rules() -> None:
+  """Kernel args are bound first as the views they read. Until CALL_ARGS has bound each to its storage, a graph holds
+  CALLs with view args: a value at TENSOR, flagged by kgraph.call_arg_storage at KERNEL, legal at their union."""
+  b = UOp.buffer(F32, 6, id=1705)
+  bv = np.arange(6, dtype=np.float32)
+  c = UOp(Ops.CONTIGUOUS, F32, (b.reshape((3, 2)) + b.reshape((3, 2)),))
+  root = UOp(Ops.SINK, src=(c.reshape((2, 3)).permute((1, 0)) * b.reshape((2, 3)).permute((1, 0)),))
+  want = ((bv + bv).reshape(2, 3) * bv.reshape(2, 3)).T.reshape(-1)  # a kernel graph gives flat storage
+  out, total = every_step_legal(RANGEIFY, root, LowerOptions())
+  np.testing.assert_array_equal(evaluate(out, {1705: bv})[0], want)
+  names = []
+  run_steps(RANGEIFY, root, LowerOptions(), None, lambda r, bf, af: names.append(r.name))
+  k = min(names.index("call_arg_after_view"), names.index("call_arg_view_to_storage"))
+  assert set(names[k:]) == {"call_arg_after_view", "call_arg_view_to_storage"}, "the call args are bound last, once every kernel is built"
+  part = run_steps(RANGEIFY, root, LowerOptions(), k + 1)[0]  # one arg bound to its storage, others still views
+  views = [a for u in part.toposort() if u.op is Ops.CALL for a in u.src[1:] if a.op is Ops.RESHAPE]
+  chains = {v: [x for x in v.toposort() if x.op is Ops.RESHAPE] for v in views}
+  # the realized (3, 2) value is read as its (2, 3) reshape: a chain of two views over its buffer's latest version
+  assert {len(c) for c in chains.values()} == {1, 2}
+  assert all(v.toposort()[0].op is Ops.BUFFER and all(x.src[0].op in (Ops.BUFFER, Ops.AFTER, Ops.RESHAPE) for x in c) for v, c in chains.items())
+  at_k = check(part, Stage.KERNEL)
+  assert {"kgraph.call_arg_storage", "kgraph.no_movement"} <= {v.rule for v in at_k}
+  assert {v.node for v in at_k} <= {x for c in chains.values() for x in c}
+  assert check(part, Stage.TENSOR) == []
+  np.testing.assert_array_equal(evaluate(part, {1705: bv})[0], want)
+
+
 def test_rangeify_stopped_in_prepare_returns_the_tensor_graph() -> None:
   b = UOp.buffer(F32, 4, id=1702)
   t = UOp(Ops.TUPLE, src=(b + UOp(Ops.DETACH, F32, (b,)),))

@@ -7,16 +7,23 @@
    outputs and their args that are not flat storage, the storage under an AFTER; STORE becomes a kernel writing its
    target in place. realize="all" also realizes every elementwise value.
 3. Every kernel becomes CALL(body, args...): slot 0 is the buffer it writes (for a precompiled call: the inputs, then
-   one output buffer per TUPLE element), then one slot per storage version it reads. An arg is BUFFER/PARAM, or
+   one output buffer per TUPLE element), then one slot per storage version it reads. Its storage is BUFFER/PARAM, or
    AFTER(BUFFER, calls...) naming every kernel it must run after: the writer of the version read (RAW); for the
-   written arg, the previous writer (WAW) and every reader of the old contents (WAR). The body
+   written arg, the previous writer (WAW) and every reader of the old contents (WAR). A read arg is bound first as
+   the value the kernel reads when that is a RESHAPE chain of the storage (a zero-offset view in the storage's element
+   order: RESHAPE(BUFFER), RESHAPE(AFTER(BUFFER, calls...))); the CALL_ARGS table then binds every arg to the storage
+   it views (4.). Written args (slot 0, opaque calls, outputs) and the args of a nested kernel graph, which is checked
+   by the KERNEL_GRAPH rules even inside a graph checked at TENSOR, are storage from the start. The body
      SINK(END(STORE(INDEX(PARAM(0), flat(r0..rn)), value), r0..rn))
    comes from the INDEXING table (indexing.py) rewriting the value addressed at the output RANGEs (view INDEXes, the
    transient form of docs/ir.md, stand in a kernel whose rewrite a Trace's step limit stopped); a REDUCE is
    REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A precompiled value call is lowered on its own into a
    nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
    AFTER(out_buf_i, CALL). A COPY is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
-4. The root is SINK of one entry per tensor SINK entry, in order:
+4. CALL_ARGS (rule table) turns every view arg into its storage: call_arg_view_to_storage strips the RESHAPEs of a
+   BUFFER/PARAM, call_arg_after_view those of an AFTER. Between two of its applications some CALLs still take views:
+   legal at TENSOR (a view of storage is a value), flagged at KERNEL (kgraph.call_arg_storage), so legal at the union.
+5. The root is SINK of one entry per tensor SINK entry, in order:
    - a value: AFTER(BUFFER, writer CALL) of its buffer, or the input BUFFER itself when it is exactly an unwritten input
      (seen through RESHAPEs only). A version of storage that a later kernel overwrites is copied first.
    - an effect (STORE, GROUP, END, opaque CALL): AFTER(BUFFER written by its first kernel, every kernel performing it).
@@ -24,6 +31,7 @@
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from tinyspec.dtype import dtypes
@@ -32,7 +40,7 @@ from tinyspec.lower.indexing import INDEXING, VIEW, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, GroupOp, Ops, UOp
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp, next_buffer_id
 
 
 def _after_through_view(a: UOp, v: UOp) -> UOp:
@@ -52,6 +60,52 @@ class KernelCtx:
   leaves: dict[UOp, UOp]
 
 
+# ---- call args: bound as the views a kernel reads, then to the storage under them ----
+def _reshape_base(a: UOp) -> UOp:
+  while a.op is Ops.RESHAPE: a = a.src[0]
+  return a
+
+
+def _storage_under(u: UOp) -> bool:
+  """u is BUFFER/PARAM or AFTER of one (through AFTERs): what a kernel-graph CALL takes as an arg."""
+  while u.op is Ops.AFTER and u.src: u = u.src[0]
+  return u.op in GroupOp.Storage
+
+
+def _args_to_storage(call: UOp, base_ops: frozenset) -> UOp | None:
+  """The CALL with each arg that is a RESHAPE chain of storage (its base op in base_ops) bound to that storage."""
+  if not call.src or call.src[0].op is Ops.TUPLE: return None  # a value call's args are tensor values
+  new = []
+  for a in call.src[1:]:
+    b = _reshape_base(a)
+    new.append(b if a.op is Ops.RESHAPE and b.op in base_ops and _storage_under(b) else a)
+  if all(x is y for x, y in zip(new, call.src[1:])): return None
+  return call.replace(src=(call.src[0], *new))
+
+
+def _call_arg_view_to_storage(call: UOp) -> UOp | None: return _args_to_storage(call, GroupOp.Storage)
+def _call_arg_after_view(call: UOp) -> UOp | None: return _args_to_storage(call, frozenset({Ops.AFTER}))
+
+
+CALL_ARGS = PatternMatcher([
+  # a zero-offset view of flat storage in its element order reads exactly the storage: the arg is the storage itself
+  ("call_arg_view_to_storage", UPat(Ops.CALL, name="call"), _call_arg_view_to_storage),
+  # the view of a version of storage: the arg is that version, AFTER(storage, writers...) with the view dropped
+  ("call_arg_after_view", UPat(Ops.CALL, name="call"), _call_arg_after_view),
+], "rangeify_call_args")
+
+
+def _read_views(roots: list[UOp], reads: dict) -> dict[UOp, UOp]:
+  """For each leaf a kernel reads: the longest RESHAPE chain of it the kernel's expression holds (first found on ties)."""
+  best: dict[UOp, tuple[UOp, int]] = {}
+  for u in UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda u: u not in reads):
+    if u.op is not Ops.RESHAPE or u in reads: continue
+    b, n = u, 0
+    while b.op is Ops.RESHAPE and b not in reads: b, n = b.src[0], n + 1  # noqa: E702
+    if b in reads and n > best.get(b, (None, 0))[1]: best[b] = (u, n)
+  return {leaf: v for leaf, (v, _) in best.items()}
+
+
 def _node_of(key) -> UOp:
   return key if isinstance(key, UOp) else key[-1]
 
@@ -64,12 +118,19 @@ def _param(slot: int, storage: UOp) -> UOp:
 def _dedupe(xs: list) -> list: return list(dict.fromkeys(xs))
 
 
+# the id of each fresh BUFFER, per graph lowered: lowering a graph again gives the same kernel graph, node for node (blame
+# re-runs a pass and finds the node that broke the spec by identity), while a new graph still gets ids never used before
+_BUFFER_IDS: weakref.WeakKeyDictionary[UOp, dict] = weakref.WeakKeyDictionary()
+
+
 class _Builder:
   def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, out_params: list[UOp] | None):
     self.s, self.options, self.trace = sched, options, trace
+    self.ids: dict = _BUFFER_IDS.setdefault(sched.sink, {})
     self.buffers: dict = {}
     self.nested: dict[UOp, UOp] = {}
     self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
+    self.views = out_params is None  # read args bound as views first (CALL_ARGS turns them into storage)
     if out_params is not None:
       if len(out_params) != len(sched.entries): raise ValueError("a nested graph needs one output PARAM per value")
       for p, (kind, r) in zip(out_params, sched.entries):
@@ -81,7 +142,8 @@ class _Builder:
     if (b := self.buffers.get(key)) is not None: return b
     if isinstance(key, UOp) and key.op in GroupOp.Storage: return key
     n = _node_of(key)
-    b = self.buffers[key] = UOp.buffer(n.dtype, n.size, n.device or "CPU")
+    if (bid := self.ids.get(key)) is None: bid = self.ids[key] = next_buffer_id()
+    b = self.buffers[key] = UOp.buffer(n.dtype, n.size, n.device or "CPU", id=bid)
     return b
 
   def _after(self, b: UOp, ks: list[Kernel]) -> UOp:
@@ -92,6 +154,17 @@ class _Builder:
   def read_arg(self, r: Read) -> UOp:
     ks = ([self.s.writer[(r.key, r.version)]] if r.version >= 1 else []) + list(r.extras)
     return self._after(self.storage(r.key), ks)
+
+  def bind(self, arg: UOp, value: UOp, leaf: UOp) -> UOp:
+    """The read arg `arg` (storage) bound as `value`, the kernel's view of `leaf`, when value is a RESHAPE chain of it:
+    the chain applied to the storage shaped as the leaf."""
+    if not self.views: return arg
+    chain = []
+    while value is not leaf and value.op is Ops.RESHAPE: chain.append(value); value = value.src[0]  # noqa: E702
+    if value is not leaf or leaf.shape is None or leaf.size != arg.size: return arg
+    v = arg if leaf.shape == arg.shape else arg.reshape(leaf.shape)
+    for r in reversed(chain): v = r.replace(src=(v,))
+    return v
 
   def write_arg(self, k: Kernel, key, ver: int) -> UOp:
     ks = [self.s.writer[(key, ver - 1)]] if ver >= 2 else []
@@ -117,7 +190,8 @@ class _Builder:
       (key, ver), r = k.writes[0], next(iter(k.reads.values()))
       src = self.storage(r.key)
       body = UOp(Ops.COPY, src.dtype, (_param(1, src),), k.node.arg)
-      k.call = UOp(Ops.CALL, dtypes.void, (body, self.write_arg(k, key, ver), self.read_arg(r)))
+      leaf = next(iter(k.reads))
+      k.call = UOp(Ops.CALL, dtypes.void, (body, self.write_arg(k, key, ver), self.bind(self.read_arg(r), k.expr, leaf)))
     elif k.kind == "opaque":
       args = [self.write_arg(k, key, v) for key, v in k.writes]
       by_key = {key: a for (key, _), a in zip(k.writes, args)}
@@ -131,12 +205,16 @@ class _Builder:
     p0 = _param(0, self.storage(key))
     leaves: dict[UOp, UOp] = {}
     inplace = []
+    slot = {args[0]: 0}
+    views = _read_views([x for x in (k.expr, k.gate) if x is not None], k.reads) if self.views else {}
     for leaf, r in k.reads.items():
       if r.key == key and r.version == ver - 1: leaves[leaf] = p0; inplace.append(leaf)  # noqa: E702
       else:
         a = self.read_arg(r)
-        if a not in args: args.append(a)
-        leaves[leaf] = _param(args.index(a), self.storage(r.key))
+        if a not in slot:
+          slot[a] = len(args)
+          args.append(self.bind(a, views.get(leaf, leaf), leaf))
+        leaves[leaf] = _param(slot[a], self.storage(r.key))
     if k.kind == "store":
       # the target is addressed through its own views, based on a marker so it never shares a leaf with the value
       marker = p0.replace(tag="store_target")
@@ -170,7 +248,8 @@ class _Builder:
 
   def build_call(self, k: Kernel) -> UOp:
     call = k.node
-    ins = [self.read_arg(k.reads[self.s.flat_base(a)]) for a in call.src[1:]]
+    leaves = [self.s.flat_base(a) for a in call.src[1:]]
+    ins = [self.bind(self.read_arg(k.reads[leaf]), a, leaf) for a, leaf in zip(call.src[1:], leaves)]
     outs = [self.write_arg(k, key, v) for key, v in k.writes]
     if (g := self.nested.get(call.src[0])) is None:
       body, n_in = call.src[0], len(ins)
@@ -214,7 +293,8 @@ def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
   # stopped by a step limit before PREPARE is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
   # of a TUPLE): it is the pass's result as it stands
   if trace.exhausted and graph_rewrite(prepared, PREPARE) is not prepared: return prepared
-  return lower_graph(prepared, options, trace)
+  # stopped inside a kernel body, the trace is exhausted and this leaves the view args as they are (legal at TENSOR)
+  return trace.rewrite(lower_graph(prepared, options, trace), CALL_ARGS, bottom_up=True)
 
 
-RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING))
+RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING, CALL_ARGS))
