@@ -119,8 +119,11 @@ _next_buffer_id = 0
 
 
 def next_buffer_id() -> int:
-  """A fresh BUFFER id for this process, above every id any BUFFER made so far carries."""
-  return _next_buffer_id
+  """A fresh BUFFER id for this process, above every id any BUFFER made so far carries (and reserved at once, so two
+  calls never hand out the same id even before either BUFFER is built)."""
+  i = _next_buffer_id
+  _reserve_buffer_id(i)
+  return i
 
 
 def _reserve_buffer_id(i: int) -> None:
