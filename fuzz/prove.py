@@ -2,32 +2,47 @@
 
 For each rule and each dtype (int32 and int64 with wrap-around, `index` unbounded), the rule's pattern is built into
 many concrete instances (fuzz.templates) whose leaves are symbolic slots with chosen bounds, and the rule's own
-function is run on each. Where it rewrites, both sides are translated to z3 with the evaluator's meaning
-(fuzz.zsem: C's truncating IDIV and MOD, wrap-around, the evaluator's values at division by zero). Instances that
-give the same rewrite up to the slots' bounds are one query: is there a value of the slots, inside the bounds of one
-of the instances (what the rule's guard read through vmin and vmax), where the two sides differ?
+function is run on each. Where it rewrites, both sides are translated to z3 with the evaluator's meaning (C's
+truncating IDIV and MOD, wrap-around, the evaluator's values at division by zero). Instances that give the same
+rewrite up to the slots' bounds are one query: is there a value of the slots, inside the bounds of one of the
+instances (what the rule's guard read through vmin and vmax), where the two sides differ?
+
+A query has up to three equivalent encodings, tried the likeliest-fast first (`encodings`): the native one of
+fuzz.zsem (bit vectors of the dtype's width, index as z3 Int, loads from arrays), and, for expressions over slots
+alone, the exact-integer ones of fuzz.zexact (Ints with explicit wraps, or bit vectors wide enough that nothing
+wraps). Each is first simplified by z3 (most rewrites of a sound rule simplify to the same term), then solved
+with the timeout; a query no encoding decides is asked again with the retry timeout.
+
+`index` is an unbounded integer (docs/spec.md). Its bitwise ops and shifts, which the spec defines through the
+evaluator's int64, are proven as two's complement of the exact value: the int64 result wherever the values fit in
+int64, and the same value lowered programs compute in int32 or int64 where those hold them (INDEX_MODEL, printed by
+`tinyspec prove`).
 
 No query is written per rule: a new rule is proven by the same code. A rule is
   proven  when every rewrite it made is unsat under its precondition (and it made at least one),
   refuted when one is sat: the model is a counterexample, checked again with tinyspec.semantics.evaluate,
-  unknown when a query timed out, the rule never fired on its instances, or its pattern cannot be built (the reason
-          is given). Unknown is never counted as proven.
+  unknown when a query stayed undecided after the retry, the rule never fired on its instances, or its pattern
+          cannot be built (the reason is given). Unknown is never counted as proven.
 Constants a rule reads are drawn from representative values and values next to the leaves' bounds, so "proven"
 means: for every slot value within the bounds, for the constants and bounds configurations tried.
+With jobs > 1 (`prove_rules`) the (rule, dtype) pairs run in forked worker processes; the results are the same.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import z3
 
 from fuzz.templates import Instance, NoInstance, Slot, instantiate
+from fuzz.zexact import Analysis, ExactForm, Unsupported, analyze
 from fuzz.zsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.kernel_map import substitute
@@ -35,6 +50,8 @@ from tinyspec.rewrite import Rule, _takes_ctx
 from tinyspec.uop import AxisType, Ops, UOp
 
 DEFAULT_DTYPES = (dtypes.int32, dtypes.int64, dtypes.index)
+INDEX_MODEL = ("index is an unbounded integer; its AND, OR, XOR and shifts act on the two's complement of the exact value "
+               "(the int64 result wherever the values fit in int64), shift counts taken modulo 64")
 GATE_OPS = frozenset({Ops.LOAD, Ops.STORE})
 
 
@@ -109,6 +126,7 @@ class DtypeResult:
   unknown: int = 0
   refuted: Counterexample | None = None
   reasons: Counter = field(default_factory=Counter)
+  seconds: float = 0.0
 
   @property
   def status(self) -> str:
@@ -193,23 +211,28 @@ class _Group:
 
 
 class Prover:
-  def __init__(self, dts: Sequence[DType] = DEFAULT_DTYPES, samples: int = 300, timeout_ms: int = 2000, seed: int = 0,
-               corpus: str | Path | None = None, undefined: str = "c"):
+  def __init__(self, dts: Sequence[DType] = DEFAULT_DTYPES, samples: int = 300, timeout_ms: int = 1000, seed: int = 0,
+               corpus: str | Path | None = None, undefined: str = "c", retry_ms: int = 0):
     if undefined not in ("c", "evaluator"): raise ValueError(f"undefined must be 'c' or 'evaluator', not {undefined!r}")
     self.dts, self.samples, self.timeout_ms, self.seed, self.corpus = tuple(dts), samples, timeout_ms, seed, corpus
+    self.retry_ms = retry_ms  # a second, longer attempt at queries no encoding decided within timeout_ms (0: none)
+    self.stats: Counter = Counter()  # (encoding, z3 answer) -> how often
     # c: a rule may do anything where the node it rewrites divides by zero (C leaves it undefined; generators avoid it)
     # evaluator: it must keep the evaluator's values there too (a IDIV 0 == 0, a MOD 0 == a)
     self.undefined = undefined
 
   def prove(self, ref: RuleRef) -> RuleResult:
     t0 = time.perf_counter()
-    res = RuleResult(ref)
+    res = self.finish(ref, [] if _takes_ctx(ref.rule.fn) else [self.prove_dtype(ref, dt) for dt in self.dts])
+    res.seconds = time.perf_counter() - t0
+    return res
+
+  def finish(self, ref: RuleRef, per_dtype: list[DtypeResult]) -> RuleResult:
+    """The rule's result from its per-dtype results; a counterexample is written to the corpus here."""
+    res = RuleResult(ref, per_dtype, seconds=sum(d.seconds for d in per_dtype))
     if _takes_ctx(ref.rule.fn):
       res.reason = "the rule reads a rewrite context (ctx) its pass builds for a whole kernel; it cannot run on a pattern instance alone"
-    else:
-      for dt in self.dts: res.per_dtype.append(self.prove_dtype(ref, dt))
-      if (cx := res.counterexample) is not None and self.corpus is not None: cx.corpus_path = write_counterexample(self.corpus, ref, cx)
-    res.seconds = time.perf_counter() - t0
+    elif (cx := res.counterexample) is not None and self.corpus is not None: cx.corpus_path = write_counterexample(self.corpus, ref, cx)
     return res
 
   def instances(self, ref: RuleRef, dt: DType, dr: DtypeResult) -> dict[tuple[UOp, UOp], _Group]:
@@ -239,6 +262,7 @@ class Prover:
     return groups
 
   def prove_dtype(self, ref: RuleRef, dt: DType) -> DtypeResult:
+    t0 = time.perf_counter()
     dr = DtypeResult(dt)
     for g in self.instances(ref, dt, dr).values():
       dr.queries += 1
@@ -247,52 +271,124 @@ class Prover:
       elif isinstance(verdict, Counterexample):
         dr.refuted = verdict
         break
+    dr.seconds = time.perf_counter() - t0
     return dr
 
   def query(self, g: _Group, dt: DType) -> str | Counterexample:
-    t = EvalTranslator()
-    vs = {}
-    for s in g.slots:
-      node = canonical_slot(s)
-      v = z3.Const(f"s{s.k}", t.sort(s.dtype))
-      t.memo[node], t.vars[node], vs[s.k] = v, v, v
-    diff = differ(t, g.lhs, g.rhs)
-    if diff is None: return "unknown"
-    def within(s: Slot, lo: int, hi: int) -> z3.BoolRef:
-      v = vs[s.k]
-      if s.dtype.kind == "b": return z3.BoolVal(True)
-      if z3.is_bv(v):
-        lt = (lambda a, b: a <= b) if s.dtype.kind == "i" else z3.ULE
-        return z3.And(lt(z3.BitVecVal(lo, s.dtype.bits), v), lt(v, z3.BitVecVal(hi, s.dtype.bits)))
-      return z3.And(v >= lo, v <= hi)
-    pre = z3.Or(*[z3.And(*[within(s, lo, hi) for s, (lo, hi) in zip(g.slots, box)]) for box in g.boxes]) if g.slots else z3.BoolVal(True)
+    """unsat in one encoding proves the group; sat gives a counterexample. Each encoding is first simplified (most
+    rewrites of a sound rule simplify to the same term), then solved with the timeout; when none decides, they are
+    asked once more with the retry timeout, and undecided then is unknown."""
+    tried: list[Encoding] = []
+    for f in encodings(g, self.undefined):
+      if z3.is_false(z3.simplify(z3.And(*f.assertions), som=True)):
+        self.stats[f.name, "simplified"] += 1
+        return "proven"
+      tried.append(f)
+      if (r := self.solve(f, g, dt, self.timeout_ms)) is not None: return r
+    for f in tried if self.retry_ms > self.timeout_ms else ():
+      if (r := self.solve(f, g, dt, self.retry_ms)) is not None: return r
+    return "unknown"
+
+  def solve(self, f: Encoding, g: _Group, dt: DType, timeout_ms: int) -> str | Counterexample | None:
     solver = z3.Solver()
-    solver.set(timeout=self.timeout_ms)
-    solver.add(pre, *t.constraints, diff)
-    if self.undefined == "c" and g.lhs.op is not Ops.STORE: solver.add(defined(t, g.lhs))
+    solver.set(timeout=timeout_ms)
+    solver.add(*f.assertions)
     r = solver.check()
+    self.stats[f.name, str(r)] += 1
     if r == z3.unsat: return "proven"
-    if r == z3.unknown: return "unknown"
-    m = solver.model()
-    vals = {s.k: model_int(m, vs[s.k], s.dtype) for s in g.slots}
+    if r == z3.sat: return f.counterexample(g, dt, solver.model())
+    return None
+
+
+# ---- encodings of one query ----
+@dataclass
+class Encoding:
+  """One z3 question equivalent to "can the two sides differ within the bounds": its assertions and how to read a
+  model back."""
+  name: str
+  assertions: list
+  slot_value: Callable[[z3.ModelRef, Slot], int | bool | None]
+  side_value: Callable[[z3.ModelRef, UOp], int | bool | None]
+
+  def counterexample(self, g: _Group, dt: DType, m: z3.ModelRef) -> Counterexample:
+    vals = {s.k: self.slot_value(m, s) for s in g.slots}
     inst = next((i for box, i in g.boxes.items() if all(s.dtype.kind == "b" or lo <= vals[s.k] <= hi for s, (lo, hi) in zip(g.slots, box))),
                 next(iter(g.boxes.values())))
-    return concretize(g, inst, vals, dt, t, m)
+    return concretize(g, inst, vals, dt, lambda u: self.side_value(m, u))
 
 
-def concretize(g: _Group, inst: Instance, vals: dict, dt: DType, t: EvalTranslator, m: z3.ModelRef) -> Counterexample:
+def _boxes_pre(g: _Group, within: Callable[[Slot, int, int], z3.BoolRef]) -> z3.BoolRef:
+  if not g.slots: return z3.BoolVal(True)
+  return z3.Or(*[z3.And(*[within(s, lo, hi) for s, (lo, hi) in zip(g.slots, box)]) for box in g.boxes])
+
+
+def native_encoding(g: _Group, undefined: str) -> Encoding | None:
+  """fuzz.zsem's encoding: fixed widths as bit vectors of their width, index as z3 Int, loads from z3 arrays."""
+  t = EvalTranslator()
+  vs = {}
+  for s in g.slots:
+    node = canonical_slot(s)
+    v = z3.Const(f"s{s.k}", t.sort(s.dtype))
+    t.memo[node], t.vars[node], vs[s.k] = v, v, v
+  diff = differ(t, g.lhs, g.rhs)
+  if diff is None: return None
+  def within(s: Slot, lo: int, hi: int) -> z3.BoolRef:
+    v = vs[s.k]
+    if s.dtype.kind == "b": return z3.BoolVal(True)
+    if z3.is_bv(v):
+      lt = (lambda a, b: a <= b) if s.dtype.kind == "i" else z3.ULE
+      return z3.And(lt(z3.BitVecVal(lo, s.dtype.bits), v), lt(v, z3.BitVecVal(hi, s.dtype.bits)))
+    return z3.And(v >= lo, v <= hi)
+  asserts = [_boxes_pre(g, within), *t.constraints, diff]
+  if undefined == "c" and g.lhs.op is not Ops.STORE: asserts.append(defined(t, g.lhs))
+  def side(m: z3.ModelRef, u: UOp) -> int | bool | None: return None if u.op is Ops.STORE else model_int(m, t(u), u.dtype)
+  return Encoding("native", asserts, lambda m, s: model_int(m, vs[s.k], s.dtype), side)
+
+
+def exact_encoding(g: _Group, an: Analysis, kind: str, undefined: str) -> Encoding | None:
+  """fuzz.zexact's encoding of the group: exact Ints or wide-enough bit vectors (None where it has no such form)."""
+  nodes = {canonical_slot(s): s for s in g.slots}
+  try: f = ExactForm(an, kind, {n: f"s{s.k}" for n, s in nodes.items()})
+  except Unsupported: return None
+  asserts = [_boxes_pre(g, lambda s, lo, hi: f.within(canonical_slot(s), lo, hi)), f(g.lhs) != f(g.rhs)]
+  if undefined == "c": asserts.append(f.defined(g.lhs))
+  return Encoding(kind, asserts, lambda m, s: f.value(m, canonical_slot(s)), lambda m, u: f.value(m, u))
+
+
+def encodings(g: _Group, undefined: str) -> Iterator[Encoding]:
+  """The encodings of a query (at most two), the likeliest to be fast first, each built only when asked for. Exact
+  Ints decide division by constants without a divider circuit; bit vectors decide bitwise ops and products of
+  variables; the native encoding covers the rest (loads, stores, floats) and fixed-width products."""
+  dt = g.lhs.dtype
+  try:
+    if g.lhs.dtype is not g.rhs.dtype or g.lhs.op is Ops.STORE: raise Unsupported("not one value")
+    # a slot's range is the hull of its bounds over every instance of the group
+    hull = {s.k: (min(b[i][0] for b in g.boxes), max(b[i][1] for b in g.boxes)) for i, s in enumerate(g.slots)}
+    an: Analysis | None = analyze((g.lhs, g.rhs), {canonical_slot(s): (None if s.dtype.kind == "b" else hull[s.k]) for s in g.slots})
+  except Unsupported: an = None
+  if an is None: order = ["native"]
+  elif dt is dtypes.index or not isinstance(dt, DType) or dt.kind not in "iu":
+    order = ["bv"] if an.bitwise() else (["bv", "int"] if an.nonlinear() else ["int", "bv"])
+    order.append("native")
+  else: order = ["native", *(["bv"] if an.width < dt.bits else [])] if an.bitwise() or an.nonlinear() else ["int", "native"]
+  n = 0
+  for name in order:
+    e = native_encoding(g, undefined) if name == "native" or an is None else exact_encoding(g, an, name, undefined)
+    if e is None: continue
+    yield e
+    if (n := n + 1) == 2: return
+
+
+def concretize(g: _Group, inst: Instance, vals: dict, dt: DType, side: Callable[[UOp], int | bool | None]) -> Counterexample:
   """The counterexample as two constant expressions, their values by the evaluator where it can compute them."""
   consts = {canonical_slot(s): UOp.const(s.dtype, vals[s.k]) for s in inst.slots}
   before, after = substitute(g.lhs, consts), substitute(g.rhs, consts)
   slots = [(s, vals[s.k]) for s in inst.slots]
   if before.op is Ops.STORE or any(u.op in GATE_OPS for u in before.toposort()):
-    lv = model_int(m, t(g.lhs), g.lhs.dtype) if g.lhs.op is not Ops.STORE else None
-    rv = model_int(m, t(g.rhs), g.rhs.dtype) if g.rhs.op is not Ops.STORE else None
-    return Counterexample(dt, before, after, slots, lv, rv, "z3 model")
+    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), "z3 model")
   try: lv, rv = evaluate_scalar(before), evaluate_scalar(after)
   except Exception as e:  # index values past int64: the evaluator stores index as int64
-    lv, rv = model_int(m, t(g.lhs), g.lhs.dtype), model_int(m, t(g.rhs), g.rhs.dtype)
-    return Counterexample(dt, before, after, slots, lv, rv, f"z3 model (the evaluator cannot run it: {type(e).__name__})")
+    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), f"z3 model (the evaluator cannot run it: {type(e).__name__})")
   return Counterexample(dt, before, after, slots, lv, rv, "evaluate" if lv != rv else "z3 model (the evaluator gives equal values)")
 
 
@@ -348,15 +444,56 @@ def write_counterexample(corpus: str | Path, ref: RuleRef, cx: Counterexample) -
 
 
 # ---- the whole rule set ----
-def prove_rules(refs: Iterable[RuleRef], prover: Prover, out=None) -> list[RuleResult]:
-  results = []
-  for ref in refs:
-    r = prover.prove(ref)
+_WORK: tuple[list[RuleRef], Prover] | None = None  # what forked workers prove: set before the pool starts
+
+
+def _prove_task(task: tuple[int, int]) -> tuple[DtypeResult, Counter]:
+  assert _WORK is not None
+  refs, prover = _WORK
+  prover.stats = Counter()
+  return prover.prove_dtype(refs[task[0]], prover.dts[task[1]]), prover.stats
+
+
+def default_jobs() -> int:
+  try: return len(os.sched_getaffinity(0))
+  except AttributeError: return os.cpu_count() or 1
+
+
+def prove_rules(refs: Iterable[RuleRef], prover: Prover, out=None, jobs: int = 1) -> list[RuleResult]:
+  """Every rule's result, in order, each line printed to out as soon as the rule is done. With jobs > 1 the (rule,
+  dtype) pairs are proven by that many worker processes (forked, so rules need not pickle)."""
+  global _WORK
+  refs = list(refs)
+  results: list[RuleResult] = []
+  def done(r: RuleResult) -> None:
     results.append(r)
     if out is not None: print(r.line(), file=out, flush=True)
+  if jobs <= 1 or len(refs) * len(prover.dts) <= 1 or "fork" not in mp.get_all_start_methods():
+    for ref in refs: done(prover.prove(ref))
+    return results
+  tasks = [(i, j) for i, ref in enumerate(refs) if not _takes_ctx(ref.rule.fn) for j in range(len(prover.dts))]
+  _WORK = (refs, prover)
+  try:
+    with mp.get_context("fork").Pool(min(jobs, len(tasks) or 1)) as pool:
+      it = pool.imap(_prove_task, tasks, chunksize=1)  # in task order: a rule's dtypes arrive together, rules in order
+      for ref in refs:
+        per: list[DtypeResult] = []
+        for _ in (range(len(prover.dts)) if not _takes_ctx(ref.rule.fn) else ()):
+          dr, stats = next(it)
+          per.append(dr)
+          prover.stats.update(stats)
+        done(prover.finish(ref, per))
+  finally: _WORK = None
   return results
 
 
 def summary(results: Sequence[RuleResult]) -> str:
   c = Counter(r.status for r in results)
   return f"{len(results)} rules: {c['proven']} proven, {c['refuted']} refuted, {c['unknown']} unknown"
+
+
+def encoding_stats(stats: Counter) -> str:
+  """How the queries were decided, e.g. "int: 12439 simplified, 1806 unsat; native: 9 unsat"."""
+  by: dict[str, list[str]] = {}
+  for (enc, answer), n in sorted(stats.items(), key=lambda kv: (kv[0][0], -kv[1])): by.setdefault(enc, []).append(f"{n} {answer}")
+  return "; ".join(f"{enc}: {', '.join(v)}" for enc, v in by.items()) or "none"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import sys
+import time
 
 from tinyspec.dtype import DType, dtypes
 
@@ -22,7 +23,11 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--rules", default=None, help="only rules whose name or pass/name matches this glob, e.g. 'mod_*' or 'simplify/*'")
   p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index)")
   p.add_argument("--samples", type=int, default=300, help="pattern instances per rule and dtype (default 300)")
-  p.add_argument("--timeout-ms", type=int, default=3000, help="z3 timeout per query in ms (default 3000); a timeout is unknown")
+  p.add_argument("--timeout-ms", type=int, default=1000, help="z3 timeout per query and encoding in ms (default 1000)")
+  p.add_argument("--retry-timeout-ms", type=int, default=10000,
+                 help="a second z3 timeout for the queries no encoding decided within --timeout-ms (default 10000; 0: no retry);"
+                      " a query still undecided makes its rule unknown")
+  p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the number of cores)")
   p.add_argument("--seed", type=int, default=0, help="seed of the instances (default 0)")
   p.add_argument("--corpus", default="corpus", help="where refuted rules' counterexamples are written (default corpus/)")
   p.add_argument("--undefined", choices=("c", "evaluator"), default="c",
@@ -31,22 +36,27 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def prove_main(args: argparse.Namespace) -> int:
-  from fuzz.prove import DEFAULT_DTYPES, Prover, expression_rules, prove_rules, summary
+  from fuzz.prove import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
   refs = expression_rules()
   if args.rules:
     refs = [r for r in refs if fnmatch.fnmatch(r.name, args.rules) or fnmatch.fnmatch(r.qualname, args.rules)]
     if not refs:
       print(f"tinyspec prove: no rule matches {args.rules!r}", file=sys.stderr)
       return 2
-  if args.samples < 1 or args.timeout_ms < 1:
-    print("tinyspec prove: --samples and --timeout-ms must be at least 1", file=sys.stderr)
+  if args.samples < 1 or args.timeout_ms < 1 or args.retry_timeout_ms < 0 or (args.jobs is not None and args.jobs < 1):
+    print("tinyspec prove: --samples, --timeout-ms and --jobs must be at least 1, --retry-timeout-ms at least 0", file=sys.stderr)
     return 2
-  prover = Prover(args.dtypes or DEFAULT_DTYPES, args.samples, args.timeout_ms, args.seed, args.corpus, args.undefined)
+  jobs = default_jobs() if args.jobs is None else args.jobs
+  prover = Prover(args.dtypes or DEFAULT_DTYPES, args.samples, args.timeout_ms, args.seed, args.corpus, args.undefined, args.retry_timeout_ms)
   dts = ", ".join(d.name for d in prover.dts)
-  print(f"proving {len(refs)} integer and boolean rewrite rules for {dts} ({args.samples} instances each, z3 timeout {args.timeout_ms} ms)",
-        flush=True)
-  results = prove_rules(refs, prover, sys.stdout)
-  print(summary(results))
+  retry = f", retry {args.retry_timeout_ms} ms" if args.retry_timeout_ms > args.timeout_ms else ""
+  print(f"proving {len(refs)} integer and boolean rewrite rules for {dts} ({args.samples} instances each, z3 timeout {args.timeout_ms} ms"
+        f"{retry}, {jobs} job{'s' if jobs != 1 else ''})", flush=True)
+  if dtypes.index in prover.dts: print(f"assumption: {INDEX_MODEL}", flush=True)
+  t0 = time.perf_counter()
+  results = prove_rules(refs, prover, sys.stdout, jobs)
+  print(f"{summary(results)} in {time.perf_counter() - t0:.1f} s")
+  print(f"z3 answers by encoding: {encoding_stats(prover.stats)}")
   return 1 if any(r.status == "refuted" for r in results) else 0
 
 
