@@ -53,6 +53,7 @@ def main() -> None:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--compilers", default="gcc,tcc")
   a = ap.parse_args()
+  print(f"$ .venv/bin/python bench/fuzz_throughput.py --cases {a.cases} --seed {a.seed} --compilers {a.compilers}")
   sizes = [node_count(case_for(a.seed, i).root) for i in range(a.cases)]
   print(f"cases: seed {a.seed}, mean {sum(sizes) / len(sizes):.1f} nodes, max {max(sizes)}\n")
   wall, phase = throughput(a.cases, a.seed, ("reference",), None)
