@@ -8,6 +8,7 @@ true. The observer of the k-th run gives the rule, its source location and the n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Callable
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
@@ -143,7 +144,7 @@ def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Bla
   return None
 
 
-def crash_rule(p: Pass, tb) -> str | None:
+def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
   """The rule whose function is on the traceback of an exception raised inside pass p, innermost first."""
   codes = {}
   for m in p.matchers:

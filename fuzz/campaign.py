@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import signal
 import sys
 import time
@@ -104,8 +103,9 @@ class Summary:
 class CaseRunner:
   def __init__(self, cfg: CampaignConfig):
     self.cfg = cfg
-    self.checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc))
-    self.reducer_checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, metamorphic=False, cc=cfg.cc))
+    config = Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc)
+    self.checker = Checker(config)
+    self.reducer_checker = Checker(replace(config, metamorphic=False))
 
   def run(self, index: int, weights: dict[str, float]) -> dict[str, Any]:
     return self.run_batch([index], weights)[0]
@@ -240,12 +240,6 @@ class Campaign:
     atomic_write(self.state_path, json.dumps(s, indent=1, sort_keys=True))
 
   # ---- case numbering ----
-  def next_index(self) -> int | None:
-    """The lowest case number of the current epoch not done nor running; None when the epoch is all handed out."""
-    for i in range(self.epoch_start, self.epoch_start + EPOCH):
-      if i not in self.done_in_epoch and i not in self.running: return i
-    return None
-
   def next_batch(self, n: int) -> list[int]:
     """Up to n case numbers to run next: a case suspected of killing a worker runs alone."""
     if self.suspects: return [self.suspects.pop(0)]
@@ -423,7 +417,3 @@ class Campaign:
 def run_campaign(cfg: CampaignConfig, out: TextIO | None = None) -> Summary:
   """Run a campaign to its time or case budget; SIGINT ends it early with the summary."""
   return Campaign(cfg, out).run()
-
-
-def env_workers() -> int:
-  return max(1, (os.cpu_count() or 1))

@@ -17,7 +17,7 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -78,11 +78,6 @@ class Stats:
     self.phase: Counter = Counter()
     self.fired: Counter = Counter()
     self.cases = 0
-
-  def merge(self, other: Stats) -> None:
-    self.phase.update(other.phase)
-    self.fired.update(other.fired)
-    self.cases += other.cases
 
 
 class _Timer:
@@ -330,14 +325,14 @@ class Checker:
           missing = [c for c in kernel_calls_of(final) if c.src[0] not in fns]
           if missing: fns.update(cpu.build(UOp(Ops.SINK, src=tuple(missing)), self.config.cc))
         with _Timer(st, "run"):
-          vals = evaluate(final, {k: v.copy() for k, v in case.inputs.items()}, kernel_runner=cpu.make_runner(fns, self.config.cc))
+          vals = evaluate(final, case.copy_inputs(), kernel_runner=cpu.make_runner(fns, self.config.cc))
       else:
         from tinyspec.runtime import opencl
         ok, why = opencl.available()
         if not ok: return None
         g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
         if f is not None: return f
-        with _Timer(st, "run"): vals = opencl.run(g, {k: v.copy() for k, v in case.inputs.items()})
+        with _Timer(st, "run"): vals = opencl.run(g, case.copy_inputs())
     except Exception as e:
       return Finding("crash", name, type(e).__name__, f"the {name} runtime raised {type(e).__name__}: {str(e)[:400]}", options=case.options)
     if (msg := compare(ref, vals)) is not None: return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
@@ -347,12 +342,3 @@ class Checker:
 def kernel_calls_of(root: UOp) -> list[UOp]:
   from tinyspec.lower.kernel_map import kernel_calls
   return list(kernel_calls(root))
-
-
-def check_case(case: Case, config: Config | None = None) -> list[Finding]:
-  """Every oracle on one case with a fresh Checker."""
-  return Checker(config).check(case)
-
-
-def with_options(case: Case, opts: dict[str, Any]) -> Case:
-  return replace(case, options=dict(opts))

@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 import z3
@@ -45,9 +45,11 @@ from fuzz.templates import Instance, NoInstance, Slot, instantiate
 from fuzz.zexact import Analysis, ExactForm, Unsupported, analyze
 from fuzz.zsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.kernel_map import substitute
+from tinyspec.uop import substitute
 from tinyspec.rewrite import Rule, _takes_ctx
 from tinyspec.uop import AxisType, Ops, UOp
+
+if TYPE_CHECKING: from fuzz.strategies import Case
 
 DEFAULT_DTYPES = (dtypes.int32, dtypes.int64, dtypes.index)
 INDEX_MODEL = ("index is an unbounded integer; its AND, OR, XOR and shifts act on the two's complement of the exact value "
@@ -66,10 +68,6 @@ class RuleRef:
   def name(self) -> str: return self.rule.name
   @property
   def qualname(self) -> str: return f"{self.pass_name}/{self.rule.name}"
-
-
-def _root_ops(rule: Rule) -> frozenset:
-  return frozenset(Ops) if rule.pat.op is None else rule.pat.op
 
 
 def in_scope(ref: RuleRef) -> bool:
@@ -403,7 +401,7 @@ def evaluate_scalar(u: UOp) -> int | bool:
 def _storage_dtype(dt: DType) -> DType: return dtypes.int64 if dt is dtypes.index else dt
 
 
-def counterexample_case(ref: RuleRef, cx: Counterexample):
+def counterexample_case(ref: RuleRef, cx: Counterexample) -> Case:
   """A one-kernel KERNEL_GRAPH that loads the slot values, clamps each to its bounds (so the guard sees the same
   vmin and vmax) and stores the rewritten expression: lowering it through the rule changes the stored value."""
   from fuzz.strategies import Case
@@ -459,7 +457,7 @@ def default_jobs() -> int:
   except AttributeError: return os.cpu_count() or 1
 
 
-def prove_rules(refs: Iterable[RuleRef], prover: Prover, out=None, jobs: int = 1) -> list[RuleResult]:
+def prove_rules(refs: Iterable[RuleRef], prover: Prover, out: TextIO | None = None, jobs: int = 1) -> list[RuleResult]:
   """Every rule's result, in order, each line printed to out as soon as the rule is done. With jobs > 1 the (rule,
   dtype) pairs are proven by that many worker processes (forked, so rules need not pickle)."""
   global _WORK

@@ -31,26 +31,7 @@ from fuzz.safety import unsafe_reason
 from fuzz.strategies import Case
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, check
-from tinyspec.uop import Ops, UOp, walk
-
-
-def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-  """root with every node in mapping replaced (its users rebuilt); walks into call bodies too."""
-  done: dict[UOp, UOp] = {}
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, ready = stack.pop()
-    if u in done: continue
-    if u in mapping:
-      done[u] = mapping[u]
-      continue
-    if not ready:
-      stack.append((u, True))
-      stack.extend((s, False) for s in u.src if s not in done)
-      continue
-    new = tuple(done[s] for s in u.src)
-    done[u] = u if all(a is b for a, b in zip(new, u.src)) else u.replace(src=new)
-  return done[root]
+from tinyspec.uop import Ops, UOp, substitute, walk
 
 
 def outer_nodes(root: UOp) -> list[UOp]:
@@ -226,7 +207,7 @@ class Reducer:
       if case.kind == "tensor" and n in outer and n.op is not Ops.RESHAPE:
         try:
           from tinyspec.semantics import evaluate
-          val = np.asarray(evaluate(n, {k: v.copy() for k, v in case.inputs.items()})).reshape(-1)
+          val = np.asarray(evaluate(n, case.copy_inputs())).reshape(-1)
         except Exception:
           val = None
         if val is not None and val.size == n.size:

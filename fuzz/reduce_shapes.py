@@ -241,7 +241,7 @@ def _with_size(arg, size: int):
 
 
 def _swap(root: UOp, old: UOp, new: UOp) -> UOp:
-  from fuzz.reduce import substitute
+  from tinyspec.uop import substitute
   return substitute(root, {old: new})
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.rewrite import PatternMatcher
-from tinyspec.uop import AxisType, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def broken_pipeline(bug: SeededBug, passes: list[Pass] | None = None) -> list[Pa
 
 
 # ---- the broken rule functions ----
-def _mod_below_divisor_off_by_one(x: UOp, c: UOp) -> UOp | None:
+def mod_below_divisor_off_by_one(x: UOp, c: UOp) -> UOp | None:
   if c.arg == 0: return None
   return x if -abs(c.arg) < x.vmin and x.vmax <= abs(c.arg) else None  # <= : x == c is folded to x, not 0
 
@@ -91,7 +91,7 @@ def _gettuple_next_output(g: UOp, call: UOp) -> UOp:
 
 
 def _reduce_skips_last(red: UOp) -> UOp | None:
-  from tinyspec.lower.kernel_map import substitute
+  from tinyspec.uop import substitute
   from tinyspec.lower.lower_reduce import reduce_to_acc
   if isinstance(red.arg, tuple): return None
   rr = red.src[1:]
@@ -102,12 +102,13 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
 
 
 def _after_kept_over_view(call: UOp) -> UOp | None:
-  from tinyspec.lower.rangeify import _reshape_base, _storage_under
+  from tinyspec.lower.kernel_map import storage_of
+  from tinyspec.lower.rangeify import _reshape_base
   if call.src[0].op is Ops.TUPLE: return None
   new = []
   for a in call.src[1:]:
     b = _reshape_base(a)
-    if a.op is Ops.RESHAPE and b.op is Ops.AFTER and _storage_under(b):
+    if a.op is Ops.RESHAPE and b.op is Ops.AFTER and storage_of(b).op in GroupOp.Storage:
       chain = []
       while a is not b: chain.append(a); a = a.src[0]  # noqa: E702
       v = b.src[0]
@@ -123,7 +124,7 @@ def _after_dropped(a: UOp, v: UOp) -> UOp:
 
 
 SEEDED_BUGS: list[SeededBug] = [
-  SeededBug("mod_off_by_one", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "mod_below_divisor", _mod_below_divisor_off_by_one,
+  SeededBug("mod_off_by_one", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "mod_below_divisor", mod_below_divisor_off_by_one,
             "x % c folds to x when x's bounds reach c (an off-by-one in a div/mod fold)"),
   SeededBug("pad_gate_dropped", "rangeify", "tinyspec.lower.rangeify", "INDEXING", "index_through_pad", _pad_without_gate,
             "PAD loads the clamped element instead of zero (a dropped PAD gate)"),
@@ -143,4 +144,4 @@ SEEDED_BUGS: list[SeededBug] = [
 
 BUGS_BY_NAME = {b.name: b for b in SEEDED_BUGS}
 
-__all__ = ["SeededBug", "SEEDED_BUGS", "BUGS_BY_NAME", "broken_pipeline", "swap_rule", "reference_passes", "AxisType"]
+__all__ = ["SeededBug", "SEEDED_BUGS", "BUGS_BY_NAME", "broken_pipeline", "swap_rule", "reference_passes", "mod_below_divisor_off_by_one"]

@@ -8,7 +8,8 @@ a PatternMatcher, so a changed rule table can be tried), and two oracles hold:
   bounds: every subexpression (of both) takes only values inside its [vmin, vmax].
 Both are checked on many assignments at once (numpy, the evaluator's elementwise meaning): every assignment when
 there are at most N_EXHAUSTIVE of them (then that check is a proof), random ones otherwise, and what survives those
-goes to z3 (fuzz.zsem) with a small timeout, as bit vectors wide enough that nothing wraps first, as integers after.
+goes to z3 with a small timeout, as bit vectors wide enough that nothing wraps first (fuzz.zexact), as integers after
+(fuzz.zsem).
 A difference is blamed on the first rule application whose result differs from the node it replaced at the
 failing assignment.
 """
@@ -18,13 +19,14 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TextIO
 
 import numpy as np
 import z3
 
 from fuzz.templates import SLOT_AXIS, slot_node
-from fuzz.zsem import EvalTranslator, bv_difference, defined, model_int
+from fuzz.zexact import ExactForm, Unsupported, analyze
+from fuzz.zsem import EvalTranslator, defined, model_int
 from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher, Rule, graph_rewrite
 from tinyspec.semantics.alu import cast as np_cast
@@ -235,18 +237,19 @@ class SymbolicChecker:
   def check_z3(self, case: SymCase, s: UOp, steps: list, env: dict[UOp, np.ndarray]) -> list[SymFinding]:
     self.z3_queries += 1
     e = case.expr
-    names = {lf.node: (_leaf_name(lf.node), lf.lo, lf.hi) for lf in case.leaves}
-    if (bv := bv_difference((e, s), names)) is not None:  # bit vectors first, with a short timeout; integers decide the rest
-      q, bvars, w = bv
+    # bit vectors wide enough that nothing wraps first, with a short timeout; integers decide the rest
+    try:
+      f = ExactForm(analyze((e, s), {lf.node: (lf.lo, lf.hi) for lf in case.leaves}), "bv", {lf.node: _leaf_name(lf.node) for lf in case.leaves})
+    except Unsupported: f = None
+    if f is not None:
       solver = z3.Solver()
       solver.set(timeout=min(self.z3_timeout_ms, BV_TIMEOUT_MS))
-      solver.add(q)
+      solver.add(*(f.within(lf.node, lf.lo, lf.hi) for lf in case.leaves), f.defined(e), f(e) != f(s))
       r = solver.check()
       if r == z3.unsat: return []
       if r == z3.sat:
         m = solver.model()
-        row = {k: np.array([_signed(m.eval(v, model_completion=True).as_long(), w)], dtype=np.int64) for k, v in bvars.items()}
-        return [self._z3_finding(case, s, steps, row)]
+        return [self._z3_finding(case, s, steps, {lf.node: np.array([f.value(m, lf.node)], dtype=np.int64) for lf in case.leaves})]
     return self._check_z3_int(case, s, steps)
 
   def _z3_finding(self, case: SymCase, s: UOp, steps: list, row: dict[UOp, np.ndarray]) -> SymFinding:
@@ -277,9 +280,6 @@ class SymbolicChecker:
     return [self._z3_finding(case, s, steps, row)]
 
 
-def _signed(x: int, w: int) -> int: return x - (1 << w) if x >= 1 << (w - 1) else x
-
-
 @dataclass
 class SymbolicSummary:
   seed: int
@@ -307,7 +307,7 @@ class SymbolicSummary:
 
 def symbolic_campaign(seconds: float = 60.0, seed: int = 0, pm: PatternMatcher | None = None, max_cases: int | None = None,
                       depth: int = 4, z3_timeout_ms: int = 300, stop_when: Callable[[SymFinding], bool] | None = None,
-                      use_z3: bool = True, out=None) -> SymbolicSummary:
+                      use_z3: bool = True, out: TextIO | None = None) -> SymbolicSummary:
   """Run symbolic cases until the time or case budget is spent (or a finding satisfies stop_when)."""
   chk = SymbolicChecker(pm, z3_timeout_ms, use_z3=use_z3)
   rng = np.random.default_rng(seed)

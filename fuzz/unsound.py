@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from fuzz.seeded_bugs import mod_below_divisor_off_by_one
 from tinyspec.lower import simplify as S
 from tinyspec.rewrite import PatternMatcher, Rule
 from tinyspec.uop import Ops, UOp
@@ -27,11 +28,6 @@ class Variant:
 
   def rule_obj(self, base: PatternMatcher | None = None) -> Rule:
     return next(r for r in self.matcher(base).rules if r.name == self.rule)
-
-
-def _mod_below_divisor_off_by_one(x: UOp, c: UOp) -> UOp | None:
-  if c.arg == 0: return None
-  return x if -abs(c.arg) < x.vmin and x.vmax <= abs(c.arg) else None
 
 
 def _mod_below_divisor_forgets_negative(x: UOp, c: UOp) -> UOp | None:
@@ -61,7 +57,7 @@ def _max_by_bounds_wrong_side(m: UOp, a: UOp, b: UOp) -> UOp | None:
 
 
 VARIANTS: list[Variant] = [
-  Variant("mod_below_divisor_off_by_one", "mod_below_divisor", _mod_below_divisor_off_by_one,
+  Variant("mod_below_divisor_off_by_one", "mod_below_divisor", mod_below_divisor_off_by_one,
           "x % c folds to x when x's bounds reach c itself"),
   Variant("mod_below_divisor_forgets_negative", "mod_below_divisor", _mod_below_divisor_forgets_negative,
           "x % c folds to x from x's upper bound alone, forgetting x may be below -c"),

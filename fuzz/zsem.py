@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import z3
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.smt import Translator, c_idiv_int, c_mod_int
+from tinyspec.smt import Translator, c_idiv_bv, c_idiv_int, c_mod_bv, c_mod_int
 from tinyspec.uop import GroupOp, Ops, UOp
 
 _MEMORY = frozenset({Ops.LOAD, Ops.INDEX})
@@ -51,11 +51,8 @@ class EvalTranslator(Translator):
   def _eval_divmod(self, u: UOp) -> z3.ExprRef:
     a, b = (self.memo[s] for s in u.src)
     dt, zero = u.dtype, self.const(u.dtype, 0)
-    if z3.is_bv(a):
-      signed = dt.kind == "i"
-      q = (a / b if signed else z3.UDiv(a, b)) if u.op is Ops.IDIV else (z3.SRem(a, b) if signed else z3.URem(a, b))
-    else:
-      q = c_idiv_int(a, b) if u.op is Ops.IDIV else c_mod_int(a, b)
+    if z3.is_bv(a): q = (c_idiv_bv if u.op is Ops.IDIV else c_mod_bv)(a, b, dt.kind == "i")
+    else: q = (c_idiv_int if u.op is Ops.IDIV else c_mod_int)(a, b)
     return z3.If(b == zero, zero if u.op is Ops.IDIV else a, q)
 
   def _index_bitwise(self, u: UOp) -> z3.ExprRef:
@@ -148,90 +145,4 @@ def model_int(m: z3.ModelRef, e: z3.ExprRef, dt: DType) -> int | bool | None:
   return None
 
 
-INT_LIKE = frozenset({*dtypes.ints, dtypes.index})
 VALUE_OPS = GroupOp.ALU | {Ops.CAST, Ops.BITCAST}
-
-
-# ---- bit-vector form for bounded index expressions ----
-# The symbolic fuzzer's expressions are over leaves with small ranges. Where interval arithmetic (computed here,
-# independently of tinyspec.bounds, which the fuzzer checks) shows every node of both expressions fits in w bits,
-# the same question asked over w-bit vectors has the same answer: nothing wraps, and bvsdiv / bvsrem truncate as C.
-# Bit-blasting then often decides in milliseconds what nonlinear integer reasoning times out on.
-_BV_INT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.WHERE, Ops.DETACH, Ops.CONST})
-_BV_BOOL_OPS = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CONST, Ops.DETACH})
-
-
-def _tdiv(a: int, b: int) -> int:
-  q = abs(a) // abs(b)
-  return q if (a < 0) == (b < 0) else -q
-
-
-def _interval(u: UOp, s: list) -> tuple[int, int] | None:
-  """Exact-integer interval of index node u from its sources' intervals (None for bool nodes)."""
-  op = u.op
-  if op is Ops.CONST: return (int(u.arg), int(u.arg))
-  if op is Ops.DETACH: return s[0]
-  if op is Ops.ADD: return (s[0][0] + s[1][0], s[0][1] + s[1][1])
-  if op is Ops.SUB: return (s[0][0] - s[1][1], s[0][1] - s[1][0])
-  if op is Ops.NEG: return (-s[0][1], -s[0][0])
-  if op is Ops.MUL:
-    v = [a * b for a in s[0] for b in s[1]]
-    return (min(v), max(v))
-  if op is Ops.MAX: return (max(s[0][0], s[1][0]), max(s[0][1], s[1][1]))
-  if op is Ops.WHERE: return (min(s[1][0], s[2][0]), max(s[1][1], s[2][1]))
-  (alo, ahi), c = s[0], u.src[1].arg
-  if op is Ops.IDIV: return tuple(sorted((_tdiv(alo, c), _tdiv(ahi, c))))  # type: ignore[return-value]  # monotone in a
-  m = min(abs(c) - 1, max(abs(alo), abs(ahi)))  # MOD: |a % c| < |c| and <= |a|
-  return (-m, m)
-
-
-def bv_difference(roots: tuple[UOp, UOp], leaves: dict[UOp, tuple[str, int, int]]) -> tuple[z3.BoolRef, dict[UOp, z3.BitVecRef], int] | None:
-  """(constraints and a != b, the leaf variables, the width) over bit vectors for index expressions a, b whose only
-  free nodes are `leaves` (node -> (name, lo, hi)) and whose divisors are nonzero constants; None when they are not
-  of that form (the caller asks the integer form then)."""
-  iv: dict[UOp, tuple[int, int] | None] = {k: (lo, hi) for k, (_, lo, hi) in leaves.items()}
-  order: list[UOp] = []
-  for r in roots:
-    for u in r.toposort(gate=lambda x: x not in leaves):
-      if u in iv: continue
-      srcs = [x.dtype for x in u.src]
-      if u.dtype is dtypes.index:
-        vals = srcs[1:] if u.op is Ops.WHERE else srcs
-        if u.op not in _BV_INT_OPS or vals != [dtypes.index] * len(vals): return None
-        if u.op in (Ops.IDIV, Ops.MOD) and (u.src[1].op is not Ops.CONST or u.src[1].arg == 0): return None
-      elif u.dtype is dtypes.bool:
-        if u.op not in _BV_BOOL_OPS: return None
-        if u.op in GroupOp.Comparison and srcs != [dtypes.index, dtypes.index]: return None
-        if u.op in (Ops.AND, Ops.OR, Ops.XOR) and srcs != [dtypes.bool, dtypes.bool]: return None
-        if u.op is Ops.WHERE and srcs[1:] != [dtypes.bool, dtypes.bool]: return None
-      else: return None
-      if u.op is Ops.WHERE and srcs[0] is not dtypes.bool: return None
-      if any(s not in iv for s in u.src): return None
-      iv[u] = _interval(u, [iv[s] for s in u.src]) if u.dtype is dtypes.index else None
-      order.append(u)
-  w = max(max(abs(lo), abs(hi)) for lo, hi in (x for x in iv.values() if x is not None)).bit_length() + 2
-  memo: dict[UOp, z3.ExprRef] = {}
-  cons = []
-  for k, (name, lo, hi) in leaves.items():
-    memo[k] = v = z3.BitVec(name, w)
-    cons += [v >= lo, v <= hi]
-  for u in order:
-    a = [memo[s] for s in u.src]
-    op = u.op
-    if op is Ops.CONST: memo[u] = z3.BoolVal(bool(u.arg)) if u.dtype is dtypes.bool else z3.BitVecVal(int(u.arg), w)
-    elif op is Ops.DETACH: memo[u] = a[0]
-    elif op is Ops.ADD: memo[u] = a[0] + a[1]
-    elif op is Ops.SUB: memo[u] = a[0] - a[1]
-    elif op is Ops.MUL: memo[u] = a[0] * a[1]
-    elif op is Ops.NEG: memo[u] = -a[0]
-    elif op is Ops.MAX: memo[u] = z3.If(a[0] < a[1], a[1], a[0])
-    elif op is Ops.IDIV: memo[u] = a[0] / a[1]  # bvsdiv: truncates toward zero
-    elif op is Ops.MOD: memo[u] = z3.SRem(a[0], a[1])  # the sign of the dividend, as C
-    elif op is Ops.WHERE: memo[u] = z3.If(a[0], a[1], a[2])
-    elif op is Ops.CMPLT: memo[u] = a[0] < a[1]
-    elif op is Ops.CMPNE: memo[u] = a[0] != a[1]
-    elif op is Ops.CMPEQ: memo[u] = a[0] == a[1]
-    elif op is Ops.AND: memo[u] = z3.And(a[0], a[1])
-    elif op is Ops.OR: memo[u] = z3.Or(a[0], a[1])
-    else: memo[u] = z3.Xor(a[0], a[1])
-  return z3.And(*cons, memo[roots[0]] != memo[roots[1]]), {k: memo[k] for k in leaves}, w

@@ -13,7 +13,8 @@ import pytest
 from fuzz.campaign import CampaignConfig, run_campaign
 from fuzz.corpus import load_entry, same_bug
 from fuzz.oracles import Checker, Config
-from fuzz.reduce import Reducer, node_count, substitute
+from fuzz.reduce import Reducer, node_count
+from tinyspec.uop import substitute
 from fuzz.reduce_isolated import run_isolated
 from fuzz.reduce_kernel import drop_range, shrink_buffers
 from fuzz.reduce_shapes import shape_moves
@@ -203,7 +204,7 @@ def test_a_segfaulting_kernel_is_reduced_in_child_processes(tmp_path):
   r = PASSES[-1]
   passes = [*PASSES[:-1], Pass(r.name, r.stage_in, r.stage_out, _render_null_deref, r.matchers)]
   cfg = CampaignConfig(seconds=60, seed=0, workers=1, corpus=str(tmp_path), passes=passes, backends=("reference", "cpu"), cc="tcc",
-                       case_timeout=10, reduce_seconds=20, max_cases=64, stop_on_finding=True, weights={"kind:kernel": 0.0})
+                       case_timeout=10, reduce_seconds=60, max_cases=64, stop_on_finding=True, weights={"kind:kernel": 0.0})
   s = run_campaign(cfg, io.StringIO())
   # this process ran the reduction and is still here: every candidate ran in a child
   assert [f.signature for f in s.findings] == [("crash", "worker", "signal11")]

@@ -12,7 +12,7 @@ from fuzz.templates import boxes
 from fuzz.unsound import VARIANTS
 from fuzz.zexact import ExactForm, Unsupported, analyze
 from tinyspec.dtype import dtypes
-from tinyspec.lower.kernel_map import substitute
+from tinyspec.uop import substitute
 from tinyspec.lower.simplify import SIMPLIFY_PM, cdiv
 from tinyspec.rewrite import PatternMatcher, Rule, UPat
 from tinyspec.semantics import evaluate

@@ -21,28 +21,10 @@ from tinyspec.cli import main
 from tinyspec.lower.base import Trace
 from tinyspec.spec import check
 
-SVG = "{http://www.w3.org/2000/svg}"
-
-
-def classes(el: ET.Element) -> set[str]:
-  return set((el.get("class") or "").split())
-
-
-def groups(svg: ET.Element, cls: str) -> list[ET.Element]:
-  return [g for g in svg.iter(SVG + "g") if cls in classes(g)]
-
-
-def svg_text(el: ET.Element) -> str:
-  return " ".join(t.text for t in el.iter(SVG + "text") if t.text)
-
-
-def node_name(el: ET.Element) -> str:
-  return el.find(SVG + "title").text
-
-
-def op_of(el: ET.Element) -> str:
-  (op,) = [c[3:] for c in classes(el) if c.startswith("op-")]
-  return op
+from svgread import SVG, classes, op_of
+from svgread import elems as groups
+from svgread import text as svg_text
+from svgread import title as node_name
 
 
 def found_entry(tmp_path_factory, bug: str) -> Path:

@@ -127,3 +127,64 @@ def test_compiled_matchers_agree_with_upat_match() -> None:
         assert got is want, f"rule {r.name} on {u}"
       fired += want is not None
   assert fired > 20  # the comparison saw rules fire, not only misses
+
+
+def test_compiled_matchers_agree_on_every_pattern_feature() -> None:
+  """Each feature the rule compiler turns into code (op sets, dtype filters with a dtype equal to a singleton but not
+  it, args of the right type only, a name bound twice, commutative and any-length sources, a pattern for every
+  source, predicates, ctx) and the generic fallback, each as compiled for any node and for a node of a known op:
+  the same result as UPat.match, on nodes that match and nodes that do not."""
+  from tinyspec.dtype import DType
+  f32_copy = DType("float32", 4, "f", "float", "float")  # equal to dtypes.float32, not the same object
+  c3, t = UOp.const(dtypes.index, 3), UOp.const(dtypes.bool, True)
+  nodes = [x, y, c3, one, t, x + x, x + y, x + 3, c3 + x, x * y, (x + y) * (x + y), UOp(Ops.CONST, f32_copy, (), 1.0),
+           UOp.const(dtypes.float32, 1.0), UOp(Ops.END, dtypes.void, (UOp(Ops.SINK), x, y)), UOp(Ops.END, dtypes.void, (x,)),
+           UOp(Ops.SINK, src=(x, y)), UOp(Ops.SINK, src=(x, c3)), UOp(Ops.SINK), UOp(Ops.END), one + x, y + x]
+  pats = [
+    UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("a")]),
+    UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]),
+    UPat(Ops.ADD, src=(UPat.var("a"), UPat.cvar("c", dtypes.index))),
+    UPat((Ops.ADD, Ops.MUL), dtypes.index, name="n", src=[UPat(Ops.RANGE, name="r"), UPat(name="o")]),
+    UPat(Ops.MUL, src=(UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]), UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]))),
+    UPat(Ops.CONST, dtypes.float32, name="c"),
+    UPat(Ops.CONST, (dtypes.float32, dtypes.float64), name="c"),
+    UPat(Ops.CONST, arg=1, name="c"),
+    UPat(Ops.CONST, arg=True, name="c"),
+    UPat(Ops.END, src=(UPat(Ops.SINK, name="s"),), allow_any_len=True),
+    UPat(Ops.END, src=UPat(), name="e"),
+    UPat(Ops.SINK, src=UPat(Ops.RANGE), name="s"),
+    UPat(Ops.SINK, src=UPat(Ops.RANGE, pred=lambda u: u.arg.axis == 0), name="s"),
+    UPat(Ops.SINK, src=UPat(Ops.RANGE, name="r")),  # a name under a pattern for every source: matched generically
+    UPat(Ops.ADD, src=(UPat(name="class"), UPat())),  # a name that is no keyword argument: matched generically
+    UPat(Ops.SINK, src=(UPat(Ops.RANGE, name="r"),)),
+    UPat(Ops.ADD, src=(UPat(Ops.RANGE, name="r", pred=lambda u: u.arg.axis == 1), UPat(name="o"))),
+    UPat(Ops.ADD, name="n", pred=lambda u: u.src[0] is x),
+    UPat(Ops.RANGE, name="r"),
+    UPat(None, name="any"),
+  ]
+
+  def fn(ctx: object = None, **kw: UOp) -> UOp | None:
+    # a node built from the bindings, so a different binding gives a different result; None for some bindings, so
+    # the next binding is tried; a lone RANGE binding itself, which on the matched node counts as no rewrite
+    if any(v.op is Ops.CONST and v.arg == 3 for v in kw.values()): return None
+    vals = [kw[k] for k in sorted(kw)]
+    if len(vals) == 1 and vals[0].op is Ops.RANGE: return vals[0]
+    return UOp(Ops.SINK, src=(*vals, *([ctx] if ctx is not None else [])))
+
+  def fn_no_ctx(**kw: UOp) -> UOp | None: return fn(None, **kw)
+
+  kinds = set()
+  for i, p in enumerate(pats):
+    for rule_fn, ctx in ((fn_no_ctx, None), (fn, y)):
+      r = Rule(f"r{i}", p, rule_fn)
+      assert r.takes_ctx == (rule_fn is fn)
+      kinds.add(r.compiled(False).__name__)
+      for u in nodes:
+        want = None
+        for store in p.match(u, {}):
+          if (ret := rule_fn(**store, **({"ctx": ctx} if r.takes_ctx else {}))) is not None and ret is not u:
+            want = ret
+            break
+        assert r.apply(u, ctx) is want, f"{p} on {u}"
+        if p.op is None or u.op in p.op: assert r.compiled(True)(u, ctx) is want, f"{p} on {u}, op known"
+  assert kinds == {"match", "slow"}  # both the generated matchers and the generic fallback were compared

@@ -151,6 +151,14 @@ KERNELS = {f.__name__: f for f in (k_add, k_2d, k_acc, k_reduce, k_pad, k_gated_
 PROGRAM_KERNELS = {n: f for n, f in KERNELS.items() if n != "k_reduce"}  # a REDUCE never reaches PROGRAM
 
 
+def assert_breaks_exactly(root: UOp, stage: Stage, rules: set[str]) -> list:
+  """check(root, stage) names exactly these rules, each message saying what is wrong, then what the stage expects."""
+  vs = check(root, stage)
+  assert {v.rule for v in vs} == rules, [str(v) for v in vs]
+  assert all("; " in v.message for v in vs)
+  return vs
+
+
 def linear(ksink: UOp) -> UOp:
   """LINEAR of every node of a kernel sink in source order (valid for these kernels: their ranges are reached outermost first)."""
   return UOp(Ops.LINEAR, VOID, tuple(n for n in ksink.toposort() if n is not ksink))

@@ -7,7 +7,7 @@ import pytest
 from fuzz.symbolic import IDX, Leaf, SymbolicChecker, SymCase, _leaf_name, case_for, symbolic_campaign
 from fuzz.templates import slot_node
 from fuzz.unsound import VARIANTS
-from tinyspec.lower.kernel_map import substitute
+from tinyspec.uop import substitute
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
 

@@ -1,4 +1,4 @@
-"""The IR's own guarantees: interning keys, buffer ids, and sound integer bounds."""
+"""The IR's own guarantees: interning keys, buffer ids, substitution, and sound integer bounds."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tinyspec.dtype import dtypes
 from tinyspec.pyrender import render_module
 from tinyspec.semantics import evaluate
-from tinyspec.uop import BufferArg, Ops, UOp, next_buffer_id
+from tinyspec.uop import BufferArg, Ops, UOp, next_buffer_id, substitute
 
 pytestmark = pytest.mark.spec
 
@@ -35,6 +35,20 @@ def test_buffer_ids_are_never_handed_out_twice() -> None:
   assert UOp.buffer(dtypes.int32, 4) is not UOp.buffer(dtypes.int32, 4)
 
 
+def test_substitute_rebuilds_users_and_enters_call_bodies_only_when_asked() -> None:
+  p = UOp.param(0, dtypes.float32, 4)
+  body = UOp(Ops.TUPLE, src=(p + p,))
+  call = UOp(Ops.CALL, src=(body, p), arg="f")
+  root = UOp(Ops.SINK, src=(call.gettuple(0), p * p))
+  q = UOp.param(0, dtypes.float32, 4).after(UOp(Ops.SINK))
+  outside = substitute(root, {p: q}, into_calls=False)
+  assert outside is UOp(Ops.SINK, src=(UOp(Ops.CALL, src=(body, q), arg="f").gettuple(0), q * q))
+  inside = substitute(root, {p: q})
+  assert inside is UOp(Ops.SINK, src=(UOp(Ops.CALL, src=(UOp(Ops.TUPLE, src=(q + q,)), q), arg="f").gettuple(0), q * q))
+  assert substitute(root, {}) is root and substitute(root, {UOp.const(dtypes.int32, 9): q}) is root
+  assert substitute(root, {root: p}) is p
+
+
 R = [UOp.range(5, 0), UOp.range(3, 1)]
 LEAVES = [*R, UOp.const(dtypes.index, -4), UOp.const(dtypes.index, 3), UOp.const(dtypes.index, 7)]
 
@@ -54,7 +68,6 @@ def int_exprs(draw, depth: int = 3) -> UOp:
 def test_bounds_contain_every_value(e: UOp) -> None:
   """vmin/vmax hold every value the expression takes over all range values (division by zero included, with the
   evaluator's defined values there), computed independently by the reference evaluator."""
-  from tinyspec.lower.kernel_map import substitute
   for vals in itertools.product(range(5), range(3)):
     x = substitute(e, {r: UOp.const(dtypes.index, v) for r, v in zip(R, vals)})
     v = int(np.asarray(evaluate(x)))

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from svgread import SVG, classes, elems, op_of, text, title
 
 from tinyspec.cli import main
 from tinyspec.dtype import dtypes
@@ -15,7 +16,6 @@ from tinyspec.spec import Stage, Violation
 from tinyspec.uop import AddrSpace, AxisType, Ops, SourceArg, UOp, op_group
 from tinyspec.viz import draw, draw_rewrite, render, save
 
-SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"
 RED = "#d50000"
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,29 +26,8 @@ def svg_of(g) -> ET.Element:
   return ET.fromstring(g.pipe(format="svg"))
 
 
-def classes(el: ET.Element) -> set[str]:
-  return set((el.get("class") or "").split())
-
-
-def elems(svg: ET.Element, cls: str) -> list[ET.Element]:
-  return [g for g in svg.iter(SVG + "g") if cls in classes(g)]
-
-
-def text(el: ET.Element) -> str:
-  return " ".join(t.text for t in el.iter(SVG + "text") if t.text)
-
-
 def lines(el: ET.Element) -> list[str]:
   return [t.text for t in el.iter(SVG + "text") if t.text]
-
-
-def op_of(el: ET.Element) -> str:
-  (op,) = [c[3:] for c in classes(el) if c.startswith("op-")]
-  return op
-
-
-def title(el: ET.Element) -> str:
-  return el.find(SVG + "title").text
 
 
 def shape_el(el: ET.Element) -> ET.Element:

@@ -274,7 +274,7 @@ def _kids(u: UOp) -> tuple[UOp, ...]:
 def _carries(u: UOp) -> bool:
   """Whether u can hold a gradient: a float value, a value CALL (a bundle), or a STORE (its value's gradient)."""
   if u.dtype.is_float: return True
-  return u.op in (Ops.STORE, Ops.TUPLE) or (u.op is Ops.CALL and bool(u.src) and u.src[0].op is Ops.TUPLE)
+  return u.op in (Ops.STORE, Ops.TUPLE) or _is_value_call(u)
 
 
 def _toposort(roots: Iterable[UOp]) -> list[UOp]:
@@ -346,7 +346,7 @@ def backward_call(call: UOp, out_grads: Sequence[UOp]) -> UOp:
 
 def is_backward_call(u: UOp) -> bool:
   """A value CALL built by backward_call (its name ends with GRAD_SUFFIX)."""
-  return u.op is Ops.CALL and isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX) and bool(u.src) and u.src[0].op is Ops.TUPLE
+  return _is_value_call(u) and isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX)
 
 
 # ---- the public API ----

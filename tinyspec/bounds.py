@@ -105,6 +105,10 @@ def _where(u: UOp) -> tuple:
   return min(a.vmin, b.vmin), max(a.vmax, b.vmax)
 
 
+def _first_src(u: UOp) -> tuple:
+  return u.src[0].vmin, u.src[0].vmax
+
+
 def _bounded_index(u: UOp) -> tuple:
   return 0, u.src[0].vmax - 1
 
@@ -119,8 +123,7 @@ _rules: dict[Ops, Callable[[UOp], tuple]] = {
   Ops.MAX: lambda u: (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax)),
   Ops.IDIV: _idiv, Ops.MOD: _mod, Ops.CMPLT: _cmp, Ops.CMPNE: _cmp, Ops.CMPEQ: _cmp,
   Ops.SHL: _shl, Ops.SHR: _shr, Ops.AND: _and, Ops.OR: _or, Ops.CAST: _cast, Ops.WHERE: _where,
-  Ops.AFTER: lambda u: (u.src[0].vmin, u.src[0].vmax), Ops.DETACH: lambda u: (u.src[0].vmin, u.src[0].vmax),
-  Ops.CONTIGUOUS: lambda u: (u.src[0].vmin, u.src[0].vmax),
+  Ops.AFTER: _first_src, Ops.DETACH: _first_src, Ops.CONTIGUOUS: _first_src,
 }
 
 

@@ -55,6 +55,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
   """Lower FILE's graph: each stage's pass name, node count and kernel count, then every kernel's source."""
   from tinyspec.lower.kernel_map import kernel_calls
   from tinyspec.lower.pipeline import PassError
+  from tinyspec.uop import Ops
   root = load_graph(args.file)
   try: stages = _lower_stages(root, {"backend": args.backend, "opts": _parse_opts(args.opts)})
   except PassError as e:
@@ -64,7 +65,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
     print(f"{name:>13}: {len(g.toposort()):6d} nodes, {len(kernel_calls(g)):3d} kernel(s)")
   for call in kernel_calls(stages[list(stages)[-1]]):
     prg = call.src[0]
-    if prg.op.name == "PROGRAM" and len(prg.src) == 3:
+    if prg.op is Ops.PROGRAM and len(prg.src) == 3:
       src = prg.src[2].arg
       print(f"\n// ---- kernel {src.name} ({src.lang}) ----\n{src.text}", end="")
   return 0
@@ -74,14 +75,10 @@ def cmd_run(args: argparse.Namespace) -> int:
   """Run FILE's graph on a backend and print its outputs. FILE may define inputs() -> {BUFFER id: array}."""
   import numpy as np
 
-  from tinyspec.loadfile import load_module
+  from tinyspec.loadfile import graph_of, load_module
   from tinyspec.runtime import run
-  from tinyspec.uop import UOp
   ns = load_module(args.file)  # graph() and inputs() from one execution of FILE, so their BUFFER ids agree
-  if not callable(ns.get("graph")): raise InputError(f"{args.file}: defines no graph() function")
-  try: root = ns["graph"]()
-  except Exception as e: raise InputError(f"{args.file}: graph() raised {type(e).__name__}: {e}") from e
-  if not isinstance(root, UOp): raise InputError(f"{args.file}: graph() returned {type(root).__name__}, not a UOp")
+  root = graph_of(ns, args.file)
   inputs = {}
   if callable(ns.get("inputs")):
     try: inputs = ns["inputs"]()

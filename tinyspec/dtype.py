@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,22 +76,14 @@ class dtypes:
   by_name: dict[str, DType] = {d.name: d for d in all}
 
   @staticmethod
-  def from_np(dt) -> DType:
+  def from_np(dt: Any) -> DType:
     """The dtype of a numpy dtype (or anything np.dtype accepts)."""
     name = np.dtype(dt).name
     if name not in dtypes.by_name: raise TypeError(f"numpy dtype {name} has no tinyspec dtype")
     return dtypes.by_name[name]
 
-  @staticmethod
-  def from_py(x) -> DType:
-    """The default dtype of a Python scalar."""
-    if isinstance(x, (bool, np.bool_)): return dtypes.bool
-    if isinstance(x, (int, np.integer)): return dtypes.int32 if not isinstance(x, np.integer) else dtypes.from_np(x.dtype)
-    if isinstance(x, (float, np.floating)): return dtypes.float32 if not isinstance(x, np.floating) else dtypes.from_np(x.dtype)
-    raise TypeError(f"no dtype for Python value {x!r}")
 
-
-def truncate(x, dt: DType):
+def truncate(x: Any, dt: DType) -> int | float | bool:
   """A Python scalar wrapped into the range of dt, as C does with -fwrapv (ints wrap, bools are x != 0)."""
   if dt.kind == "b": return bool(x)
   if dt.kind in "iu":

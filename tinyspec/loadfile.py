@@ -13,6 +13,7 @@ class InputError(Exception):
 
 
 def load_module(path: str | Path) -> dict[str, Any]:
+  """The namespace of the file at path, executed once."""
   p = Path(path)
   if not p.is_file(): raise InputError(f"{p}: no such file")
   try: return runpy.run_path(str(p))
@@ -21,7 +22,11 @@ def load_module(path: str | Path) -> dict[str, Any]:
 
 def load_graph(path: str | Path) -> UOp:
   """The UOp returned by the file's `graph()`."""
-  ns = load_module(path)
+  return graph_of(load_module(path), path)
+
+
+def graph_of(ns: dict[str, Any], path: str | Path) -> UOp:
+  """The UOp returned by `graph()` of the namespace of the file at path (load_module's result)."""
   fn = ns.get("graph")
   if not callable(fn): raise InputError(f"{path}: defines no graph() function")
   try: root = fn()

@@ -110,7 +110,6 @@ def _takes_ctx(fn: Callable) -> bool:
 
 # Ops and the dtype singletons are compared by identity first: Enum and dataclass hashing runs Python code
 _DTYPE_SINGLETONS = {id(d): d for d in vars(dtypes).values() if isinstance(d, DType)}
-_OP_IDS = {id(o): o for o in Ops}
 
 
 def _names(p: UPat) -> bool:
@@ -263,13 +262,21 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   observer(rule, before, after) is called on every rule application; after max_steps applications no rule is applied
   any more and the partially rewritten graph is returned.
   """
-  return _run(root, pm, ctx, bottom_up, observer, max_steps)
-
-
-def _run(root: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool, observer: Observer | None, max_steps: int | None) -> UOp:
   fast = pm.dispatch()
   steps = 0
   limit = (1 << 62) if max_steps is None else max_steps
+
+  def step(n: UOp) -> UOp | None:
+    """The result of the first rule that rewrites n (counted and observed), None when none does or no step is left."""
+    nonlocal steps
+    if steps >= limit: return None
+    for rule, f in fast.get(id(n.op), ()):
+      if (new := f(n, ctx)) is not None:
+        steps += 1
+        if observer is not None: observer(rule, n, new)
+        return new
+    return None
+
   done: dict[UOp, UOp] = {}
   busy: set[UOp] = set()
   # stack entries: (node, phase, link). phase 0: first visit; 1: sources done; 2: node is done when `link` is
@@ -280,15 +287,9 @@ def _run(root: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool, observer: Obs
     if u in done: continue
     if phase == 0:
       if u in busy: raise RewriteCycle(f"rewrite of {u.op.name} reached itself through a rule's result")
-      if not bottom_up and steps < limit:
-        for rule, f in fast.get(id(u.op), ()):
-          if (new := f(u, ctx)) is not None:
-            steps += 1
-            if observer is not None: observer(rule, u, new)
-            push((u, 2, new)); push((new, 0, None))  # noqa: E702
-            break
-        else: new = None
-        if new is not None: continue
+      if not bottom_up and (new := step(u)) is not None:
+        push((u, 2, new)); push((new, 0, None))  # noqa: E702
+        continue
       busy.add(u)
       push((u, 1, None))
       for s in reversed(u.src):
@@ -300,16 +301,9 @@ def _run(root: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool, observer: Obs
         if done[s] is not s:
           nu = u.replace(src=tuple(done[s] for s in src))
           break
-      if steps < limit:
-        for rule, f in fast.get(id(nu.op), ()):
-          if (new := f(nu, ctx)) is not None:
-            steps += 1
-            if observer is not None: observer(rule, nu, new)
-            push((u, 2, new)); push((new, 0, None))  # noqa: E702
-            break
-        else: new = None
-      else: new = None
-      if new is None:
+      if (new := step(nu)) is not None:
+        push((u, 2, new)); push((new, 0, None))  # noqa: E702
+      else:
         busy.discard(u)
         done[u] = nu
     else:
@@ -326,10 +320,6 @@ def count_steps(root: UOp, pm: PatternMatcher, ctx_factory: Callable[[], Any] = 
     n += 1
   graph_rewrite(root, pm, ctx_factory(), bottom_up, observer=obs)
   return n
-
-
-def is_const(u: UOp, value: Any | None = None) -> bool:
-  return u.op is Ops.CONST and (value is None or u.arg == value)
 
 
 __all__ = ["UPat", "Rule", "PatternMatcher", "graph_rewrite", "RewriteCycle", "count_steps", "GroupOp"]

@@ -153,7 +153,7 @@ class Translator:
     if z3.is_bv(a): exact = (c_idiv_bv if u.op is Ops.IDIV else c_mod_bv)(a, b, dt.kind == "i")
     else: exact = (c_idiv_int if u.op is Ops.IDIV else c_mod_int)(a, b)
     if z3.is_bv_value(b) or z3.is_int_value(b):
-      return self.fresh(dt, "divzero") if (b.as_long() if z3.is_int_value(b) else b.as_long()) == 0 else exact
+      return self.fresh(dt, "divzero") if b.as_long() == 0 else exact
     return z3.If(b == self.const(dt, 0), self.fresh(dt, "divzero"), exact)
 
   def _shift(self, u: UOp, srcs: list) -> z3.ExprRef | None:

@@ -304,6 +304,24 @@ def walk(roots: Iterable[UOp], children: Callable[[UOp], Sequence[UOp]] | None =
   return out
 
 
+def substitute(root: UOp, mapping: dict[UOp, UOp], into_calls: bool = True) -> UOp:
+  """root with every node in mapping replaced by its image and every user of one rebuilt. Iterative. into_calls
+  False keeps each CALL body (src[0]) as it is: the PARAMs of a body are its own, not the caller's."""
+  if not mapping: return root
+  def kids(u: UOp) -> Sequence[UOp]:
+    if u in mapping: return ()
+    return u.src[1:] if not into_calls and u.op is Ops.CALL else u.src
+  new: dict[UOp, UOp] = {}
+  for u in walk((root,), kids):
+    if u in mapping:
+      new[u] = mapping[u]
+      continue
+    ks = kids(u)
+    src = (*u.src[:len(u.src) - len(ks)], *(new[s] for s in ks))
+    new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+  return new[root]
+
+
 class _Bad:
   """The cached result of a derived property on a malformed node."""
   __slots__ = ("err",)

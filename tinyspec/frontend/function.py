@@ -11,44 +11,16 @@ import functools
 from typing import Any, Callable
 
 from tinyspec.frontend.tensor import Tensor
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, substitute, walk
 
 
-def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-  """root with nodes replaced per mapping, rebuilt bottom-up; never enters a CALL body (its PARAMs are its own)."""
-  order: list[UOp] = []
-  seen: set[UOp] = set()
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, done = stack.pop()
-    if done:
-      order.append(u)
-      continue
-    if u in seen or u in mapping: continue
-    seen.add(u)
-    stack.append((u, True))
-    kids = u.src[1:] if u.op is Ops.CALL else u.src
-    stack.extend((s, False) for s in reversed(kids))
-  new: dict[UOp, UOp] = dict(mapping)
-  for u in order:
-    kids = u.src[1:] if u.op is Ops.CALL else u.src
-    nk = tuple(new.get(s, s) for s in kids)
-    if nk != kids: new[u] = u.replace(src=(u.src[0], *nk) if u.op is Ops.CALL else nk)
-  return new.get(root, root)
+def _outside_calls(u: UOp) -> tuple[UOp, ...]:
+  return u.src[1:] if u.op is Ops.CALL else u.src
 
 
 def captured_buffers(root: UOp) -> list[UOp]:
   """BUFFERs reachable from root outside CALL bodies, in first-seen order."""
-  out, seen = [], set()
-  stack = [root]
-  while stack:
-    u = stack.pop()
-    if u in seen: continue
-    seen.add(u)
-    if u.op is Ops.BUFFER: out.append(u)
-    kids = u.src[1:] if u.op is Ops.CALL else u.src
-    stack.extend(reversed(kids))
-  return out
+  return [u for u in walk((root,), _outside_calls) if u.op is Ops.BUFFER]
 
 
 class Function:
@@ -70,7 +42,7 @@ class Function:
     body = UOp(Ops.TUPLE, src=tuple(o.uop for o in outs))
     caps = captured_buffers(body)
     mapping = {b: UOp.param(len(tensors) + j, b.dtype, b.arg.size, b.arg.device, b.arg.addrspace) for j, b in enumerate(caps)}
-    if mapping: body = substitute(body, mapping)
+    body = substitute(body, mapping, into_calls=False)
     call = UOp(Ops.CALL, src=(body, *(t.uop for t in tensors), *caps), arg=self.name)
     res = tuple(Tensor(call.gettuple(i)) for i in range(len(outs)))
     return res[0] if single else res

@@ -199,6 +199,10 @@ class Tensor:
     a, b = self._binop_srcs(x, reverse)
     return a._alu(op, b)
 
+  def _div(self, x: Any, reverse: bool = False) -> Tensor:
+    a, b = self._binop_srcs(x, reverse)
+    return a._float() * b._float().reciprocal()
+
   def _float(self) -> Tensor:
     return self if self.dtype.is_float else self.cast(dtypes.float32)
 
@@ -212,12 +216,8 @@ class Tensor:
   def __rsub__(self, x: Any) -> Tensor: return self._bin(Ops.SUB, x, True)
   def __mul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x)
   def __rmul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x, True)
-  def __truediv__(self, x: Any) -> Tensor:
-    a, b = self._binop_srcs(x)
-    return a._float() * b._float().reciprocal()
-  def __rtruediv__(self, x: Any) -> Tensor:
-    a, b = self._binop_srcs(x, True)
-    return a._float() * b._float().reciprocal()
+  def __truediv__(self, x: Any) -> Tensor: return self._div(x)
+  def __rtruediv__(self, x: Any) -> Tensor: return self._div(x, True)
   def __floordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x)
   def __rfloordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x, True)
   def __mod__(self, x: Any) -> Tensor: return self._bin(Ops.MOD, x)

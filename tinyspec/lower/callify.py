@@ -13,7 +13,7 @@ from __future__ import annotations
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, substitute, walk
 
 
 def flat_arg(a: UOp, size: int) -> UOp:
@@ -24,25 +24,12 @@ def flat_arg(a: UOp, size: int) -> UOp:
 
 def substitute_params(body: UOp, args: tuple[UOp, ...]) -> UOp:
   """body with each PARAM slot k it owns replaced by args[k]. Nested CALL bodies own their PARAMs and are kept."""
-  done: dict[UOp, UOp] = {}
-  stack: list[tuple[UOp, bool]] = [(body, False)]
-  while stack:
-    u, ready = stack.pop()
-    if u in done: continue
-    if u.op is Ops.PARAM:
-      if u.arg.slot >= len(args): raise ValueError(f"PARAM slot {u.arg.slot} of a call body, but the call has {len(args)} args")
-      done[u] = flat_arg(args[u.arg.slot], u.arg.size)
-      continue
-    # src[0] of a CALL is its own body: its PARAMs are not ours
-    srcs = u.src[1:] if u.op is Ops.CALL else u.src
-    if not ready:
-      stack.append((u, True))
-      stack.extend((s, False) for s in srcs if s not in done)
-      continue
-    new = tuple(done[s] for s in srcs)
-    if u.op is Ops.CALL: new = (u.src[0], *new)
-    done[u] = u if all(a is b for a, b in zip(new, u.src)) else u.replace(src=new)
-  return done[body]
+  mapping: dict[UOp, UOp] = {}
+  for u in walk((body,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src):
+    if u.op is not Ops.PARAM: continue
+    if u.arg.slot >= len(args): raise ValueError(f"PARAM slot {u.arg.slot} of a call body, but the call has {len(args)} args")
+    mapping[u] = flat_arg(args[u.arg.slot], u.arg.size)
+  return substitute(body, mapping, into_calls=False)
 
 
 def _inline_call(g: UOp, call: UOp) -> UOp:
@@ -51,13 +38,14 @@ def _inline_call(g: UOp, call: UOp) -> UOp:
   return substitute_params(body.src[g.arg], call.src[1:])
 
 
-def _tuple_element(g: UOp, t: UOp) -> UOp:
+def tuple_element(g: UOp, t: UOp) -> UOp:
+  """Element g.arg of the TUPLE t that GETTUPLE g reads; ValueError naming the index when there is none."""
   if not 0 <= g.arg < len(t.src): raise ValueError(f"GETTUPLE index {g.arg} of a TUPLE of {len(t.src)} values")
   return t.src[g.arg]
 
 
 FOLD_TUPLE = PatternMatcher([
-  ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), _tuple_element),
+  ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
 ], "callify_fold")
 
 INLINE = PatternMatcher([

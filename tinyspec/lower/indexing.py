@@ -163,10 +163,15 @@ def _elementwise(v: UOp) -> UOp:
   return e.replace(src=tuple(vindex(s, _idx(v)) for s in e.src))
 
 
-def _leaf(v: UOp, ctx) -> UOp | None:
+def _leaf_address(v: UOp, ctx) -> UOp | None:
+  """INDEX(PARAM, flat) of the view INDEX v when its tensor is a leaf of the kernel; None when it is not one."""
   x = v.src[0]
   if (p := ctx.leaves.get(x)) is None: return None
-  return UOp(Ops.INDEX, p.dtype, (p, flatten(_idx(v), x.shape))).load()
+  return UOp(Ops.INDEX, p.dtype, (p, flatten(_idx(v), x.shape)))
+
+
+def _leaf(v: UOp, ctx) -> UOp | None:
+  return None if (a := _leaf_address(v, ctx)) is None else a.load()
 
 
 def _gate_into_load(g: UOp, ld: UOp, z: UOp) -> UOp | None:
@@ -198,9 +203,7 @@ def _target_through_pad(st: UOp, v: UOp) -> UOp:
 
 
 def _target_leaf(st: UOp, v: UOp, ctx) -> UOp | None:
-  x = v.src[0]
-  if (p := ctx.leaves.get(x)) is None: return None
-  return st.replace(src=(UOp(Ops.INDEX, p.dtype, (p, flatten(_idx(v), x.shape))), *st.src[1:]))
+  return None if (a := _leaf_address(v, ctx)) is None else st.replace(src=(a, *st.src[1:]))
 
 
 _V = dict(op=Ops.INDEX, arg=VIEW, allow_any_len=True)

@@ -49,17 +49,10 @@ def map_kernels(root: UOp, fn: Callable[[UOp | None, UOp], UOp]) -> UOp:
   return new[root]
 
 
-def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-  """root with every node in mapping replaced by its image (and every user of one rebuilt). Iterative."""
-  if not mapping: return root
-  new: dict[UOp, UOp] = {}
-  for u in root.toposort(gate=lambda u: u not in mapping):
-    if u in mapping:
-      new[u] = mapping[u]
-      continue
-    src = tuple(new[s] for s in u.src)
-    new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-  return new[root]
+def storage_of(u: UOp) -> UOp:
+  """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
+  while u.op is Ops.AFTER and u.src: u = u.src[0]
+  return u
 
 
 def open_ranges(root: UOp) -> dict[UOp, frozenset[UOp]]:

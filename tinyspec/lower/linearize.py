@@ -20,10 +20,10 @@ import re
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.kernel_map import map_kernels, max_axis, open_ranges, substitute
+from tinyspec.lower.kernel_map import map_kernels, max_axis, open_ranges
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, substitute
 
 
 class LinearizeError(ValueError):
@@ -77,7 +77,7 @@ def _noop_cast(c: UOp) -> bool: return c.op is Ops.CAST and c.dtype is c.src[0].
 
 lower_index_pm = PatternMatcher([
   ("index_to_int", UPat(Ops.SINK, name="sink"), index_to_int),
-  ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if c.dtype is x.dtype else None),
+  ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if _noop_cast(c) else None),
 ], name="lower_index")
 
 

@@ -31,10 +31,11 @@ def reduce_to_acc(red: UOp) -> UOp:
   if not all(r.op is Ops.RANGE for r in rr): raise ValueError(f"REDUCE over {[r.op.name for r in rr]}: every source after the value must be a RANGE")
   outer = sorted(open_ranges(red)[red], key=lambda r: r.arg.axis)
   acc = UOp.buffer(value.dtype, 1, red.device or "CPU", AddrSpace.REG)
-  init = UOp(Ops.INDEX, acc.dtype, (acc.after(*outer) if outer else acc, UOp.const(dtypes.index, 0))).store(identity(red.arg, value.dtype))
-  running = UOp(Ops.INDEX, acc.dtype, (acc.after(init, *rr), UOp.const(dtypes.index, 0))).load()
-  upd = acc.index(UOp.const(dtypes.index, 0)).store(running.alu(red.arg, value)).end(*rr)
-  return acc.after(upd).index(UOp.const(dtypes.index, 0)).load()
+  zero = UOp.const(dtypes.index, 0)
+  init = (acc.after(*outer) if outer else acc).index(zero).store(identity(red.arg, value.dtype))
+  running = acc.after(init, *rr).index(zero).load()
+  upd = acc.index(zero).store(running.alu(red.arg, value)).end(*rr)
+  return acc.after(upd).index(zero).load()
 
 
 lower_reduce_pm = PatternMatcher([

@@ -27,11 +27,11 @@ import functools
 from dataclasses import dataclass
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.kernel_map import map_kernels, max_axis, substitute
+from tinyspec.lower.kernel_map import map_kernels, max_axis
 from tinyspec.lower.simplify import SIMPLIFY_PM, simplify_body
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, Ops, RangeArg, UOp
+from tinyspec.uop import AxisType, Ops, RangeArg, UOp, substitute
 
 UNROLL_LIMIT = 32
 MAX_GLOBALS = 3
@@ -165,18 +165,20 @@ def heuristic_opts(body: UOp) -> list[tuple]:
   return opts
 
 
-def optimize_body(body: UOp, opts: tuple | list | None, trace: Trace | None = None) -> UOp:
+def optimize_body(body: UOp, opts: list[tuple] | None, trace: Trace | None = None) -> UOp:
+  """One kernel body with opts (as validate_opts gives them; None: the heuristic's) applied, then simplified."""
   trace = trace or Trace()
   start = body
-  for opt in heuristic_opts(body) if opts is None else validate_opts(opts):
+  for opt in heuristic_opts(body) if opts is None else opts:
     body = apply_opt(body, opt, trace)
   # unrolled copies hold constant indices: fold them now rather than render them
   return body if body is start else simplify_body(body, trace)
 
 
 def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  if options.opts is not None: validate_opts(options.opts)
-  return map_kernels(root, lambda call, body: optimize_body(body, options.opts, trace))
+  # validated once for the graph, not per kernel, and even when the graph has no kernel
+  opts = None if options.opts is None else validate_opts(options.opts)
+  return map_kernels(root, lambda call, body: optimize_body(body, opts, trace))
 
 
 OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, _run, (split_pm, unroll_pm, global_pm, SIMPLIFY_PM))

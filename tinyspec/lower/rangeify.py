@@ -33,10 +33,13 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.callify import tuple_element
 from tinyspec.lower.indexing import INDEXING, VIEW, flatten, iconst, vindex
+from tinyspec.lower.kernel_map import storage_of
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
@@ -50,7 +53,7 @@ def _after_through_view(a: UOp, v: UOp) -> UOp:
 PREPARE = PatternMatcher([
   ("strip_detach", UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
   ("after_through_view", UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="v"),), allow_any_len=True, name="a"), _after_through_view),
-  ("prepare_gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), lambda g, t: t.src[g.arg]),
+  ("prepare_gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
 ], "rangeify_prepare")
 
 
@@ -66,19 +69,13 @@ def _reshape_base(a: UOp) -> UOp:
   return a
 
 
-def _storage_under(u: UOp) -> bool:
-  """u is BUFFER/PARAM or AFTER of one (through AFTERs): what a kernel-graph CALL takes as an arg."""
-  while u.op is Ops.AFTER and u.src: u = u.src[0]
-  return u.op in GroupOp.Storage
-
-
 def _args_to_storage(call: UOp, base_ops: frozenset) -> UOp | None:
   """The CALL with each arg that is a RESHAPE chain of storage (its base op in base_ops) bound to that storage."""
   if not call.src or call.src[0].op is Ops.TUPLE: return None  # a value call's args are tensor values
   new = []
   for a in call.src[1:]:
     b = _reshape_base(a)
-    new.append(b if a.op is Ops.RESHAPE and b.op in base_ops and _storage_under(b) else a)
+    new.append(b if a.op is Ops.RESHAPE and b.op in base_ops and storage_of(b).op in GroupOp.Storage else a)
   if all(x is y for x, y in zip(new, call.src[1:])): return None
   return call.replace(src=(call.src[0], *new))
 
@@ -138,7 +135,7 @@ class _Builder:
         self.buffers[r.key] = p
 
   # ---- storage and args ----
-  def storage(self, key) -> UOp:
+  def storage(self, key: Any) -> UOp:
     if (b := self.buffers.get(key)) is not None: return b
     if isinstance(key, UOp) and key.op in GroupOp.Storage: return key
     n = _node_of(key)
@@ -166,7 +163,7 @@ class _Builder:
     for r in reversed(chain): v = r.replace(src=(v,))
     return v
 
-  def write_arg(self, k: Kernel, key, ver: int) -> UOp:
+  def write_arg(self, k: Kernel, key: Any, ver: int) -> UOp:
     ks = [self.s.writer[(key, ver - 1)]] if ver >= 2 else []
     ks += [rk for kk, rk in k.war if kk == key]
     if k.target is not None: ks += list(k.target_ref.extras)

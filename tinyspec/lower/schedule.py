@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import walk as walk_from
 
 STORAGE_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
 # ops a kernel computes in place (it indexes through them); everything else is realized or storage
@@ -58,7 +59,7 @@ class Kernel:
   def __hash__(self) -> int: return id(self)
 
 
-def strip_views(u: UOp, ops=GroupOp.Movement) -> UOp:
+def strip_views(u: UOp, ops: frozenset[Ops] = GroupOp.Movement) -> UOp:
   while u.op in ops: u = u.src[0]
   return u
 
@@ -68,18 +69,7 @@ def is_value_call(u: UOp) -> bool: return u.op is Ops.CALL and u.src[0].op is Op
 
 def walk(root: UOp) -> list[UOp]:
   """Toposort without entering any CALL's body (src[0]); call args are walked."""
-  out: list[UOp] = []
-  seen: set[UOp] = set()
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, done = stack.pop()
-    if done: out.append(u); continue  # noqa: E702
-    if u in seen: continue
-    seen.add(u)
-    stack.append((u, True))
-    srcs = u.src[1:] if u.op is Ops.CALL else u.src
-    stack.extend((s, False) for s in reversed(srcs) if s not in seen)
-  return out
+  return walk_from((root,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src)
 
 
 class Schedule:
@@ -178,12 +168,15 @@ class Schedule:
 
   # ---- the kernels ----
   def _new(self, kind: str, writes: list, **kw) -> Kernel:
-    k = Kernel(kind, len(self.kernels), writes, **kw)
+    k = Kernel(kind, len(self.kernels), [], **kw)
     self.kernels.append(k)
-    for w in writes:
-      self.writer[w] = k
-      self.nversions[w[0]] = w[1]
+    for w in writes: self._add_write(k, w)
     return k
+
+  def _add_write(self, k: Kernel, w: tuple[Any, int]) -> None:
+    k.writes.append(w)
+    self.writer[w] = k
+    self.nversions[w[0]] = w[1]
 
   def _next_version(self, key: Any) -> int:
     return self.nversions.get(key, 0) + 1
@@ -221,8 +214,7 @@ class Schedule:
           k.reads[leaf] = self.ref(leaf)
         if k.kind == "opaque":
           for leaf in dict.fromkeys(self.flat_base(a) for a in args):
-            w = (k.reads[leaf].key, self._next_version(k.reads[leaf].key))
-            k.writes.append(w); self.writer[w] = k; self.nversions[w[0]] = w[1]  # noqa: E702
+            self._add_write(k, (k.reads[leaf].key, self._next_version(k.reads[leaf].key)))
         self.store_kernel[u] = k
 
   def _make_entries(self) -> None:

@@ -38,7 +38,6 @@ _BOOL_BINARY = {Ops.ADD: Ops.OR, Ops.MAX: Ops.OR, Ops.MUL: Ops.AND, Ops.SUB: Ops
 def exec_alu(op: Ops, dtype: DType, vals: tuple) -> Any:
   """The value of integer or bool op on constant operands, wrapped into dtype; None where it is not folded
   (division by zero, shift counts outside [0, bits), anything on floats)."""
-  src_dt = dtype
   if dtype.is_bool and op in _BOOL_BINARY: op = _BOOL_BINARY[op]  # C's (bool)(a op b)
   if op in GroupOp.Comparison:
     a, b = vals
@@ -57,7 +56,7 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple) -> Any:
   elif op is Ops.XOR: ret = vals[0] ^ vals[1] if not dtype.is_bool else bool(vals[0]) != bool(vals[1])
   elif op in (Ops.SHL, Ops.SHR):
     a, b = vals
-    if not 0 <= b < src_dt.bits or dtype is dtypes.index: return None
+    if not 0 <= b < dtype.bits or dtype is dtypes.index: return None
     if op is Ops.SHL: ret = a << b
     else: ret = (a & ((1 << dtype.bits) - 1)) >> b if dtype.kind == "u" else a >> b
   else: return None
@@ -78,7 +77,7 @@ _RING_OPS = (Ops.ADD, Ops.SUB, Ops.MUL)
 
 def exact_range(u: UOp) -> tuple[int, int] | None:
   """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds; None for other ops."""
-  if u.op not in (Ops.ADD, Ops.SUB, Ops.MUL): return None
+  if u.op not in _RING_OPS: return None
   a, b = u.src
   if u.op is Ops.ADD: return a.vmin + b.vmin, a.vmax + b.vmax
   if u.op is Ops.SUB: return a.vmin - b.vmax, a.vmax - b.vmin
@@ -117,10 +116,10 @@ def _same_sign_sum(total: UOp, part: UOp) -> bool:
 # ---- rule functions ----
 def fold_const(x: UOp) -> UOp | None:
   if not all(s.op is Ops.CONST for s in x.src): return None
-  if x.op in GroupOp.Comparison and not all(_is_int_or_bool(s) for s in x.src): return None
-  if x.op is Ops.WHERE and not _is_int_or_bool(x): return None
-  if x.op not in GroupOp.Comparison and x.op is not Ops.WHERE and not _is_int_or_bool(x): return None
-  ret = exec_alu(x.op, x.dtype if x.op not in GroupOp.Comparison else x.src[0].dtype, tuple(s.arg for s in x.src))
+  # a comparison is folded on its operands' dtype (its own is bool), every other op on its own
+  cmp = x.op in GroupOp.Comparison
+  if not (all(_is_int_or_bool(s) for s in x.src) if cmp else _is_int_or_bool(x)): return None
+  ret = exec_alu(x.op, x.src[0].dtype if cmp else x.dtype, tuple(s.arg for s in x.src))
   return None if ret is None else UOp.const(x.dtype, ret)
 
 

@@ -37,6 +37,10 @@ class CStyleRenderer:
   # ---- overridable language bits ----
   def type_name(self, dt: DType) -> str:
     if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
+    return self.scalar_name(dt)
+
+  def scalar_name(self, dt: DType) -> str:
+    """The language's name of a (non-index) dtype."""
     return dt.cname
 
   def unsigned_twin(self, dt: DType) -> str:
@@ -72,7 +76,7 @@ class CStyleRenderer:
     return [f"#include <{h}>" for h in self.headers]
 
   # ---- constants ----
-  def render_const(self, v, dt: DType) -> str:
+  def render_const(self, v: bool | int | float, dt: DType) -> str:
     if dt.is_bool: return "1" if v else "0"
     if dt.is_float:
       if math.isnan(v): return self.cast_expr(self.nan, dt)

@@ -71,9 +71,7 @@ class OpenCLRenderer(CStyleRenderer):
     self.dims: dict[UOp, int] = {}
     self.fp64 = False
 
-  def type_name(self, dt: DType) -> str:
-    if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
-    return dt.clname
+  def scalar_name(self, dt: DType) -> str: return dt.clname
 
   def float_fn(self, name: str, dt: DType) -> str: return name  # OpenCL's math builtins are overloaded
 
@@ -113,9 +111,8 @@ register("opencl", OpenCLRenderer)
 
 def render_kernel(call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(OpenCL C text, entry name) of a PROGRAM, with one parameter per arg of call (per PARAM slot without one)."""
-  from tinyspec.lower.render import kernel_params
+  from tinyspec.lower.render import kernel_source
   if prg.op is not Ops.PROGRAM or len(prg.src) < 2 or prg.src[1].op is not Ops.LINEAR:
     raise RenderError(f"the OpenCL renderer takes PROGRAM(sink, LINEAR) bodies, not {prg.op.name}; run linearize first")
-  name = prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel"
-  linear = prg.src[1].src
-  return OpenCLRenderer().render(name, list(linear), kernel_params(call, linear)), name
+  name, text = kernel_source(OpenCLRenderer(), call, prg)
+  return text, name

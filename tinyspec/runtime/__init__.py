@@ -15,7 +15,7 @@ from tinyspec.uop import UOp
 BACKENDS = ("reference", "cpu", "opencl")
 
 
-def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, backend: str = "cpu", **options):
+def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, backend: str = "cpu", **options) -> list[np.ndarray | None] | np.ndarray:
   """The outputs of root (as evaluate returns them) computed on backend."""
   if backend == "reference":
     from tinyspec.semantics import evaluate
@@ -26,9 +26,5 @@ def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, backend: str = "
     return cpu.run(root, inputs, **options)
   if backend == "opencl":
     from tinyspec.runtime import opencl
-    from tinyspec.runtime.cpu import match_shapes, prepare
-    if hasattr(opencl, "run"): return match_shapes(root, opencl.run(root, inputs, **options))
-    from tinyspec.semantics import evaluate
-    runner = opencl.OpenCLRunner(eager=True)
-    return match_shapes(root, evaluate(prepare(root, **{**options, "backend": "opencl"}), inputs, kernel_runner=runner))
+    return opencl.run(root, inputs, **options)
   raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")

@@ -196,14 +196,14 @@ def prepare(root: UOp, backend: str = "c", **options) -> UOp:
   return lower(root, **options)["render"]
 
 
-def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options):
+def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options) -> list[np.ndarray | None] | np.ndarray:
   """evaluate(root, inputs) with every kernel run as compiled C. options are lowering options (opts, int_dtype...)."""
   from tinyspec.semantics import evaluate
   lowered = prepare(root, **options)
   return match_shapes(root, evaluate(lowered, inputs, kernel_runner=make_runner(build(lowered, compiler), compiler)))
 
 
-def match_shapes(root: UOp, outs):
+def match_shapes(root: UOp, outs: list[np.ndarray | None] | np.ndarray) -> list[np.ndarray | None] | np.ndarray:
   """Outputs of a lowered graph (flat storage) in the shapes of root's SINK entries, as evaluate(root) gives them."""
   if root.op is not Ops.SINK or not isinstance(outs, list) or len(outs) != len(root.src): return outs
   ret = []

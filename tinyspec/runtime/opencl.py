@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tinyspec.lower.kernel_map import is_kernel_body, storage_of
 from tinyspec.uop import Ops, SourceArg, UOp
 
 # PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
@@ -113,11 +114,6 @@ def kernel_of(call: UOp) -> tuple[str, str, tuple[int, ...]]:
   return ret
 
 
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER and u.src: u = u.src[0]
-  return u
-
-
 class OpenCLRunner:
   """A kernel runner for `evaluate(..., kernel_runner=...)`. Host arrays are mirrored on the device the first time a
   kernel gets them; later kernels use the device copy, so intermediates never come back to the host. A buffer comes
@@ -138,7 +134,6 @@ class OpenCLRunner:
   def for_graph(root: UOp) -> OpenCLRunner:
     """The runner for evaluating root: lazy (outputs copied back once) when root is a flat kernel graph, eager when
     it nests kernel graphs or COPY calls, whose storage the evaluator reads on the host between kernels."""
-    from tinyspec.lower.kernel_map import is_kernel_body
     nodes = root.toposort(gate=lambda u: not is_kernel_body(u))
     if any(u.op is Ops.CALL and u.src and not is_kernel_body(u.src[0]) for u in nodes): return OpenCLRunner(eager=True)
     # what the evaluator reads on the host: the root's entries. Storage read as AFTER(storage, kernel calls...) comes
@@ -147,7 +142,7 @@ class OpenCLRunner:
     for u in root.src if root.op is Ops.SINK else (root,):
       if u.op is Ops.AFTER:
         if not all(d.op is Ops.CALL for d in u.src[1:]): return OpenCLRunner(eager=True)
-        outs.update((_storage(u), d) for d in u.src[1:])
+        outs.update((storage_of(u), d) for d in u.src[1:])
       elif u.op not in (Ops.BUFFER, Ops.CALL, Ops.STORE, Ops.GROUP, Ops.CONST): return OpenCLRunner(eager=True)
     return OpenCLRunner(outs)
 
@@ -182,7 +177,7 @@ class OpenCLRunner:
     if self.eager: self.sync()
     elif self.outputs:
       for a, arg in zip(args, call.src[1:]):
-        if (_storage(arg), call) in self.outputs: self._copy_out(self._key(a))
+        if (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
 
   def _copy_out(self, key: tuple[int, int]) -> None:
     a, buf = self.bufs[key]
@@ -216,14 +211,14 @@ def run_kernel(call: UOp, args: list[np.ndarray]) -> None:
   r.sync()
 
 
-def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, **options):
+def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, **options) -> list[np.ndarray | None] | np.ndarray:
   """evaluate(root, inputs) with every kernel run as OpenCL C on the device. root is a tensor graph (lowered here with
   backend "opencl"), a kernel graph (run through the kernel passes), or one already rendered for OpenCL. options
   are lowering options (opts, int_dtype, callify, realize)."""
-  from tinyspec.runtime.cpu import prepare
+  from tinyspec.runtime.cpu import match_shapes, prepare
   from tinyspec.semantics import evaluate
   _require()
-  root = prepare(root, backend="opencl", **options)
-  runner = OpenCLRunner.for_graph(root)
-  try: return evaluate(root, inputs, kernel_runner=runner)
+  lowered = prepare(root, backend="opencl", **options)
+  runner = OpenCLRunner.for_graph(lowered)
+  try: return match_shapes(root, evaluate(lowered, inputs, kernel_runner=runner))
   finally: runner.close()

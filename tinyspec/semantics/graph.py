@@ -59,6 +59,15 @@ def is_kernel_body(body: UOp) -> bool:
   return any(n.op in _KERNEL_OPS for n in topo(body))
 
 
+def _view_chain(u: UOp) -> tuple[list[UOp], UOp]:
+  """The movement ops from u down to what is under them (AFTERs passed through), outermost first, and that node."""
+  chain: list[UOp] = []
+  while u.op in GroupOp.Movement or u.op is Ops.AFTER:
+    if u.op in GroupOp.Movement: chain.append(u)
+    u = u.src[0]
+  return chain, u
+
+
 _EFFECT = object()
 
 
@@ -92,7 +101,7 @@ class GraphEval:
 
   def base_cell(self, u: UOp) -> np.ndarray | None:
     """The flat mutable storage under a view chain / AFTER chain, or None when u is not storage."""
-    while u.op in GroupOp.Movement or u.op is Ops.AFTER: u = u.src[0] if u.src else u
+    _, u = _view_chain(u)
     if u.op is Ops.BUFFER: return self.storage.cell(u)
     if u.op is Ops.PARAM: return self._param_cell(u)
     if u.op is Ops.CONTIGUOUS:
@@ -102,10 +111,7 @@ class GraphEval:
 
   def current(self, u: UOp) -> np.ndarray:
     """The value of a storage view as of now (a copy)."""
-    chain: list[UOp] = []
-    while u.op in GroupOp.Movement or u.op is Ops.AFTER:
-      if u.op in GroupOp.Movement: chain.append(u)
-      u = u.src[0]
+    chain, u = _view_chain(u)
     cell = self.base_cell(u)
     if cell is None: x = self.value(u, u)
     else: x = cell.reshape(u.shape)
@@ -114,10 +120,7 @@ class GraphEval:
 
   def index_map(self, u: UOp) -> tuple[np.ndarray, np.ndarray]:
     """For a view of storage: the flat storage position of every element (-1 in PAD regions), and the storage."""
-    chain: list[UOp] = []
-    while u.op in GroupOp.Movement or u.op is Ops.AFTER:
-      if u.op in GroupOp.Movement: chain.append(u)
-      u = u.src[0]
+    chain, u = _view_chain(u)
     cell = self.base_cell(u)
     if cell is None: raise EvalError(u, "is not storage (BUFFER, PARAM, AFTER, CONTIGUOUS or a view of one)")
     x = np.arange(cell.size, dtype=np.int64).reshape(u.shape)
@@ -192,8 +195,7 @@ class GraphEval:
     return self.memo[u.src[0]]
 
   def _storage_like(self, u: UOp) -> bool:
-    while u.op in GroupOp.Movement or u.op is Ops.AFTER: u = u.src[0]
-    return u.op in (Ops.BUFFER, Ops.PARAM, Ops.CONTIGUOUS)
+    return _view_chain(u)[1].op in (Ops.BUFFER, Ops.PARAM, Ops.CONTIGUOUS)
 
   def _effect(self, u: UOp) -> object:
     return _EFFECT

@@ -77,11 +77,15 @@ def rule(id: str, doc: str) -> Callable[[RuleFn], Rule]:
   return deco
 
 
+def forbid(id: str, doc: str, why: str) -> Rule:
+  """Register a rule that every node of the ops its table lists it for breaks: the message is "<OP> " + why, with {stage}
+  in why standing for the stage checked."""
+  return rule(id, doc)(lambda u, cx: f"{u.op.name} " + why.format(stage=cx.sname))
+
+
 def declare(id: str, doc: str) -> str:
   """Register a rule id that is enforced by the walk itself rather than by a rule function."""
-  if id in RULES: raise ValueError(f"rule id {id!r} registered twice")
-  RULES[id] = Rule(id, doc, lambda u, cx: None)
-  return id
+  return rule(id, doc)(lambda u, cx: None).id
 
 
 class Table(dict):
@@ -90,14 +94,14 @@ class Table(dict):
   version = 0
 
   def _bump(self) -> None: self.version += 1
-  def __setitem__(self, k, v): super().__setitem__(k, v); self._bump()  # noqa: E702
-  def __delitem__(self, k): super().__delitem__(k); self._bump()  # noqa: E702
-  def update(self, *a, **kw): super().update(*a, **kw); self._bump()  # noqa: E702
-  def setdefault(self, k, d=None): r = super().setdefault(k, d); self._bump(); return r  # noqa: E702
-  def pop(self, *a): r = super().pop(*a); self._bump(); return r  # noqa: E702
-  def popitem(self): r = super().popitem(); self._bump(); return r  # noqa: E702
-  def clear(self): super().clear(); self._bump()  # noqa: E702
-  def __ior__(self, o): r = super().__ior__(o); self._bump(); return r  # noqa: E702
+  def __setitem__(self, k: Ops, v: tuple[Rule, ...]) -> None: super().__setitem__(k, v); self._bump()  # noqa: E702
+  def __delitem__(self, k: Ops) -> None: super().__delitem__(k); self._bump()  # noqa: E702
+  def update(self, *a: Any, **kw: Any) -> None: super().update(*a, **kw); self._bump()  # noqa: E702
+  def setdefault(self, k: Ops, d: Any = None) -> Any: r = super().setdefault(k, d); self._bump(); return r  # noqa: E702
+  def pop(self, *a: Any) -> Any: r = super().pop(*a); self._bump(); return r  # noqa: E702
+  def popitem(self) -> tuple[Ops, tuple[Rule, ...]]: r = super().popitem(); self._bump(); return r  # noqa: E702
+  def clear(self) -> None: super().clear(); self._bump()  # noqa: E702
+  def __ior__(self, o: Any) -> Table: r = super().__ior__(o); self._bump(); return r  # noqa: E702
 
 
 def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: dict | None = None) -> Table:

@@ -7,12 +7,14 @@ sits (inside a call body or not, which stage a call body is at) is carried by th
 """
 from __future__ import annotations
 
-from tinyspec.spec.base import RULES, Ctx, Finding, Stage, Violation, declare
+from typing import Callable
+
+from tinyspec.spec.base import RULES, Ctx, Finding, SpecError, Stage, Violation, declare
 from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE, body_kind
 from tinyspec.spec.program import PROGRAM_TABLE
-from tinyspec.spec.shared import VIEW_INDEX, shape_ok, srcs_shape_ok, wellformed
+from tinyspec.spec.shared import is_view_index, shape_ok, srcs_shape_ok, wellformed
 from tinyspec.spec.tensor import TENSOR_TABLE
 from tinyspec.uop import Ops, UOp
 
@@ -30,19 +32,16 @@ G_BODY_T = Ctx("kgraph_body_build", Stage.KERNEL_GRAPH, KGRAPH_TABLE)  # a neste
 
 
 def _t_body(b: UOp) -> Ctx:
-  k = body_kind(b)
-  if k == "tuple": return T_BODY
-  return {"kernel": K_T, "program": P, "kgraph": G_BODY_T, "copy": G_BODY_T}.get(k, T_BODY)
+  return {"kernel": K_T, "program": P, "kgraph": G_BODY_T, "copy": G_BODY_T}.get(body_kind(b), T_BODY)
 
 
 def _gt_body(b: UOp) -> Ctx:
   return {"kernel": K_T, "program": P}.get(body_kind(b), G_BODY_T)
 
 
-def _g_body(bs: Stage | None):
+def _g_body(bs: Stage | None) -> Callable[[UOp], Ctx]:
   def fn(b: UOp) -> Ctx:
-    k = body_kind(b)
-    return {"kernel": K, "program": P}.get(k, G_BODY[bs])
+    return {"kernel": K, "program": P}.get(body_kind(b), G_BODY[bs])
   return fn
 
 
@@ -59,18 +58,13 @@ PROOT = declare("program.root_form", "A program body checked on its own is a PRO
 NODE_ROOT = declare("node.root", "check is given a UOp as the root.")
 
 
-def _switches(u: UOp, cx: Ctx) -> bool:
-  """Whether some source of u is checked in another context than u: a CALL's body, the tensor value of a view INDEX."""
-  return u.op is Ops.CALL or (u.op is Ops.INDEX and cx.view_ctx is not None and type(u.arg) is str and u.arg == VIEW_INDEX)
-
-
 def _children(u: UOp, cx: Ctx) -> list[tuple[UOp, Ctx]]:
   src = u.src
   if u.op is Ops.CALL and src and isinstance(src[0], UOp):
     try: bcx = cx.body_ctx(src[0])
     except Exception: bcx = cx  # a body too malformed to classify is checked where it stands
     return [(src[0], bcx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
-  if u.op is Ops.INDEX and cx.view_ctx is not None and type(u.arg) is str and u.arg == VIEW_INDEX and src and isinstance(src[0], UOp):
+  if cx.view_ctx is not None and is_view_index(u) and src and isinstance(src[0], UOp):
     return [(src[0], cx.view_ctx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
   return [(s, cx) for s in src if isinstance(s, UOp)]
 
@@ -84,12 +78,9 @@ def local_findings(u: UOp, cx: Ctx) -> tuple[Finding, ...]:
   if wf:
     c[cx.lkey] = wf
     return wf
-  for s in u.src:
-    w = s._cache.get("spec:wf")
-    if w is None: w = wellformed(s)
-    if w:
-      c[cx.lkey] = ()
-      return ()
+  if any(wellformed(s) for s in u.src):
+    c[cx.lkey] = ()
+    return ()
   out: list[Finding] = []
   for r in cx.table.get(u.op, ()):
     try: res = r.fn(u, cx)
@@ -118,10 +109,9 @@ def set_fused(on: bool) -> None:
 
 def _refresh_fused() -> None:
   for x in CTXS:
-    v = getattr(x.table, "version", None)
-    if v is None or v != x.fused_version:
-      x.fused = fused_for(x) if _use_fused else fused_for(None)
-      x.fused_version = -1 if v is None else v
+    if x.table.version != x.fused_version:
+      x.fused = fused_for(x if _use_fused else None)
+      x.fused_version = x.table.version
 
 
 _POST = object()  # on a walk stack, above the node whose sources are all decided once it is popped
@@ -138,7 +128,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
   v = root._cache.get(key)
   if v is not None: return v
   _refresh_fused()
-  call, index = Ops.CALL, Ops.INDEX
+  call = Ops.CALL
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
@@ -150,7 +140,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
         if k in u._cache: continue
         push(u)
         push(_POST)
-        if u.op is call or (views and u.op is index and _switches(u, x)):
+        if u.op is call or (views and is_view_index(u)):  # a source checked in another context
           for s, sx in _children(u, x):
             if sx.key in s._cache: continue
             if sx is x: push(s)
@@ -172,7 +162,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
           continue
       ok = not local_findings(u, x)
       if ok:
-        for s, sx in (_children(u, x) if op is call or (views and op is index and _switches(u, x)) else
+        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) else
                       ((s, x) for s in u.src if isinstance(s, UOp))):
           if not s._cache[sx.key]:
             ok = False
@@ -235,7 +225,10 @@ def check(root: UOp, stage: Stage | str) -> list[Violation]:
 
   TENSOR checks a tensor graph. KERNEL_GRAPH checks a kernel graph and each kernel body at the stage its form says.
   KERNEL and PROGRAM accept a single body, or a whole kernel graph whose bodies must then all be at that stage."""
-  if isinstance(stage, str): stage = Stage[stage.upper()]
+  if isinstance(stage, str):
+    if stage.upper() not in Stage.__members__:
+      raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(s.name.lower() for s in Stage)}")
+    stage = Stage[stage.upper()]
   if not isinstance(stage, Stage): raise TypeError(f"stage must be a Stage, not {type(stage).__name__}")
   if not isinstance(root, UOp):
     return [Violation(root, (), stage, NODE_ROOT, f"the root is {type(root).__name__}, not a UOp; check takes the root UOp of a graph")]
@@ -248,7 +241,6 @@ def check(root: UOp, stage: Stage | str) -> list[Violation]:
 
 def verify(root: UOp, stage: Stage | str) -> UOp:
   """root, when it is legal at stage; SpecError with every violation otherwise."""
-  from tinyspec.spec.base import SpecError
   if vs := check(root, stage): raise SpecError(vs)
   return root
 

@@ -55,20 +55,6 @@ _PROBE = Ctx("probe", Stage.TENSOR, Table())
 
 # ---- elementwise ----
 
-def _unary(kinds: str) -> FastFn:
-  def fn(u: UOp, k: str) -> bool | None:
-    (s,) = u.src
-    sc = s._cache
-    if not sc[k]: return False
-    d = s.dtype
-    if u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
-    sh = sc.get("shape")
-    if type(sh) is not tuple: return None
-    u._cache["shape"] = sh
-    return True
-  return fn
-
-
 def _binary(kinds: str, cmp: bool) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     a, b = u.src
@@ -110,21 +96,40 @@ def _cast(u: UOp, k: str) -> bool | None:
   return True
 
 
-# ---- movement: arg form (node.arg), fit (tensor.movement_arg) and the derived shape, in one pass over the arg ----
+# ---- one value source of the same dtype: views, REDUCE, CONTIGUOUS, DETACH, COPY, and unary ALUs ----
 
-def _view(shape_of: Callable[[object, tuple], "tuple | None"]) -> FastFn:
-  """A fused test for a view op; shape_of(arg, source shape) is the view's shape, or None unless the arg is well formed and fits."""
+_VALUE_KINDS = "".join(sorted({d.kind for d in _VALUE_DTYPES}))
+
+
+def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _VALUE_KINDS) -> FastFn:
+  """A fused test for an op of one source whose dtype it keeps; shape_of(arg, source shape) is the node's shape, or None unless
+  the arg is well formed and fits (for views: node.arg, tensor.movement_arg and the derived shape, in one pass over the arg)."""
   def fn(u: UOp, k: str) -> bool | None:
     (s,) = u.src
     sc = s._cache
     if not sc[k]: return False
     d = s.dtype
-    if u.dtype is not d or d is _VOID: return None
+    if u.dtype is not d or d.kind not in kinds: return None
     sh = sc.get("shape")
     if type(sh) is not tuple or (out := shape_of(u.arg, sh)) is None: return None
     u._cache["shape"] = out
     return True
   return fn
+
+
+def _no_arg(a: object, sh: tuple) -> tuple | None:
+  return sh if a is None else None
+
+
+def _device_arg(a: object, sh: tuple) -> tuple | None:
+  return sh if type(a) is str else None
+
+
+def _reduce(a: object, sh: tuple) -> tuple | None:
+  if type(a) is not tuple or len(a) != 2: return None
+  op, n = a
+  if op not in _REDUCE_OPS or type(n) is not int or not 0 <= n <= len(sh): return None
+  return sh[n:]
 
 
 def _reshape(a: object, sh: tuple) -> tuple | None:
@@ -181,33 +186,6 @@ _VIEW_SHAPES = {Ops.RESHAPE: _reshape, Ops.PERMUTE: _permute, Ops.EXPAND: _expan
 
 # ---- the rest of TENSOR's frequent ops ----
 
-def _reduce(u: UOp, k: str) -> bool | None:
-  (s,) = u.src
-  sc = s._cache
-  if not sc[k]: return False
-  d, a = s.dtype, u.arg
-  if u.dtype is not d or d is _VOID or type(a) is not tuple or len(a) != 2: return None
-  op, n = a
-  sh = sc.get("shape")
-  if op not in _REDUCE_OPS or type(n) is not int or type(sh) is not tuple or not 0 <= n <= len(sh): return None
-  u._cache["shape"] = sh[n:]
-  return True
-
-
-def _passthrough(u: UOp, k: str) -> bool | None:
-  """CONTIGUOUS, DETACH (arg None) and COPY (arg a device name)."""
-  (s,) = u.src
-  sc = s._cache
-  if not sc[k]: return False
-  d = s.dtype
-  if u.dtype is not d or d is _VOID: return None
-  if (type(u.arg) is not str) if u.op is Ops.COPY else (u.arg is not None): return None
-  sh = sc.get("shape")
-  if type(sh) is not tuple: return None
-  u._cache["shape"] = sh
-  return True
-
-
 def _const(u: UOp, k: str) -> bool | None:
   if u.src: return None
   form = _CONST_FORM.get(id(u.dtype))
@@ -242,13 +220,14 @@ def _sink(u: UOp, k: str) -> bool | None:
 def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   alu = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
   out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
-  for op in GroupOp.Unary: out[op] = (alu, _unary(_kinds(op)))
+  for op in GroupOp.Unary: out[op] = (alu, _single(_no_arg, _kinds(op)))
   for op in GroupOp.Binary: out[op] = (alu, _binary(_kinds(op), op in GroupOp.Comparison))
   out[Ops.WHERE] = ((*alu, where_cond), _where(_kinds(Ops.WHERE)))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, elementwise_shape), _cast)
-  for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _view(_VIEW_SHAPES[op]))
-  out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _reduce)
-  for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): out[op] = ((value_source, dtype_passthrough), _passthrough)
+  for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _single(_VIEW_SHAPES[op]))
+  out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _single(_reduce))
+  for op in (Ops.CONTIGUOUS, Ops.DETACH): out[op] = ((value_source, dtype_passthrough), _single(_no_arg))
+  out[Ops.COPY] = ((value_source, dtype_passthrough), _single(_device_arg))
   out[Ops.CONST] = ((), _const)
   out[Ops.BUFFER] = ((), _buffer)
   out[Ops.SINK] = ((sink_entry,), _sink)

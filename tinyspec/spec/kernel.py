@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from tinyspec import smt
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, rule, table
-from tinyspec.spec.shared import (_find_paths, alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_view_index,
-                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, fold, group_effects, is_view_index,
+                                  shape_ok, storage_base, union_of, value_source, VOID_OPS, wellformed, what, where_cond)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
@@ -18,25 +18,18 @@ EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
 
 def open_ranges(u: UOp) -> frozenset:
   """RANGEs u depends on that are not closed below u (by an END or a range-form REDUCE). Cached, iterative."""
-  c = u._cache
-  if (ret := c.get("spec:open")) is not None: return ret
-  stack: list[tuple[UOp, bool]] = [(u, False)]
-  while stack:
-    x, ready = stack.pop()
-    if "spec:open" in x._cache: continue
-    srcs = [s for s in x.src if isinstance(s, UOp)]
-    if not ready:
-      stack.append((x, True))
-      stack.extend((s, False) for s in srcs if "spec:open" not in s._cache)
-      continue
-    sets = [s._cache["spec:open"] for s in srcs]
-    nonempty = [s for s in sets if s]
-    res = frozenset() if not nonempty else (nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty))
-    if x.op is Ops.RANGE: res = res | {x}
-    elif (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res:
-      res = res - frozenset(srcs[1:])
-    x._cache["spec:open"] = res
-  return c["spec:open"]
+  return fold(u, "spec:open", _uop_srcs, _open)
+
+
+def _uop_srcs(x: UOp) -> list[UOp]:
+  return [s for s in x.src if isinstance(s, UOp)]
+
+
+def _open(x: UOp, srcs: list[UOp]) -> frozenset:
+  res = union_of(srcs, "spec:open")
+  if x.op is Ops.RANGE: return res | {x}
+  if (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res: return res - frozenset(srcs[1:])
+  return res
 
 
 def _axis(r: UOp) -> str:
@@ -45,15 +38,11 @@ def _axis(r: UOp) -> str:
 
 # ---- op rules ----
 
-@rule("kernel.no_movement", "No movement op (view) in a kernel body: views are index arithmetic there.")
-def no_movement(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} view in a kernel body; at {cx.sname} views are index arithmetic (INDEX(buf, idx_expr)), never movement ops"
-
-
-@rule("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, ALUs, casts, REDUCE, STORE, AFTER, GROUP, SINK and the range-form "
-      "ops (RANGE, END, INDEX, LOAD, SPECIAL).")
-def op_allowed(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} in a kernel body; at {cx.sname} a kernel holds scalar computation, range-form ops and stores (no calls, tuples or realizes)"
+no_movement = forbid("kernel.no_movement", "No movement op (view) in a kernel body: views are index arithmetic there.",
+                     "view in a kernel body; at {stage} views are index arithmetic (INDEX(buf, idx_expr)), never movement ops")
+op_allowed = forbid("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, ALUs, casts, REDUCE, STORE, AFTER, GROUP, SINK and the "
+                    "range-form ops (RANGE, END, INDEX, LOAD, SPECIAL).",
+                    "in a kernel body; at {stage} a kernel holds scalar computation, range-form ops and stores (no calls, tuples or realizes)")
 
 
 @rule("kernel.buffer_local", "A BUFFER inside a kernel body is kernel-local (REG or LOCAL); global storage comes in through PARAMs.")
@@ -69,11 +58,11 @@ _SCALAR_SRCS = {Ops.REDUCE: (0,), Ops.STORE: (1, 2), Ops.LOAD: (1, 2), Ops.INDEX
       "by INDEX and read by LOAD.")
 def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
   idxs = _SCALAR_SRCS.get(u.op, range(len(u.src)))
-  out = [((i,), u.src[i], "kernel.scalar_values", f"{u.op.name} source {i} is {what(u.src[i])} of shape {u.src[i].shape}; at {cx.sname} "
+  # reported at the user, the place the storage was used as a value
+  out = [((), u, "kernel.scalar_values", f"{u.op.name} source {i} is {what(s)} of shape {s.shape}; at {cx.sname} "
           "values are scalars: read storage with LOAD(INDEX(storage, i))")
-         for i in idxs if i < len(u.src) and u.src[i].op in STORAGE_OPS and storage_base(u.src[i]) is not None and u.src[i].shape_ok]
-  # report at the user, the place the storage was used as a value
-  return [((), u, r, m) for _, _, r, m in out] or None
+         for i in idxs if i < len(u.src) and (s := u.src[i]).op in STORAGE_OPS and storage_base(s) is not None and s.shape_ok]
+  return out or None
 
 
 @rule("kernel.reduce_form", "In a kernel a REDUCE is in range form: arg the op (ADD, MAX, MUL), sources (value, RANGE...).")
@@ -157,18 +146,25 @@ def _index_parts(u: UOp) -> tuple[UOp, UOp, int, UOp | None] | None:
   return idx, e, base.arg.size, gate
 
 
+def _in_bounds(e: UOp, size: int, gate: UOp | None = None) -> smt.BoundsResult:
+  """Whether 0 <= e < size where gate holds: the interval bounds first, z3 when they cannot decide."""
+  if 0 <= e.vmin and e.vmax < size: return smt.BoundsResult("proved")
+  return smt.prove_in_bounds(e, size, gate)
+
+
+def _example(res: smt.BoundsResult) -> str:
+  return ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
+
+
 def _bounds_result(u: UOp) -> tuple[smt.BoundsResult, UOp, UOp, int] | None:
-  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE (interval bounds first, then z3)."""
+  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE."""
   c = u._cache
   if "spec:bounds" in c: return c["spec:bounds"]
   parts = _index_parts(u)
   ret = None
   if parts is not None:
     idx, e, size, gate = parts
-    lo, hi = e.vmin, e.vmax
-    if 0 <= lo and hi < size: res = smt.BoundsResult("proved")
-    else: res = smt.prove_in_bounds(e, size, gate)
-    ret = (res, idx, e, size)
+    ret = (_in_bounds(e, size, gate), idx, e, size)
   c["spec:bounds"] = ret
   return ret
 
@@ -179,7 +175,7 @@ def index_bounds(u: UOp, cx: Ctx) -> str | None:
   r = _bounds_result(u)
   if r is None or r[0].status != "violated": return None
   res, idx, e, size = r
-  ex = ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
+  ex = _example(res)
   got = f" gives index {res.value}" if res.value is not None else " goes out of bounds"
   gated = " where its gate is true" if len(u.src) == 3 else ""
   return (f"{u.op.name} through an INDEX that can leave [0, {size}): {ex}{got}{gated}; at {cx.sname} every INDEX is in bounds "
@@ -224,11 +220,8 @@ def view_index_form(u: UOp, cx: Ctx) -> str | None:
 def view_index_bounds(u: UOp, cx: Ctx) -> str | None:
   if not is_view_index(u) or view_index_form.fn(u, cx) is not None: return None
   for ax, (e, d) in enumerate(zip(u.src[1:], u.src[0].shape)):
-    if wellformed(e) or (0 <= e.vmin and e.vmax < d): continue
-    res = smt.prove_in_bounds(e, d)
-    if res.status == "proved": continue
-    ex = ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
-    why = "cannot be proven (z3 gave unknown)" if res.status == "unknown" else f"can leave it: {ex}"
+    if wellformed(e) or (res := _in_bounds(e, d)).status == "proved": continue
+    why = "cannot be proven (z3 gave unknown)" if res.status == "unknown" else f"can leave it: {_example(res)}"
     return f"view INDEX axis {ax} of size {d}: the index {why}; at {cx.sname} every index of a view INDEX is within [0, dim) of its axis"
   return None
 
@@ -301,7 +294,7 @@ def range_axis_unique(u: UOp, cx: Ctx) -> list[Finding] | None:
   for r in ranges:
     if first.setdefault(r.arg.axis, r) is not r: dup.append(r)
   if not dup: return None
-  paths = _find_paths(u, set(dup))
+  paths = find_paths(u, set(dup))
   return [(paths.get(r, ()), r, "kernel.range_axis_unique", f"two different RANGEs have axis {r.arg.axis}; at {cx.sname} an axis id names one "
            "RANGE per kernel") for r in dup]
 

@@ -1,7 +1,7 @@
 """The KERNEL_GRAPH stage: a SINK of realized storage, kernel CALLs on storage args, order only through AFTER."""
 from __future__ import annotations
 
-from tinyspec.spec.base import Ctx, Finding, Stage, rule, table
+from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
 from tinyspec.spec.shared import (dtype_passthrough, is_kgraph_sink, param_dtype, param_outside, param_size, param_slot, storage_base,
                                   what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
@@ -14,20 +14,13 @@ def kgraph_storage(u: UOp) -> bool:
   return storage_base(u) is not None
 
 
-@rule("kgraph.no_movement", "No movement op (view) anywhere in a kernel graph: views become index arithmetic inside kernels.")
-def no_movement(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} view in the kernel graph; at KERNEL_GRAPH there are no views (rangeify turns them into index arithmetic)"
-
-
-@rule("kgraph.no_tuple", "No TUPLE or GETTUPLE left in a kernel graph: value calls are inlined or precompiled by then.")
-def no_tuple(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} left in the kernel graph; at KERNEL_GRAPH value calls are resolved (no TUPLE, no GETTUPLE)"
-
-
-@rule("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER, CALL, BUFFER, PARAM (and COPY as a call body); values live in kernel bodies.")
-def op_allowed(u: UOp, cx: Ctx) -> str:
-  return (f"{u.op.name} in the kernel graph; at KERNEL_GRAPH the graph holds only SINK, AFTER, CALL, BUFFER and PARAM "
-          "(computation lives in kernel bodies)")
+no_movement = forbid("kgraph.no_movement", "No movement op (view) anywhere in a kernel graph: views become index arithmetic inside kernels.",
+                     "view in the kernel graph; at KERNEL_GRAPH there are no views (rangeify turns them into index arithmetic)")
+no_tuple = forbid("kgraph.no_tuple", "No TUPLE or GETTUPLE left in a kernel graph: value calls are inlined or precompiled by then.",
+                  "left in the kernel graph; at KERNEL_GRAPH value calls are resolved (no TUPLE, no GETTUPLE)")
+op_allowed = forbid("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER, CALL, BUFFER, PARAM (and COPY as a call body); values live in "
+                    "kernel bodies.", "in the kernel graph; at KERNEL_GRAPH the graph holds only SINK, AFTER, CALL, BUFFER and PARAM "
+                    "(computation lives in kernel bodies)")
 
 
 @rule("kgraph.buffer_global", "A BUFFER of the kernel graph is GLOBAL or LOCAL memory; REG buffers live inside kernel bodies.")
@@ -93,7 +86,7 @@ def copy_body(u: UOp, cx: Ctx) -> str | None:
   return f"COPY of {what(u.src[0])}; at KERNEL_GRAPH a COPY body copies {STORAGE_WORDS}"
 
 
-def kgraph_table() -> dict:
+def kgraph_table() -> Table:
   return table(
     (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
     (Ops.SINK, [sink_entry]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),

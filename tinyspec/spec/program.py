@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, Rule, rule, table
+from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
 from tinyspec.spec.kernel import KERNEL_TABLE, _axis, _body_nodes, open_ranges
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
 from tinyspec.spec.shared import what
 from tinyspec.uop import GroupOp, Ops, UOp
 
 
-@rule("program.no_reduce", "No REDUCE in a program: lower_reduce has turned every REDUCE into an accumulator loop.")
-def no_reduce(u: UOp, cx: Ctx) -> str:
-  return "REDUCE in a program; at PROGRAM reductions are accumulator loops (lower_reduce runs before linearize)"
-
-
-@rule("program.no_movement", "No movement op in a program.")
-def no_movement(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} view in a program; at PROGRAM there are no views"
+no_reduce = forbid("program.no_reduce", "No REDUCE in a program: lower_reduce has turned every REDUCE into an accumulator loop.",
+                   "in a program; at PROGRAM reductions are accumulator loops (lower_reduce runs before linearize)")
+no_movement = forbid("program.no_movement", "No movement op in a program.", "view in a program; at PROGRAM there are no views")
 
 
 @rule("program.no_index_dtype", "No node of dtype `index` in a program: linearize gives every integer a concrete width (int32 or int64).")
@@ -131,7 +126,7 @@ def linear_covers_sink(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
-def _program_table() -> dict:
+def _program_table() -> Table:
   base = {op: tuple(r for r in rs if r is not kernel_op_allowed) for op, rs in KERNEL_TABLE.items()}
   base[Ops.REDUCE] = (no_reduce,)
   for op in GroupOp.Movement: base[op] = (no_movement,)

@@ -301,31 +301,43 @@ def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
 
 # ---- PARAM binding: shared by value calls (TENSOR) and kernel calls (KERNEL_GRAPH) ----
 
-def free_params(u: UOp) -> frozenset:
-  """The PARAMs reachable from u without entering a CALL's body (src[0]) or the tensor value of a view INDEX (src[0]): those an
-  enclosing CALL binds. Cached."""
+def fold(u: UOp, key: str, srcs_of: Callable[[UOp], list[UOp]], combine: Callable[[UOp, list[UOp]], Any]) -> Any:
+  """combine(x, srcs_of(x)) for u and every node below it (through srcs_of), sources first, each cached on its node under key.
+  Iterative, so deep graphs do not recurse."""
   c = u._cache
-  if (ret := c.get("spec:fp")) is not None: return ret
+  if (ret := c.get(key)) is not None: return ret
   stack: list[tuple[UOp, bool]] = [(u, False)]
   while stack:
     x, ready = stack.pop()
-    if "spec:fp" in x._cache: continue
-    # a view INDEX addresses a tensor value of the scope the kernel is built in: its PARAMs are not the kernel's
-    srcs = [s for s in (x.src[1:] if x.op is Ops.CALL or is_view_index(x) else x.src) if isinstance(s, UOp)]
+    if key in x._cache: continue
+    srcs = srcs_of(x)
     if not ready:
       stack.append((x, True))
-      stack.extend((s, False) for s in srcs if "spec:fp" not in s._cache)
+      stack.extend((s, False) for s in srcs if key not in s._cache)
       continue
-    if x.op is Ops.PARAM: res = frozenset((x,))
-    else:
-      sets = [s._cache["spec:fp"] for s in srcs]
-      nonempty = [s for s in sets if s]
-      res = frozenset() if not nonempty else (nonempty[0] if len(nonempty) == 1 else frozenset().union(*nonempty))
-    x._cache["spec:fp"] = res
-  return c["spec:fp"]
+    x._cache[key] = combine(x, srcs)
+  return c[key]
 
 
-def _find_paths(root: UOp, targets: set[UOp], skip_call_body: bool = True) -> dict[UOp, tuple[int, ...]]:
+def union_of(srcs: list[UOp], key: str) -> frozenset:
+  """The union of the sets cached under key on srcs, sharing a source's set when it is the only non-empty one."""
+  sets = [s._cache[key] for s in srcs if s._cache[key]]
+  if not sets: return frozenset()
+  return sets[0] if len(sets) == 1 else frozenset().union(*sets)
+
+
+def _binding_srcs(x: UOp) -> list[UOp]:
+  # a view INDEX addresses a tensor value of the scope the kernel is built in: its PARAMs are not the kernel's
+  return [s for s in (x.src[1:] if x.op is Ops.CALL or is_view_index(x) else x.src) if isinstance(s, UOp)]
+
+
+def free_params(u: UOp) -> frozenset:
+  """The PARAMs reachable from u without entering a CALL's body (src[0]) or the tensor value of a view INDEX (src[0]): those an
+  enclosing CALL binds. Cached."""
+  return fold(u, "spec:fp", _binding_srcs, lambda x, srcs: frozenset((x,)) if x.op is Ops.PARAM else union_of(srcs, "spec:fp"))
+
+
+def find_paths(root: UOp, targets: set[UOp]) -> dict[UOp, tuple[int, ...]]:
   """Shortest source-index paths from root to each target (not entering call bodies below root)."""
   out: dict[UOp, tuple[int, ...]] = {}
   seen = {root}
@@ -335,7 +347,7 @@ def _find_paths(root: UOp, targets: set[UOp], skip_call_body: bool = True) -> di
     for u, p in frontier:
       if u in targets and u not in out: out[u] = p
       for i, s in enumerate(u.src):
-        if skip_call_body and u.op is Ops.CALL and i == 0: continue
+        if u.op is Ops.CALL and i == 0: continue
         if isinstance(s, UOp) and s not in seen:
           seen.add(s)
           nxt.append((s, p + (i,)))
@@ -391,5 +403,5 @@ def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
       bad.append((p, "call.param_dtype", f"PARAM slot {k} is {p.dtype.name} but CALL arg {k} is {a.dtype.name}; at {cx.sname} PARAM k has "
                   f"the dtype of arg k"))
   if not bad: return None
-  paths = _find_paths(body, {p for p, _, _ in bad})
+  paths = find_paths(body, {p for p, _, _ in bad})
   return [((0,) + paths.get(p, ()), p, rid, msg) for p, rid, msg in bad]

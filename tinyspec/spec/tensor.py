@@ -4,13 +4,14 @@ from __future__ import annotations
 import math
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, rule, table
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_effect, is_value,
                                   param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, value_source, what,
                                   where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
+T_STORAGE_WORDS = "storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
 OPAQUE_BODIES = frozenset({Ops.SINK, Ops.LINEAR, Ops.PROGRAM, Ops.COPY})
 
 
@@ -23,14 +24,11 @@ def tensor_storage(u: UOp) -> bool:
   return u.op in T_STORAGE
 
 
-@rule("tensor.no_range_ops", "No range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) in a tensor graph; they appear only in kernel bodies.")
-def no_range_ops(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} in a tensor graph; at TENSOR range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) do not exist yet, only in kernel bodies"
-
-
-@rule("tensor.no_program_ops", "No LINEAR, PROGRAM or SOURCE in a tensor graph except as (part of) the body of an opaque CALL.")
-def no_program_ops(u: UOp, cx: Ctx) -> str:
-  return f"{u.op.name} outside a CALL body; at TENSOR program ops appear only as the body of an opaque CALL"
+no_range_ops = forbid("tensor.no_range_ops", "No range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) in a tensor graph; they appear only in kernel "
+                      "bodies.", "in a tensor graph; at TENSOR range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) do not exist yet, only in "
+                      "kernel bodies")
+no_program_ops = forbid("tensor.no_program_ops", "No LINEAR, PROGRAM or SOURCE in a tensor graph except as (part of) the body of an opaque CALL.",
+                        "outside a CALL body; at TENSOR program ops appear only as the body of an opaque CALL")
 
 
 @rule("tensor.movement_arg", "A view's arg fits its source's shape: RESHAPE keeps the element count, PERMUTE is a permutation of the axes, "
@@ -140,7 +138,7 @@ def gettuple_dtype(u: UOp, cx: Ctx) -> str | None:
 def store_target(u: UOp, cx: Ctx) -> str | None:
   t = u.src[0]
   if tensor_storage(t): return None
-  return f"STORE into {what(t)}; at TENSOR a STORE target is storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
+  return f"STORE into {what(t)}; at TENSOR a STORE target is {T_STORAGE_WORDS}"
 
 
 @rule("tensor.store_shape", "A STORE's target and value have equal shapes.")
@@ -173,7 +171,7 @@ def store_gate(u: UOp, cx: Ctx) -> str | None:
 def after_storage(u: UOp, cx: Ctx) -> str | None:
   s = u.src[0]
   if tensor_storage(s): return None
-  return f"AFTER on {what(s)}; at TENSOR AFTER is on storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
+  return f"AFTER on {what(s)}; at TENSOR AFTER is on {T_STORAGE_WORDS}"
 
 
 @rule("tensor.after_deps", "The dependencies of an AFTER (src[1:]) are effects: STORE, GROUP, or an opaque CALL.")
