@@ -6,7 +6,8 @@
 2. parity: evaluate before and after every pass agree, and the CPU and OpenCL results equal the reference
    evaluation of the input graph (exact for ints and bools, relative 1e-4 for float32, 1e-7 for float64).
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
-   optimize actions) give the same results.
+   optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
+   equal gradients of the inlined graph (tinyspec.autograd.call_gradient_mismatches).
 4. crash: an exception in a pass, the evaluator or a runtime.
 
 The list of passes is a parameter, so a pipeline with one rule changed can be checked the same way.
@@ -61,6 +62,7 @@ class Config:
   backends: tuple[str, ...] = ("reference",)
   per_rewrite: bool = False
   metamorphic: bool = True
+  gradients: bool = True           # with metamorphic: gradients through value calls == gradients of the inlined graph
   blame: bool = True
   max_rewrite_checks: int = 400
   per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
@@ -182,6 +184,7 @@ class Checker:
           if f is not None:
             findings.append(f)
             break
+      if cfg.metamorphic and cfg.gradients and not findings and (f := self.gradient(case)) is not None: findings.append(f)
       self.case_fired[i] += self.stats.fired - before
       out.append(findings)
     return out
@@ -224,6 +227,17 @@ class Checker:
       return fns
     except Exception:
       return {}  # one bad kernel spoils the batch: each case then compiles on its own, so the error is its own
+
+  def gradient(self, case: Case) -> Finding | None:
+    """Gradients through the case's value calls against gradients of its inlined graph (tensor cases with calls)."""
+    if case.kind != "tensor" or not any(u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE for u in case.root.toposort()): return None
+    from tinyspec.autograd import call_gradient_mismatches
+    try:
+      with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0)
+    except Exception as e:
+      return Finding("crash", "gradient", type(e).__name__, f"gradients of the graph raised {type(e).__name__}: {e}", options=case.options)
+    if not bad: return None
+    return Finding("metamorphic", "gradient", "through_call_vs_inlined", "; ".join(bad[:3]), options=case.options)
 
   def alternatives(self, case: Case) -> list[dict[str, Any]]:
     """Other lowering choices that must give the same results: one per case, chosen by the case number."""

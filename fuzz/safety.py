@@ -5,8 +5,11 @@ value is exact (a dyadic rational that float arithmetic computes without roundin
 are raw (an input or constant moved around, never computed: only those may be bitcast to ints, since -0.0 and +0.0
 compare equal but differ in bits). An op whose precondition fails (division by a range holding 0, a shift past the
 width, a log of a non-positive value, a float to int cast out of range or of an inexact value, a comparison of
-inexact floats, a float that may overflow) makes the graph unsafe. Generators build with it and reducers keep to it,
-so that no difference a fuzz campaign finds is an artefact of undefined behaviour or float rounding.
+inexact floats, a float that may overflow) makes the graph unsafe. An opaque kernel CALL (a kernel SINK body over
+PARAMs) is analysed by its STOREs: what it writes joins the Info of AFTER(arg, call); an index that may leave its arg,
+two args on one storage, or another effect on an arg's storage with no AFTER ordering the two makes it unsafe.
+Generators build with it and reducers keep to it, so that no difference a fuzz campaign finds is an artefact of
+undefined behaviour or float rounding.
 """
 from __future__ import annotations
 
@@ -111,6 +114,10 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
     for dep in u.src[1:]:
       for e in _stores(dep):
         if e.op is Ops.STORE and (vi := _value_info.get(e.src[1])) is not None: ret = _join(ret, vi)
+        elif e.op is Ops.CALL:
+          base = _storage_base(u.src[0])
+          for slot, wi in _call_writes.get(e, {}).items():
+            if _storage_base(e.src[1 + slot]) is base: ret = _join(ret, wi)
     return ret
   if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.TUPLE, Ops.CALL): return None
   if op is Ops.GETTUPLE: return s[0]  # the walker puts the element's info here
@@ -120,14 +127,73 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
 
 
 _value_info: dict[UOp, Info] = {}  # set by the walker while a graph is analysed (STORE values reached through AFTER)
+_call_writes: dict[UOp, dict[int, Info]] = {}  # per opaque CALL: the Info of what it writes into each arg slot
 
 
 def _stores(dep: UOp) -> list[UOp]:
+  """The STOREs and opaque CALLs an AFTER dependency performs."""
   out, stack = [], [dep]
   while stack:
     e = stack.pop()
-    if e.op is Ops.STORE: out.append(e)
+    if e.op is Ops.STORE or (e.op is Ops.CALL and e.src and e.src[0].op is not Ops.TUPLE): out.append(e)
     elif e.op is Ops.GROUP: stack.extend(e.src)
+  return out
+
+
+def _storage_base(u: UOp) -> UOp:
+  """The storage node under views and AFTERs: what an opaque call's arg and an AFTER's storage are compared by."""
+  while u.op in GroupOp.Movement or u.op in (Ops.AFTER, Ops.DETACH): u = u.src[0]
+  return u
+
+
+def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inputs: dict[int, Any]) -> dict[int, Info]:
+  """The Info of what an opaque kernel body (a kernel SINK over PARAMs) stores into each arg slot, its args having these
+  Infos. Raises Unsafe for an index that may fall outside its arg, two args on one storage, a read of a written arg at an element other than the one
+  the same STORE writes, and any op the analysis does not know."""
+  if body.op is not Ops.SINK: raise Unsafe(f"opaque call body {body.op.name} is not analysed")
+  nodes = body.toposort()
+  written = {u.src[0].src[0].arg.slot for u in nodes if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.PARAM}
+  bases = [_storage_base(a) for a in args]
+  if any(k >= len(args) for k in written): raise Unsafe(f"opaque call writes a PARAM past its {len(args)} args")
+  # lowering lets an opaque call write any of its args: two args on one storage (two versions of it, or one twice) leave
+  # the order of its reads and writes undefined
+  if len(set(bases)) != len(bases): raise Unsafe("two args of an opaque call are on the same storage")
+  store_idx = {u.src[0].src[1] for u in nodes if u.op is Ops.STORE}
+  info: dict[UOp, Info | None] = {}
+  out: dict[int, Info] = {}
+  for u in nodes:
+    if u.op in (Ops.SINK, Ops.END, Ops.RANGE) or u.dtype is dtypes.index:
+      info[u] = None
+    elif u.op is Ops.PARAM:
+      if u.arg.slot >= len(args) or u.arg.size != args[u.arg.slot].size or u.dtype is not args[u.arg.slot].dtype:
+        raise Unsafe(f"PARAM {u.arg.slot} does not match the opaque call's args")
+      if (ai := arg_infos[u.arg.slot]) is None: raise Unsafe(f"arg {u.arg.slot} of an opaque call has no value info")
+      info[u] = ai
+    elif u.op is Ops.INDEX:
+      if len(u.src) != 2 or u.src[0].op is not Ops.PARAM: raise Unsafe("opaque kernel INDEX is not INDEX(PARAM, idx)")
+      i = u.src[1]
+      if i.vmin < 0 or i.vmax >= u.src[0].arg.size: raise Unsafe(f"opaque kernel index in [{i.vmin}, {i.vmax}] outside PARAM {u.src[0].arg.slot}")
+      info[u] = info[u.src[0]]
+    elif u.op is Ops.LOAD:
+      if len(u.src) != 1: raise Unsafe("gated LOAD in an opaque kernel is not analysed")
+      ix = u.src[0]
+      if ix.src[0].arg.slot in written and ix.src[1] not in store_idx: raise Unsafe("opaque kernel reads a written arg at another element")
+      info[u] = info[ix]
+    elif u.op is Ops.STORE:
+      if len(u.src) != 2: raise Unsafe("gated STORE in an opaque kernel is not analysed")
+      slot, vi = u.src[0].src[0].arg.slot, info[u.src[1]]
+      if vi is None: raise Unsafe("opaque kernel stores a value without info")
+      out[slot] = _join(out[slot], vi) if slot in out else vi
+      info[u] = None
+    elif u.op is Ops.CONST or u.op in GroupOp.Elementwise:
+      si = [info[x] for x in u.src]
+      if u.src and all(x is None for x in si):  # index arithmetic (a comparison of indexes, a WHERE of them)
+        info[u] = None
+        continue
+      if any(x is None for x in si): raise Unsafe(f"{u.op.name} of an index in an opaque kernel is not analysed")
+      for x, xi in zip(u.src, si): _value_info[x] = xi  # type: ignore[assignment]
+      info[u] = node_info(u, si, {}, inputs)
+    else: raise Unsafe(f"{u.op.name} in an opaque kernel is not analysed")
   return out
 
 
@@ -271,6 +337,8 @@ class Analysis:
         stack.extend((x, False) for x in srcs if x not in self.cache)
         continue
       if u.op is Ops.CALL:
+        if u.src and u.src[0].op is not Ops.TUPLE:
+          _call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
         self.cache[u] = None
         continue
       if u.op is Ops.GETTUPLE:
@@ -293,9 +361,44 @@ class Analysis:
     return self.cache[key].info(c.src[0].src[u.arg])  # type: ignore[index, union-attr]
 
 
+def opaque_race(root: UOp) -> str | None:
+  """_opaque_race of the graph as rangeify schedules it (DETACH dropped, AFTER under views), with its value calls kept
+  and inlined: an inlined call's output may be the very storage it was given, and values made equal by dropping a
+  DETACH become one node, so two args on distinct nodes may share storage there."""
+  if not any(u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE for u in root.toposort()): return None
+  from tinyspec.lower.base import LowerOptions, Trace
+  from tinyspec.lower.callify import run as callify
+  from tinyspec.lower.rangeify import PREPARE
+  from tinyspec.rewrite import graph_rewrite
+  if (r := _opaque_race(graph_rewrite(root, PREPARE))) is not None: return r
+  return _opaque_race(graph_rewrite(callify(root, LowerOptions(callify="inline"), Trace()), PREPARE))
+
+
+def _opaque_race(root: UOp) -> str | None:
+  """An opaque CALL and another effect (a STORE, another opaque CALL) on the same storage with no order between them.
+  Lowering lets an opaque call write any of its args, so each effect on that storage must read the version the other
+  leaves: an AFTER of the other must stand in the arg (or STORE target) on that storage of one of the two. A value an
+  arg computes counts as storage of its own (it is realized into a buffer that the call may write)."""
+  nodes = root.toposort()
+  calls = [u for u in nodes if u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE]
+  if not calls: return None
+  touched: dict[UOp, list[tuple[UOp, UOp]]] = {}  # storage -> (effect, its operand on that storage)
+  for u in nodes:
+    if u.op is Ops.STORE and u.src: touched.setdefault(_storage_base(u.src[0]), []).append((u, u.src[0]))
+    elif u in calls:
+      for a in u.src[1:]: touched.setdefault(_storage_base(a), []).append((u, a))
+  for c in calls:
+    for a in c.src[1:]:
+      for e, ea in touched.get(_storage_base(a), []):
+        if e is c or e in a.toposort() or c in ea.toposort(): continue
+        return f"an opaque CALL and a {e.op.name} on {_storage_base(a).op.name} have no order between them"
+  return None
+
+
 def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
   """Why the graph may hit undefined behaviour on these inputs, or None when it cannot."""
   try:
+    if (race := opaque_race(root)) is not None: return race
     an = Analysis(inputs)
     for u in ([root] if root.op is not Ops.SINK else list(root.src)):
       an.info(u)
@@ -308,3 +411,4 @@ def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     return f"malformed: {type(e).__name__}: {e}"
   finally:
     _value_info.clear()
+    _call_writes.clear()

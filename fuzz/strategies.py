@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.safety import Analysis, Unsafe, _value_info
+from fuzz.safety import Analysis, Unsafe, _call_writes, _storage_base, _value_info, opaque_race
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AxisType, Ops, UOp
 
@@ -48,11 +48,13 @@ STEP_WEIGHTS: dict[str, float] = {
   "elementwise": 6.0, "movement": 3.0, "reduce": 1.5, "call": 1.2, "assign": 0.8, "contiguous": 0.5, "detach": 0.3,
   "input": 0.6, "tuple": 0.2,
 }
+# steps of the outer graph drawn from the generator's side Random (see TensorGen): the chance of each before every step
+SIDE_STEP_WEIGHTS: dict[str, float] = {"copy": 0.03, "opaque": 0.04}
 
 
 def default_weights() -> dict[str, float]:
   """Weights of every generator choice, by feature name (step:*, op:*, dtype:*, callify:*, realize:*, opts:*)."""
-  w = {f"step:{k}": v for k, v in STEP_WEIGHTS.items()}
+  w = {f"step:{k}": v for k, v in {**STEP_WEIGHTS, **SIDE_STEP_WEIGHTS}.items()}
   w.update({f"op:{o.name}": 1.0 for o in (*ELEMENTWISE, *MOVEMENT)})
   w.update({f"op:{o.name}": 1.0 for o in (Ops.CAST, Ops.BITCAST)})
   w.update({f"dtype:{d.name}": 1.0 for d in VALUE_DTYPES})
@@ -60,6 +62,7 @@ def default_weights() -> dict[str, float]:
   w.update({"reduce:ADD": 1.0, "reduce:MAX": 1.0, "reduce:MUL": 0.4})
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
+            "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
             "divmod:bounded": 1.0})
   return w
 
@@ -95,10 +98,16 @@ def _pick_weighted(rng: random.Random, items: list, weights: list[float]):
 
 
 class TensorGen:
-  """Builds one TENSOR graph, legal by construction, and its inputs, from a Random."""
+  """Builds one TENSOR graph, legal by construction, and its inputs, from a Random.
 
-  def __init__(self, rng: random.Random, weights: dict[str, float] | None = None, max_nodes: int = 48, max_steps: int = 7):
+  The side steps (COPY, opaque kernel calls) draw every choice from `side`, a Random of their own: the main Random
+  makes the same draws whether they happen or not, so a case without one is the case the same (seed, index) gave
+  before they existed, and the case numbers of a campaign keep naming the same graphs."""
+
+  def __init__(self, rng: random.Random, weights: dict[str, float] | None = None, max_nodes: int = 48, max_steps: int = 7,
+               side: random.Random | None = None):
     self.rng, self.max_nodes, self.max_steps = rng, max_nodes, max_steps
+    self.side = rng if side is None else side
     self.w = default_weights()
     if weights: self.w.update(weights)
     self.inputs: dict[int, np.ndarray] = {}
@@ -213,11 +222,27 @@ class TensorGen:
 
   # ---- steps ----
   def step(self, scope: _Scope) -> None:
+    if scope is self.outer: self.side_step(scope)
     kinds = list(STEP_WEIGHTS)
     if scope.depth >= 2: kinds.remove("call")
     if scope is not self.outer: kinds.remove("assign")
     kind = self.choose("step", kinds)
     getattr(self, f"step_{kind}")(scope)
+
+  def side_step(self, scope: _Scope) -> None:
+    """Maybe a COPY or an opaque call step (outer graph only: device moves and effects on fresh storage), every choice
+    drawn from the side Random."""
+    main, self.rng = self.rng, self.side
+    try:
+      x = self.rng.random()
+      for kind in SIDE_STEP_WEIGHTS:
+        x -= self.w.get(f"step:{kind}", 0.0)
+        if x < 0:
+          self.features.add(f"step:{kind}")
+          getattr(self, f"step_{kind}")(scope)
+          return
+    finally:
+      self.rng = main
 
   def step_input(self, scope: _Scope) -> None:
     self.new_input(scope)
@@ -396,6 +421,54 @@ class TensorGen:
       x = nx
     self.assigned.append(x)
 
+  def step_copy(self, scope: _Scope) -> None:
+    x = self.pick(scope, lambda u: u.shape is not None and u.device == "CPU")
+    if x is None: return
+    y = UOp(Ops.COPY, x.dtype, (x,), "CPU:1")
+    if self.add(scope, y) is None: return
+    if self.chance("copy:back", 0.5): self.add(scope, UOp(Ops.COPY, x.dtype, (y,), "CPU"))
+
+  def step_opaque(self, scope: _Scope) -> None:
+    """An opaque kernel call writing a fresh buffer in place, read back through AFTER(buffer, call)."""
+    x = self.pick(scope, lambda u: u.shape is not None and u.size >= 1 and u.device == "CPU")
+    if x is None: return
+    dt, n = x.dtype, x.size
+    buf, target = self.new_buffer(dt, x.shape if x.shape else (1,), fill=self.rng.random() < 0.5)
+    args = [buf, x]
+    if (y := self.pick(scope, lambda u: u.dtype is dt and u.shape is not None and u.size >= 1 and u.device == "CPU" and
+                       _storage_base(u) is not _storage_base(x))) is not None and self.chance("opaque:two_reads", 0.5):
+      args.append(y)
+    # axis 0, the id rangeify also gives its first output axis: a kernel rangeify builds around this call's result must
+    # not take the call's own loop for a second loop of its axis (kernel.range_axis_unique stops at CALL bodies)
+    r = UOp.range(n, 0)
+    ops = [Ops.AND, Ops.OR, Ops.XOR] if dt.is_bool else [Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX]
+    val: UOp | None = None
+    for k, a in enumerate(args[1:], 1):
+      p = UOp.param(k, dt, a.size)
+      idx = self._opaque_index(r, n, a.size)
+      ld = p.index(idx).load()
+      val = ld if val is None else val.alu(self.rng.choice(ops), ld)
+    assert val is not None
+    p0 = UOp.param(0, dt, n)
+    if self.chance("opaque:inplace", 0.5):
+      # the old contents, read at the element this iteration writes: no other iteration touches it
+      val = p0.index(r).load().alu(self.rng.choice(ops), val)
+    body = UOp(Ops.SINK, src=(p0.index(r).store(val).end(r),))
+    call = UOp(Ops.CALL, src=(body, *args), arg=None)
+    if target.shape != x.shape: target = target.reshape(x.shape)
+    if opaque_race(UOp(Ops.SINK, src=(*scope.pool, *self.assigned, call))) is not None: return
+    if (written := self.add(scope, target.after(call))) is None: return
+    self.assigned.append(written)
+    if self.chance("opaque:effect_entry", 0.2): self.assigned.append(call)
+
+  def _opaque_index(self, r: UOp, n: int, size: int) -> UOp:
+    """The element of a read arg of `size` elements that iteration r of n reads: itself, or in reverse order, clamped
+    to the last element. Plain on purpose: index arithmetic is what kernel cases and index_exprs explore; here the
+    subject is the call as an effect."""
+    last = UOp.const(dtypes.index, size - 1)
+    idx = last.alu(Ops.SUB, r) if self.rng.random() < 0.3 and size >= n else r
+    return idx if size >= n else (r < UOp.const(dtypes.index, size)).where(r, last)
+
   def step_call(self, scope: _Scope) -> None:
     cands = [u for u in scope.pool if u.shape is not None]
     if not cands: return
@@ -462,6 +535,7 @@ class TensorGen:
   def case(self) -> Case:
     root = self.graph()
     _value_info.clear()
+    _call_writes.clear()
     return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
 
 
@@ -472,7 +546,7 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):
       c = kernel_case(rng)
     else:
-      c = TensorGen(rng, weights).case()
+      c = TensorGen(rng, weights, side=random.Random(f"tinyspec-fuzz-side:{seed}:{index}")).case()
     c.seed, c.index = seed, index
     return c
 

@@ -154,3 +154,25 @@ def test_reducer_result_is_locally_minimal(seed):
   assert fails(small)
   # no single move of the reducer gives a smaller case that still fails
   assert not any(cost(c) < cost(small) and r.ok(c) for c in r.candidates(small))
+
+
+def _misaligned_call_gradient(ctx: UOp, ret: UOp):
+  """The backward call's arg gradients handed to the wrong slots (reversed) when the args share a shape."""
+  from tinyspec import autograd
+  good = autograd._call_grad(ctx, ret)
+  return (None, *reversed(good[1:])) if all(a.shape == ret.src[1].shape for a in ret.src[1:]) else good
+
+
+def test_gradient_oracle_finds_a_broken_call_gradient_and_only_then(monkeypatch: pytest.MonkeyPatch):
+  """Gradients through value calls against the inlined graph: silent on the real rules, a metamorphic finding
+  once the value-call gradient rule misplaces its slots, and part of every case's check."""
+  from tinyspec import autograd
+  cases = [c for c in (case_for(0, i) for i in range(300)) if c.kind == "tensor"]
+  chk = Checker(Config())
+  assert [f for c in cases if (f := chk.gradient(c)) is not None] == []
+  monkeypatch.setattr(autograd, "PM_GRADIENT", autograd.PM_GRADIENT.replace_rule("grad_value_call", fn=_misaligned_call_gradient))
+  hits = [(c, f) for c in cases if (f := chk.gradient(c)) is not None]
+  # misplaced slots give wrong gradients, and where the swapped shapes then clash, an evaluation error
+  assert all(f.stage == "gradient" for _, f in hits)
+  wrong = [(c, f) for c, f in hits if f.signature == ("metamorphic", "gradient", "through_call_vs_inlined")]
+  assert wrong and wrong[0][1].signature in {f.signature for f in chk.check(wrong[0][0])}

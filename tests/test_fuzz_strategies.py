@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.local_eval import LocalEval, free_ranges
-from fuzz.safety import Info, Unsafe, node_info, unsafe_reason
-from fuzz.strategies import ARITH, BITWISE, COMPARE, INT_ONLY, MOVEMENT, UNARY_FLOAT, case_for, cases, in_bounds, index_exprs, kernel_graphs
+from fuzz.safety import Analysis, Info, Unsafe, node_info, unsafe_reason
+from fuzz.strategies import (ARITH, BITWISE, COMPARE, INT_ONLY, MOVEMENT, UNARY_FLOAT, TensorGen, case_for, cases, in_bounds, index_exprs,
+                             kernel_graphs)
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
+from tinyspec.semantics import evaluate
 from tinyspec.uop import GroupOp, Ops, UOp
 
 N = 400
@@ -39,11 +42,73 @@ def test_cases_are_legal_and_safe(many):
       if u.shape_ok and u.shape is not None: assert u.size <= 64
 
 
+def _opaque_calls(root: UOp) -> list[UOp]:
+  return [u for u in root.toposort() if u.op is Ops.CALL and u.src[0].op is not Ops.TUPLE]
+
+
 def test_every_tensor_op_is_generated(many):
   seen = {u.op for c in many if c.kind == "tensor" for u in c.root.toposort()}
   want = {Ops.CONST, Ops.BUFFER, Ops.PARAM, *GroupOp.Movement, *GroupOp.Elementwise, Ops.REDUCE, Ops.CALL, Ops.TUPLE, Ops.GETTUPLE,
-          Ops.STORE, Ops.AFTER, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH}
+          Ops.STORE, Ops.AFTER, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY}
   assert want - seen == set()
+  tensors = [c for c in many if c.kind == "tensor"]
+  # a COPY to another device, and one copied back
+  assert any(u.op is Ops.COPY and u.arg == "CPU:1" for c in tensors for u in c.root.toposort())
+  assert any(u.op is Ops.COPY and u.arg == "CPU" and u.src[0].op is Ops.COPY for c in tensors for u in c.root.toposort())
+  # an opaque void CALL: a kernel SINK body over PARAMs, read back through AFTER(storage, call)
+  opaque = [(c, u) for c in tensors for u in _opaque_calls(c.root)]
+  assert opaque
+  assert all(u.src[0].op is Ops.SINK and check(u.src[0], Stage.KERNEL) == [] for _, u in opaque)
+  assert any(a.op is Ops.AFTER and a.src[1] in opaque_calls for c in tensors if (opaque_calls := _opaque_calls(c.root))
+             for a in c.root.toposort())
+  assert any(e in _opaque_calls(c.root) for c in tensors for e in c.root.src)  # the call itself as an effect entry
+
+
+def test_side_steps_leave_other_cases_unchanged():
+  # cases are drawn from their own Random; without a COPY or opaque call a case is the one the main Random alone gives
+  same = 0
+  for i in range(60):
+    c = case_for(5, i)
+    if c.kind != "tensor" or {"step:copy", "step:opaque"} & c.features: continue
+    plain = TensorGen(random.Random(f"tinyspec-fuzz:5:{i}"), {"step:copy": 0.0, "step:opaque": 0.0}, side=random.Random(0))
+    plain.rng.random()  # the kind roll of case_for
+    assert plain.case().root is c.root
+    same += 1
+  assert same >= 30
+
+
+def test_opaque_cases_evaluate_like_numpy(many):
+  # the reference evaluator runs each generated opaque kernel; the buffer it writes holds what numpy computes from the
+  # kernel's own loads, recomputed here from the args
+  done = 0
+  for c in many:
+    for call in _opaque_calls(c.root) if c.kind == "tensor" else []:
+      outs = evaluate(UOp(Ops.SINK, src=tuple(a for a in call.src[1:])), c.copy_inputs())
+      after = evaluate(UOp(Ops.SINK, src=(call.src[1].after(call),)), c.copy_inputs())[0]
+      got = np.asarray(after).reshape(-1)
+      want = _run_kernel_numpy(call.src[0], [np.asarray(o).reshape(-1).copy() for o in outs])
+      assert np.array_equal(got, want), c.index
+      done += 1
+  assert done >= 10
+
+
+def _run_kernel_numpy(body: UOp, args: list[np.ndarray]) -> np.ndarray:
+  """A generated opaque kernel SINK(END(STORE(INDEX(PARAM 0, r), value), r)) run element by element in Python."""
+  (end,) = body.src
+  st, r = end.src[0], end.src[1]
+  out = args[0].copy()
+  def val(u: UOp, i: int):
+    if u.op is Ops.RANGE: return i
+    if u.op is Ops.CONST: return u.arg
+    if u.op is Ops.LOAD: return args[u.src[0].src[0].arg.slot][val(u.src[0].src[1], i)]
+    v = [val(s, i) for s in u.src]
+    if u.op is Ops.WHERE: return v[1] if v[0] else v[2]
+    if u.op is Ops.CMPLT: return v[0] < v[1]
+    with np.errstate(over="ignore"):
+      return {Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b, Ops.MAX: max,
+              Ops.AND: lambda a, b: a & b, Ops.OR: lambda a, b: a | b, Ops.XOR: lambda a, b: a ^ b}[u.op](*v)
+  for i in range(r.src[0].arg): out[val(st.src[0].src[1], i)] = val(st.src[1], i)
+  return out
 
 
 def test_elementwise_ops_cover_their_dtypes():
@@ -174,3 +239,64 @@ def test_grid_of_ranges_is_every_point():
   got = np.broadcast_to(ev.value(e), ev.grid)
   assert sorted(got.reshape(-1).tolist()) == list(range(6))
   assert [int(got[i, j]) for i, j in itertools.product(range(3), range(2))] == list(range(6))
+
+
+# ---- opaque calls: what they write, and when they are unsafe ----
+def _kernel(value_of, n: int = 4, idx_of=lambda r: r) -> UOp:
+  """SINK(END(STORE(INDEX(PARAM 0, r), value_of(load of PARAM 1 at idx_of(r), r)), r)) over n elements."""
+  r = UOp.range(n, 0)
+  p0, p1 = UOp.param(0, dtypes.int32, n), UOp.param(1, dtypes.int32, n)
+  return UOp(Ops.SINK, src=(p0.index(r).store(value_of(p1.index(idx_of(r)).load(), p0.index(r))).end(r),))
+
+
+def test_opaque_call_writes_are_analysed():
+  out, src = UOp.buffer(dtypes.int32, 4, id=901), UOp.buffer(dtypes.int32, 4, id=902)
+  body = _kernel(lambda ld, own: ld * UOp.const(dtypes.int32, 3) + own.load())
+  g = UOp(Ops.SINK, src=(out.after(UOp(Ops.CALL, src=(body, out, src))) + UOp.const(dtypes.int32, 0).expand((4,)),))
+  ins = {901: np.array([1, 2, 0, 1], np.int32), 902: np.array([-2, 5, 1, 0], np.int32)}
+  assert unsafe_reason(g, ins) is None
+  an = Analysis(ins)
+  info = an.info(g.src[0].src[0])
+  # written: 3 * [-2, 5] + [0, 2] = [-6, 17], joined with the old contents [0, 2]
+  assert info is not None and (info.lo, info.hi) == (-6, 17)
+  # a division by what the call wrote is unsafe when the written range holds 0, even if the old contents do not
+  div = UOp(Ops.SINK, src=(src.alu(Ops.IDIV, out.after(UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld), out, src)))),))
+  assert "holding 0" in unsafe_reason(div, {901: np.array([1, 2, 3, 4], np.int32), 902: np.array([0, 1, 2, 3], np.int32)})
+
+
+def test_unsafe_opaque_calls_are_rejected():
+  out, src, other = (UOp.buffer(dtypes.int32, 4, id=i) for i in (903, 904, 905))
+  ins = {903: np.zeros(4, np.int32), 904: np.arange(4, dtype=np.int32), 905: np.arange(4, dtype=np.int32)}
+  def sink(*xs): return UOp(Ops.SINK, src=xs)
+  # an index past the arg
+  oob = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld, idx_of=lambda r: r + UOp.const(dtypes.index, 1)), out, src))
+  assert "outside PARAM 1" in unsafe_reason(sink(out.after(oob)), ins)
+  # a read of the written arg at another element than the one written (an order the backends do not fix)
+  r = UOp.range(4, 0)
+  p0, p1 = UOp.param(0, dtypes.int32, 4), UOp.param(1, dtypes.int32, 4)
+  rev = UOp.const(dtypes.index, 3).alu(Ops.SUB, r)
+  cross = UOp(Ops.SINK, src=(p0.index(r).store(p0.index(rev).load() + p1.index(r).load()).end(r),))
+  assert "another element" in unsafe_reason(sink(out.after(UOp(Ops.CALL, src=(cross, out, src)))), ins)
+  # two args on one storage
+  same = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld), out, out.reshape((2, 2))))
+  assert "same storage" in unsafe_reason(sink(out.after(same)), ins)
+  # two calls that may both write `src` (a call may write any arg), with no AFTER ordering them
+  c1 = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld), out, src))
+  c2 = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld), other, src))
+  assert "no order" in unsafe_reason(sink(out.after(c1), other.after(c2)), ins)
+  # ordered through an AFTER in the arg: fine
+  c3 = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld), other, out.after(c1)))
+  assert unsafe_reason(sink(other.after(c3)), ins) is None
+
+
+def test_rangeify_gives_the_same_kernel_graph_again():
+  # blame re-runs a pass and finds nodes by identity: lowering the same graph twice must give the same nodes, also when
+  # rangeify's own preparation rewrites the graph (here AFTER of a view) so the graph it schedules is one it made
+  from tinyspec.lower.base import LowerOptions, Trace
+  from tinyspec.lower.rangeify import RANGEIFY
+  b = UOp.buffer(dtypes.uint16, 1, id=906)
+  v = b.reshape(())
+  g = UOp(Ops.SINK, src=(v.after(v.store(UOp.const(dtypes.float32, 0.0).cast(dtypes.uint16))),))
+  for realize in ("minimal", "all"):
+    first = RANGEIFY.run(g, LowerOptions(realize=realize), Trace())
+    assert RANGEIFY.run(g, LowerOptions(realize=realize), Trace()) is first

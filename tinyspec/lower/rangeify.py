@@ -116,14 +116,16 @@ def _dedupe(xs: list) -> list: return list(dict.fromkeys(xs))
 
 
 # the id of each fresh BUFFER, per graph lowered: lowering a graph again gives the same kernel graph, node for node (blame
-# re-runs a pass and finds the node that broke the spec by identity), while a new graph still gets ids never used before
+# re-runs a pass and finds the node that broke the spec by identity), while a new graph still gets ids never used before.
+# Keyed by the pass's input root, which its caller holds while it runs the pass again: the prepared SINK and the SINK of
+# a nested graph are made by the pass itself and die with it, so ids keyed by them would be allocated afresh every run.
 _BUFFER_IDS: weakref.WeakKeyDictionary[UOp, dict] = weakref.WeakKeyDictionary()
 
 
 class _Builder:
-  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, out_params: list[UOp] | None):
+  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, out_params: list[UOp] | None, ids: dict):
     self.s, self.options, self.trace = sched, options, trace
-    self.ids: dict = _BUFFER_IDS.setdefault(sched.sink, {})
+    self.ids = ids
     self.buffers: dict = {}
     self.nested: dict[UOp, UOp] = {}
     self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
@@ -251,7 +253,8 @@ class _Builder:
     if (g := self.nested.get(call.src[0])) is None:
       body, n_in = call.src[0], len(ins)
       params = [_param(n_in + i, self.storage(key)) for i, (key, _) in enumerate(k.writes)]
-      g = self.nested[body] = lower_graph(UOp(Ops.SINK, dtypes.void, body.src), self.options, self.trace, params)
+      g = self.nested[body] = lower_graph(UOp(Ops.SINK, dtypes.void, body.src), self.options, self.trace, params,
+                                          self.ids.setdefault(("nested", body), {}))
     return UOp(Ops.CALL, dtypes.void, (g, *ins, *outs), call.arg)
 
 
@@ -279,10 +282,12 @@ def _pointwise(body: UOp, p0: UOp) -> bool | None:
   return len(stores) == 1 and all(i is stores[0] for i in loads)
 
 
-def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, out_params: list[UOp] | None = None) -> UOp:
-  """The kernel graph of a prepared tensor SINK. With out_params, entry i is written into out_params[i]."""
+def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, out_params: list[UOp] | None = None, ids: dict | None = None) -> UOp:
+  """The kernel graph of a prepared tensor SINK. With out_params, entry i is written into out_params[i]. ids maps what
+  needs a fresh BUFFER to its id (kept by the caller to give the same ids when the same graph is lowered again)."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
-  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, out_params).build()
+  if ids is None: ids = _BUFFER_IDS.setdefault(sink, {})
+  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, out_params, ids).build()
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
@@ -291,7 +296,7 @@ def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
   # of a TUPLE): it is the pass's result as it stands
   if trace.exhausted and graph_rewrite(prepared, PREPARE) is not prepared: return prepared
   # stopped inside a kernel body, the trace is exhausted and this leaves the view args as they are (legal at TENSOR)
-  return trace.rewrite(lower_graph(prepared, options, trace), CALL_ARGS, bottom_up=True)
+  return trace.rewrite(lower_graph(prepared, options, trace, ids=_BUFFER_IDS.setdefault(root, {})), CALL_ARGS, bottom_up=True)
 
 
 RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING, CALL_ARGS))

@@ -306,7 +306,8 @@ def _body_nodes(u: UOp) -> list[UOp]:
   while stack:
     x = stack.pop()
     out.append(x)
-    for s in x.src:
+    # a CALL's body is another kernel with axis ids of its own (an opaque call read while rangeify builds a kernel)
+    for s in (x.src[1:] if x.op is Ops.CALL else x.src):
       if isinstance(s, UOp) and s not in seen:
         seen.add(s)
         stack.append(s)
