@@ -507,12 +507,41 @@ def test_identical_constructions_intern() -> None:
   assert gradient(rebuilt.loss, rebuilt.wrt)[0] is not g1[0]
 
 
-def test_same_function_twice_gives_separate_backward_calls_sharing_one_body() -> None:
+def _output_grad_params_read(bwd: UOp) -> set[int]:
+  """Which output gradients a backward body reads: its PARAM slots past the inputs (one TUPLE slot per input)."""
+  first_out = len(bwd.src[0].src)
+  return {u.arg.slot - first_out for u in bwd.src[0].toposort() if u.op is Ops.PARAM and u.arg.slot >= first_out}
+
+
+def test_same_function_twice_gives_separate_backward_calls() -> None:
+  """Two calls of one function get two backward calls; their bodies are one node when the same outputs carry
+  gradients. Here the second call's q output is unused, so its backward body reads no gradient for it: a zero
+  gradient pushed through the body could meet an infinite local derivative (0 * inf = NaN) where the inlined
+  graph has no path."""
   case = _two_output_twice()
   bwd = [u for u in gradient_sink(case.loss, case.wrt).toposort() if is_backward_call(u)]
   assert len(bwd) == 2 and bwd[0] is not bwd[1]
-  assert bwd[0].src[0] is bwd[1].src[0]
   assert bwd[0].src[1:3] != bwd[1].src[1:3]
+  reads = sorted((_output_grad_params_read(b) for b in bwd), key=len)
+  assert reads == [{0}, {0, 1}]
+  assert bwd[0].src[0] is not bwd[1].src[0]
+  a, b, c, d = (Tensor(np.full((2, 3), v, np.float32)) for v in (0.5, -1.0, 2.0, 0.25))
+  p1, q1 = mul_sub(a, b)
+  p2, q2 = mul_sub(c, d)
+  loss = (p1 * q1 + p2 * q2).sum()
+  both = [u for u in gradient_sink(loss.uop, [a.uop, c.uop]).toposort() if is_backward_call(u)]
+  assert len(both) == 2 and both[0] is not both[1] and both[0].src[0] is both[1].src[0]
+
+
+def test_an_unused_output_adds_no_nan_through_an_infinite_derivative() -> None:
+  """sqrt(x) at 0 has an infinite derivative; with only the other output used, nothing flows back through it."""
+  @function
+  def root_and_double(x: Tensor) -> tuple[Tensor, Tensor]:
+    return x.sqrt(), x * 2.0
+  x = Tensor(np.array([0.0, 4.0], np.float32))
+  _, d = root_and_double(x)
+  g = gradient(d.sum(), [x])[0].numpy()
+  np.testing.assert_array_equal(g, [2.0, 2.0])
 
 
 def test_gettuple_consumers_accumulate() -> None:

@@ -170,7 +170,9 @@ def _call_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
   bwd = backward_call(ret, ctx.src)
   out: list[UOp | None] = []
   for k, a in enumerate(call_inputs(ret)):
-    if not a.dtype.is_float: out.append(None)
+    # a slot the backward body left zero carries nothing: zeros pushed on through the arg's producer could meet an
+    # infinite local derivative there (0 * inf = NaN) where the inlined graph has no path at all
+    if not a.dtype.is_float or is_zero(bwd.src[0].src[k]): out.append(None)
     else:
       d = bwd.gettuple(k)
       out.append(d if d.shape == a.shape else d.reshape(a.shape))
@@ -312,17 +314,21 @@ def _owned_params(body: UOp) -> list[UOp]:
   return [u for u in _toposort([body]) if u.op is Ops.PARAM]
 
 
-def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int]) -> UOp:
+def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int], live: Sequence[bool] | None = None) -> UOp:
   """The TUPLE body of the backward call of a call with this TUPLE body and args of these dtypes and sizes: slot k < n
   is the flat gradient for arg k, slot n + i the one for the i-th BUFFER the body reads (captured(body)); PARAM
-  slot n + len(captured) + j is the gradient of output j."""
+  slot n + len(captured) + j is the gradient of output j. live[j] False: output j has no gradient, so nothing flows
+  back from it (its PARAM stays in place, unread): a zero gradient pushed through would make 0 * inf = NaN where the
+  inlined graph has no path at all."""
+  live = tuple(live) if live is not None else (True,) * len(body.src)
   # cached on the body node (nodes are immutable, so the cached backward body never goes stale); keyed by the rule
   # table too, so a swapped PM_GRADIENT (a seeded bug) is not hidden by bodies built with the real one
-  key = ("gradient.backward_body", id(PM_GRADIENT), tuple(arg_dtypes), tuple(arg_sizes))
+  key = ("gradient.backward_body", id(PM_GRADIENT), tuple(arg_dtypes), tuple(arg_sizes), live)
   if (ret := body._cache.get(key)) is not None: return ret
   n, outs, caps = len(arg_dtypes), body.src, captured(body)
   first_out = n + len(caps)
-  seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs) if o.dtype.is_float]
+  seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs)
+           if o.dtype.is_float and live[j]]
   params = [p for p in _owned_params(body) if p.dtype.is_float]
   grads = backprop(seeds, params + [b for b in caps if b.dtype.is_float])
   by_slot: dict[int, UOp] = {}
@@ -340,7 +346,7 @@ def backward_call(call: UOp, out_grads: Sequence[UOp]) -> UOp:
   """The backward CALL of value call `call` given one gradient per output (zeros where an output has none)."""
   body, args = call.src[0], call.src[1:]
   if len(out_grads) != len(body.src): raise GradientError(f"{len(out_grads)} output gradients for a call with {len(body.src)} outputs")
-  bbody = backward_body(body, [a.dtype for a in args], [a.size for a in args])
+  bbody = backward_body(body, [a.dtype for a in args], [a.size for a in args], [not is_zero(g) for g in out_grads])
   return UOp(Ops.CALL, src=(bbody, *call_inputs(call), *out_grads), arg=(call.arg or "call") + GRAD_SUFFIX)
 
 
