@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -29,15 +28,7 @@ from tinyspec.frontend import Tensor, inputs_of  # noqa: E402
 from tinyspec.lower.pipeline import lower  # noqa: E402
 from tinyspec.runtime import cpu  # noqa: E402
 from tinyspec.semantics import evaluate  # noqa: E402
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-  ts = []
-  for _ in range(repeat):
-    t = time.perf_counter()
-    fn()
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from timing import best  # noqa: E402
 
 
 def matmul_case(rng: np.random.Generator):

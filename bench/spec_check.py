@@ -20,21 +20,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+from timing import best
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = Path(os.environ.get("TINYSPEC_PEER_PYTHON", ROOT / ".venv-peer" / "bin" / "python"))
 INSTALL = f"python3 -m venv {ROOT / '.venv-peer'} && {ROOT / '.venv-peer' / 'bin' / 'pip'} install tinygrad==0.14.0"
-
-
-def _best(fn, reps: int) -> float:
-  ts = []
-  for _ in range(reps):
-    t = time.perf_counter()
-    fn()
-    ts.append(time.perf_counter() - t)
-  return min(ts)
 
 
 def tinyspec_figures(n_ops: int, reps: int) -> dict:
@@ -51,9 +42,9 @@ def tinyspec_figures(n_ops: int, reps: int) -> dict:
   root = build(0)
   n = len(root.toposort())
   assert check(root, Stage.TENSOR) == [], "the benchmark graph must be legal"
-  warm = _best(lambda: check(root, Stage.TENSOR), reps)
+  warm = best(lambda: check(root, Stage.TENSOR), reps)
   fresh = iter([build(i + 1) for i in range(reps)])  # built ahead: only the check is timed
-  cold = _best(lambda: check(next(fresh), Stage.TENSOR), reps)
+  cold = best(lambda: check(next(fresh), Stage.TENSOR), reps)
   return {"nodes": n, "warm_us_per_node": warm / n * 1e6, "cold_us_per_node": cold / n * 1e6}
 
 
@@ -68,7 +59,7 @@ def peer_figures(n_ops: int, reps: int) -> dict:
   sink = x.uop.sink()
   nodes = list(sink.toposort())
   type_verify(nodes, spec_tensor)
-  warm = _best(lambda: type_verify(nodes, spec_tensor), reps)
+  warm = best(lambda: type_verify(nodes, spec_tensor), reps)
   import tinygrad
   return {"nodes": len(nodes), "warm_us_per_node": warm / len(nodes) * 1e6, "version": getattr(tinygrad, "__version__", "0.14")}
 
