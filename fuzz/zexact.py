@@ -28,7 +28,7 @@ from typing import Callable
 import z3
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.smt import c_idiv_int, c_mod_int
+from tinyspec.ops.smt import c_idiv_int, c_mod_int
 from tinyspec.uop import GroupOp, Ops, UOp
 
 WIDTH_CAP = 256  # wider bit vectors than this are not worth bit-blasting

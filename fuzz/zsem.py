@@ -1,10 +1,9 @@
 """z3 terms with exactly the reference evaluator's meaning, for the rule prover and the symbolic fuzzer.
 
-tinyspec.smt.Translator leaves the points C leaves undefined (division by zero, shift counts outside the width) as
-fresh variables, which is right for bounds proofs. A rewrite rule must keep the meaning tinyspec.semantics gives
-those points (a IDIV 0 == 0, a MOD 0 == a, shift counts taken modulo the width), so that a counterexample z3 finds
-is one the evaluator confirms. Loads read a z3 array per storage node; a STORE's meaning is its (gate, storage,
-index, value) effect.
+The meaning of every op is the registry's (tinyspec.ops.smt), with tinyspec's values at the points C leaves
+undefined (a Translator with `defined=True`), so that a counterexample z3 finds is one the evaluator confirms. This
+module adds a memory model: loads read a z3 array per storage node; a STORE's meaning is its (gate, storage, index,
+value) effect.
 """
 from __future__ import annotations
 
@@ -12,8 +11,9 @@ from dataclasses import dataclass
 
 import z3
 
-from tinyspec.dtype import DType, dtypes
-from tinyspec.smt import Translator, c_idiv_bv, c_idiv_int, c_mod_bv, c_mod_int
+from tinyspec.dtype import DType
+from tinyspec.ops.smt import undefined
+from tinyspec.smt import Translator
 from tinyspec.uop import GroupOp, Ops, UOp
 
 _MEMORY = frozenset({Ops.LOAD, Ops.INDEX})
@@ -32,7 +32,7 @@ class EvalTranslator(Translator):
   """A Translator whose division, modulo and shifts are the evaluator's, with a memory model for LOAD."""
 
   def __init__(self):
-    super().__init__(interval_hints=True)
+    super().__init__(interval_hints=True, defined=True)
     self.arrays: dict[UOp, z3.ArrayRef] = {}
 
   def _descends(self, u: UOp) -> bool:
@@ -40,34 +40,9 @@ class EvalTranslator(Translator):
     return super()._descends(u)
 
   def _translate(self, u: UOp) -> z3.ExprRef:
-    dt = u.dtype
-    if isinstance(dt, DType) and dt.kind in "iux" and u.op in (Ops.IDIV, Ops.MOD): return self._eval_divmod(u)
-    if isinstance(dt, DType) and dt.kind in "iu" and u.op in (Ops.SHL, Ops.SHR): return self._eval_shift(u)
-    if dt is dtypes.index and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR): return self._index_bitwise(u)
     if u.op is Ops.INDEX: return self._index(u)
     if u.op is Ops.LOAD: return self._load(u)
     return super()._translate(u)
-
-  def _eval_divmod(self, u: UOp) -> z3.ExprRef:
-    a, b = (self.memo[s] for s in u.src)
-    dt, zero = u.dtype, self.const(u.dtype, 0)
-    if z3.is_bv(a): q = (c_idiv_bv if u.op is Ops.IDIV else c_mod_bv)(a, b, dt.kind == "i")
-    else: q = (c_idiv_int if u.op is Ops.IDIV else c_mod_int)(a, b)
-    return z3.If(b == zero, zero if u.op is Ops.IDIV else a, q)
-
-  def _index_bitwise(self, u: UOp) -> z3.ExprRef:
-    # index is unbounded: 128 bits hold every value an instance of a rule reaches, as two's complement
-    a, b = (z3.Int2BV(self.memo[s], 128) for s in u.src)
-    if u.op in (Ops.SHL, Ops.SHR):  # the evaluator takes the count modulo 64, index being stored as int64
-      cnt = b & z3.BitVecVal(63, 128)
-      return z3.BV2Int(a << cnt if u.op is Ops.SHL else a >> cnt, is_signed=True)
-    return z3.BV2Int({Ops.AND: a & b, Ops.OR: a | b, Ops.XOR: a ^ b}[u.op], is_signed=True)
-
-  def _eval_shift(self, u: UOp) -> z3.ExprRef:
-    a, b = (self.memo[s] for s in u.src)
-    cnt = b & z3.BitVecVal(u.dtype.bits - 1, u.dtype.bits)
-    if u.op is Ops.SHL: return a << cnt
-    return a >> cnt if u.dtype.kind == "i" else z3.LShR(a, cnt)
 
   def array(self, storage: UOp) -> z3.ArrayRef:
     if storage not in self.arrays:
@@ -107,10 +82,8 @@ def defined(t: EvalTranslator, root: UOp) -> z3.BoolRef:
       ok[u] = z3.And(ok[u.src[2]], ok[u.src[1]], z3.Implies(t(u.src[2]), ok[u.src[0]]))
       continue
     conds = list(srcs)
-    if u.op in (Ops.IDIV, Ops.MOD) and isinstance(u.dtype, DType) and u.dtype.kind in "iux":
-      a, b = t(u.src[0]), t(u.src[1])
-      conds.append(b != t.const(u.dtype, 0))
-      if u.dtype.kind == "i": conds.append(z3.Not(z3.And(a == t.const(u.dtype, u.dtype.min), b == t.const(u.dtype, -1))))
+    if u.op in (Ops.IDIV, Ops.MOD) and isinstance(u.dtype, DType) and (undef := undefined(u.op, u.dtype, [t(u.src[0]), t(u.src[1])])) is not None:
+      conds.append(z3.Not(undef))
     ok[u] = z3.And(*conds) if conds else z3.BoolVal(True)
   return ok[root]
 

@@ -14,7 +14,8 @@ from tinyspec.lower.linearize import LINEARIZE, LinearizeError, linearize_body
 from tinyspec.lower.lower_reduce import LOWER_REDUCE
 from tinyspec.lower.optimize import OPTIMIZE, validate_opts
 from tinyspec.lower.render import RENDER, get_renderer
-from tinyspec.lower.simplify import SIMPLIFY, SIMPLIFY_PM, cdiv, cmod
+from tinyspec.lower.simplify import SIMPLIFY, SIMPLIFY_PM
+from tinyspec.ops.scalar import cdiv, cmod
 from tinyspec.semantics import evaluate, evaluate_kernel
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
 

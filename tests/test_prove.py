@@ -13,7 +13,9 @@ from fuzz.unsound import VARIANTS
 from fuzz.zexact import ExactForm, Unsupported, analyze
 from tinyspec.dtype import dtypes
 from tinyspec.uop import substitute
-from tinyspec.lower.simplify import SIMPLIFY_PM, cdiv
+from tinyspec.lower.simplify import SIMPLIFY_PM
+from tinyspec.ops import accepts
+from tinyspec.ops.scalar import cdiv
 from tinyspec.rewrite import PatternMatcher, Rule, UPat
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
@@ -109,7 +111,9 @@ def test_cli_prove_exit_codes(capsys):
 # ---- the exact encodings mean what the evaluator computes ----
 _INT_DTS = (dtypes.int8, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint32, dtypes.index)
 _INT_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.CAST)
-_BOOL_OPS = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB, Ops.NEG, Ops.WHERE, Ops.CAST)
+# the ops with a meaning on bool, from the registry (ADD, SUB, MUL and NEG take numbers only)
+_BOOL_OPS = tuple(op for op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB, Ops.NEG, Ops.WHERE,
+                                Ops.CAST) if accepts(op, dtypes.bool))
 
 
 def _random_expr(rng: random.Random, dt, depth: int, slots: dict) -> UOp:

@@ -218,7 +218,7 @@ class UOp(metaclass=UOpMetaClass):
 
   def _bounds(self) -> tuple:
     if (ret := self._cache.get("bounds")) is None:  # the cached case first: the simplifier asks for bounds on every node
-      from tinyspec.bounds import bounds_rule
+      from tinyspec.ops.intervals import bounds_rule
       ret = self._derive("bounds", bounds_rule)
     return (self.dtype.min, self.dtype.max) if isinstance(ret, _Bad) else ret
 
@@ -283,6 +283,50 @@ class UOp(metaclass=UOpMetaClass):
   def __eq__(self, other: object) -> bool: return self is other
 
   def __bool__(self) -> bool: return True
+
+
+# ---- what a CALL body is: the one classification the spec, the evaluator, the lowering and the runtimes share ----
+_KERNEL_EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP})
+_GRAPH_ENTRIES = frozenset({Ops.AFTER, Ops.BUFFER, Ops.PARAM})
+
+
+def _stores_into_index(sink: UOp) -> bool:
+  # every STORE reached through GROUP and END addresses an element (INDEX): a kernel, not a tensor-level assign
+  stack = list(sink.src)
+  while stack:
+    u = stack.pop()
+    if u.op is Ops.STORE:
+      if not u.src or u.src[0].op is not Ops.INDEX: return False
+    elif u.op in (Ops.GROUP, Ops.END): stack.extend(u.src[:1] if u.op is Ops.END else u.src)
+    else: return False
+  return True
+
+
+def body_kind(body: UOp) -> str:
+  """What a CALL body is, by its form:
+    "value"    a TUPLE: a value-producing, differentiable call read through GETTUPLE
+    "kernel"   a SINK of effects whose STOREs address elements (INDEX); an empty SINK is a kernel that stores nothing
+    "program"  a PROGRAM or a LINEAR: a linearized kernel
+    "copy"     a COPY
+    "graph"    any other SINK: a nested kernel graph (storage entries) or a function body that stores into its PARAMs
+    "bad"      anything else"""
+  op = body.op
+  if op is Ops.TUPLE: return "value"
+  if op in (Ops.PROGRAM, Ops.LINEAR): return "program"
+  if op is Ops.COPY: return "copy"
+  if op is not Ops.SINK: return "bad"
+  if body.src and all(s.op in _GRAPH_ENTRIES for s in body.src): return "graph"
+  return "kernel" if _stores_into_index(body) else "graph"
+
+
+def is_kernel_body(body: UOp) -> bool:
+  """A kernel body: a kernel SINK, a PROGRAM or a LINEAR (body_kind "kernel" or "program")."""
+  return body_kind(body) in ("kernel", "program")
+
+
+def is_value_call(u: UOp) -> bool:
+  """A CALL of a TUPLE: a value call, read through GETTUPLE."""
+  return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
 def walk(roots: Iterable[UOp], children: Callable[[UOp], Sequence[UOp]] | None = None) -> list[UOp]:

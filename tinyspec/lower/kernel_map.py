@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, is_kernel_body
 
-_EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP})
-
-
-def is_kernel_body(u: UOp) -> bool:
-  """A kernel SINK (only effects under it) or a PROGRAM. An empty SINK is an empty graph, not a kernel: no kernel
-  stores nothing, and reading it as one would make the root of an empty program a kernel of its own."""
-  return u.op is Ops.PROGRAM or (u.op is Ops.SINK and len(u.src) > 0 and all(s.op in _EFFECTS for s in u.src))
+def _is_body_root(root: UOp) -> bool:
+  # a pass given one kernel body works on it; an empty SINK root is an empty graph (no kernels), not a kernel of its own
+  return is_kernel_body(root) and not (root.op is Ops.SINK and not root.src)
 
 
 def is_kernel_call(u: UOp) -> bool:
@@ -30,16 +26,16 @@ def _outer_nodes(root: UOp) -> list[UOp]:
 
 def kernel_calls(root: UOp) -> list[UOp]:
   """Every kernel CALL of the graph (nested kernel graphs included), in execution-compatible order."""
-  if is_kernel_body(root): return []
+  if _is_body_root(root): return []
   return [u for u in _outer_nodes(root) if is_kernel_call(u)]
 
 
 def map_kernels(root: UOp, fn: Callable[[UOp | None, UOp], UOp]) -> UOp:
   """The graph with each kernel body replaced by fn(call, body). When root is itself a body: fn(None, root)."""
-  if is_kernel_body(root): return fn(None, root)
+  if _is_body_root(root): return fn(None, root)
   new: dict[UOp, UOp] = {}
   for u in _outer_nodes(root):
-    if is_kernel_body(u): continue  # replaced where its CALL is rebuilt
+    if is_kernel_body(u) and u is not root: continue  # replaced where its CALL is rebuilt
     if is_kernel_call(u):
       body = fn(u, u.src[0])
       src = (body, *(new[s] for s in u.src[1:]))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinyspec.dtype import DType, dtypes, truncate
+from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.kernel_map import map_kernels
+from tinyspec.ops import accepts, scalar
+from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.uop import GroupOp, Ops, UOp
@@ -20,47 +22,17 @@ INTS = frozenset({*dtypes.ints, dtypes.index})
 INTS_BOOL = INTS | {dtypes.bool}
 
 
-# ---- exact scalar arithmetic, as C with -fwrapv computes it ----
-def cdiv(a: int, b: int) -> int:
-  """a / b truncated toward zero."""
-  q = abs(a) // abs(b)
-  return q if (a < 0) == (b < 0) else -q
-
-
-def cmod(a: int, b: int) -> int:
-  """a % b with the sign of a, so that a == cdiv(a, b) * b + cmod(a, b)."""
-  return a - cdiv(a, b) * b
-
-
-_BOOL_BINARY = {Ops.ADD: Ops.OR, Ops.MAX: Ops.OR, Ops.MUL: Ops.AND, Ops.SUB: Ops.XOR}
+# every backend wraps these the same way (-fwrapv, and a guard for MIN / -1), so folding them keeps the meaning
+_FOLDED_UB = (None, SIGNED_OVERFLOW, DIV_OVERFLOW)
 
 
 def exec_alu(op: Ops, dtype: DType, vals: tuple) -> Any:
-  """The value of integer or bool op on constant operands, wrapped into dtype; None where it is not folded
-  (division by zero, shift counts outside [0, bits), anything on floats)."""
-  if dtype.is_bool and op in _BOOL_BINARY: op = _BOOL_BINARY[op]  # C's (bool)(a op b)
-  if op in GroupOp.Comparison:
-    a, b = vals
-    return {Ops.CMPLT: a < b, Ops.CMPNE: a != b, Ops.CMPEQ: a == b}[op]
-  if op is Ops.WHERE: return vals[1] if vals[0] else vals[2]
-  if op is Ops.NEG: ret = (not vals[0]) if dtype.is_bool else -vals[0]
-  elif op is Ops.ADD: ret = vals[0] + vals[1]
-  elif op is Ops.SUB: ret = vals[0] - vals[1]
-  elif op is Ops.MUL: ret = vals[0] * vals[1]
-  elif op is Ops.MAX: ret = max(vals)
-  elif op in (Ops.IDIV, Ops.MOD):
-    if vals[1] == 0: return None
-    ret = cdiv(*vals) if op is Ops.IDIV else cmod(*vals)
-  elif op is Ops.AND: ret = vals[0] & vals[1] if not dtype.is_bool else bool(vals[0] and vals[1])
-  elif op is Ops.OR: ret = vals[0] | vals[1] if not dtype.is_bool else bool(vals[0] or vals[1])
-  elif op is Ops.XOR: ret = vals[0] ^ vals[1] if not dtype.is_bool else bool(vals[0]) != bool(vals[1])
-  elif op in (Ops.SHL, Ops.SHR):
-    a, b = vals
-    if not 0 <= b < dtype.bits or dtype is dtypes.index: return None
-    if op is Ops.SHL: ret = a << b
-    else: ret = (a & ((1 << dtype.bits) - 1)) >> b if dtype.kind == "u" else a >> b
-  else: return None
-  return truncate(ret, dtype)
+  """The value of integer or bool op on constant operands (the registry's scalar meaning), wrapped into dtype; None
+  where it is not folded: a point C leaves undefined other than signed wrap-around (division by zero, a shift count
+  outside [0, bits), an index past int64), an op outside its dtype class, anything on floats."""
+  if dtype.kind not in "iuxb" or not accepts(op, dtype): return None
+  if op not in GroupOp.Comparison and op is not Ops.WHERE and c_undefined(op, dtype, *vals) not in _FOLDED_UB: return None
+  return scalar.run(op, dtype, *vals)
 
 
 def _is_int_or_bool(u: UOp) -> bool: return u.dtype in INTS_BOOL

@@ -5,10 +5,11 @@ Every node of the LINEAR becomes, in order, a local (`T vN = expr;`), a loop ope
 overrides: type names, the function signature and kernel qualifiers, how a RANGE opens (a GLOBAL one in OpenCL is
 get_global_id), float math function names, bitcasts, and how signed integer arithmetic is made to wrap.
 
-Meanings follow tinyspec.semantics where C leaves a point undefined: IDIV by 0 is 0, MOD by 0 is the dividend,
-MIN / -1 wraps to MIN and MIN % -1 is 0, shift counts are taken modulo the width, float -> int casts truncate, map
-NaN to 0 and saturate, float MAX propagates NaN as numpy's maximum does. The guards are only rendered where the
-operands' bounds reach those points, so index arithmetic stays plain.
+Each op is spelled as tinyspec.ops.spelling says, and only on the dtypes its class admits (tinyspec.ops.classes).
+Where C leaves a point undefined the meaning is the registry's (tinyspec.ops.scalar): IDIV by 0 is 0, MOD by 0 is the
+dividend, MIN / -1 wraps to MIN and MIN % -1 is 0, shift counts are taken modulo the width, float -> int casts
+truncate, map NaN to 0 and saturate, float MAX propagates NaN as numpy's maximum does. The guards are only rendered
+where the operands' bounds reach those points, so index arithmetic stays plain.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import math
 from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.classes import accepts, class_name
+from tinyspec.ops.spelling import BOOL_INFIX, INFIX, MATH_FN, PREFIX, WRAPPING
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp
 
 
@@ -107,47 +110,37 @@ class CStyleRenderer:
 
   def render_alu(self, u: UOp, s: list[str]) -> str:
     op, dt = u.op, u.dtype
-    sdt = u.src[0].dtype
+    sdt = u.src[-1].dtype  # the operands' dtype (a comparison's own is bool)
+    if not accepts(op, sdt): raise RenderError(f"{op.name} on {sdt.name} has no meaning: {op.name} takes {class_name(op)}")
     if op is Ops.WHERE: return f"({s[0]} ? {s[1]} : {s[2]})"
-    if op in GroupOp.Comparison:
-      return f"({s[0]} {({Ops.CMPLT: '<', Ops.CMPNE: '!=', Ops.CMPEQ: '=='})[op]} {s[1]})"
-    if dt.is_bool:
-      if op is Ops.NEG: return f"(!{s[0]})"
-      sym = {Ops.ADD: "|", Ops.MAX: "|", Ops.OR: "|", Ops.MUL: "&", Ops.AND: "&", Ops.SUB: "^", Ops.XOR: "^"}.get(op)
-      if sym is None: raise RenderError(f"{op.name} on bool has no meaning")
-      return f"(({self.type_name(dt)})({s[0]} {sym} {s[1]}))"
+    if op in GroupOp.Comparison: return f"({s[0]} {INFIX[op]} {s[1]})"
+    if dt.is_bool: return f"(({self.type_name(dt)})({s[0]} {BOOL_INFIX[op]} {s[1]}))"
     if dt.is_float: return self.render_float_alu(u, s)
-    if op in (Ops.ADD, Ops.SUB, Ops.MUL): return self.wrapping({Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}[op], dt, s[0], s[1])
-    if op is Ops.NEG: return self.wrapping("-", dt, s[0])
+    if op in WRAPPING: return self.wrapping(PREFIX[op], dt, s[0]) if op in PREFIX else self.wrapping(INFIX[op], dt, s[0], s[1])
     if op is Ops.MAX: return f"({s[0]} > {s[1]} ? {s[0]} : {s[1]})"
-    if op in (Ops.AND, Ops.OR, Ops.XOR): return self.cast_expr(f"{s[0]} {({Ops.AND: '&', Ops.OR: '|', Ops.XOR: '^'})[op]} {s[1]}", dt)
     if op is Ops.SHL:
       return self.cast_expr(f"({self.unsigned_twin(dt)})({s[0]}) << {self._count(u.src[1], s[1], dt)}", dt)
     if op is Ops.SHR: return self.cast_expr(f"{s[0]} >> {self._count(u.src[1], s[1], dt)}", dt)
     if op in (Ops.IDIV, Ops.MOD): return self.render_divmod(u, s)
-    raise RenderError(f"{op.name} on {sdt.name} has no rendering")
+    return self.cast_expr(f"{s[0]} {INFIX[op]} {s[1]}", dt)
 
   def render_divmod(self, u: UOp, s: list[str]) -> str:
     a, b = u.src
     dt = u.dtype
-    sym = "/" if u.op is Ops.IDIV else "%"
-    ret = self.cast_expr(f"{s[0]} {sym} {s[1]}", dt)
+    ret = self.cast_expr(f"{s[0]} {INFIX[u.op]} {s[1]}", dt)
     # MIN / -1 traps on the hardware for the widths that do not promote to int
     if dt.kind == "i" and dt.bits >= 32 and b.vmin <= -1 <= b.vmax and a.vmin == dt.min:
-      ret = f"({s[1]} == -1 ? {self.wrapping('-', dt, s[0]) if u.op is Ops.IDIV else '0'} : {ret})"
+      ret = f"({s[1]} == -1 ? {self.wrapping(PREFIX[Ops.NEG], dt, s[0]) if u.op is Ops.IDIV else '0'} : {ret})"
     if b.vmin <= 0 <= b.vmax: ret = f"({s[1]} == 0 ? {'0' if u.op is Ops.IDIV else s[0]} : {ret})"
     return ret
 
   def render_float_alu(self, u: UOp, s: list[str]) -> str:
     op, dt = u.op, u.dtype
-    binsym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}
-    if op in binsym: return f"({s[0]} {binsym[op]} {s[1]})"
-    if op is Ops.NEG: return f"(-{s[0]})"
+    if op in PREFIX: return f"({PREFIX[op]}{s[0]})"
+    if op in INFIX: return f"({s[0]} {INFIX[op]} {s[1]})"
     if op is Ops.RECIP: return f"({self.render_const(1.0, dt)} / {s[0]})"
-    if op is Ops.IDIV: return f"{self.float_fn('trunc', dt)}({s[0]} / {s[1]})"
-    if op is Ops.MAX: return f"(({s[0]} > {s[1]} || {s[0]} != {s[0]}) ? {s[0]} : {s[1]})"
-    fns = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc"}
-    if op in fns: return f"{self.float_fn(fns[op], dt)}({s[0]})"
+    if op is Ops.MAX: return f"(({s[0]} > {s[1]} || {s[0]} != {s[0]}) ? {s[0]} : {s[1]})"  # propagates NaN, as numpy's maximum
+    if op in MATH_FN: return f"{self.float_fn(MATH_FN[op], dt)}({s[0]})"
     raise RenderError(f"{op.name} on {dt.name} has no rendering")
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:

@@ -7,10 +7,10 @@ import numpy as np
 
 from tinyspec.semantics.alu import EvalError, elementwise, movement, np_dtype, reduce_axes
 from tinyspec.semantics.kernel import guard, evaluate_kernel
-from tinyspec.uop import GroupOp, Ops, UOp, walk
+from tinyspec.uop import GroupOp, Ops, UOp, is_kernel_body, walk
 
 KernelRunner = Callable[[UOp, list[np.ndarray]], None]
-_KERNEL_OPS = frozenset({Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.SPECIAL, Ops.END})
+_KERNEL_OPS = frozenset({Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.SPECIAL, Ops.END})  # meaningful only inside a kernel body
 
 
 class Storage:
@@ -49,14 +49,6 @@ def _children(u: UOp) -> tuple[UOp, ...]:
 def topo(root: UOp) -> list[UOp]:
   """Every node reachable from root without entering a CALL body, sources before users (iterative)."""
   return walk((root,), _children)
-
-
-def is_kernel_body(body: UOp) -> bool:
-  """A kernel SINK, LINEAR or PROGRAM (as opposed to a nested kernel graph or a tensor-level SINK)."""
-  if body.op in (Ops.PROGRAM, Ops.LINEAR): return True
-  if body.op is not Ops.SINK: return False
-  if not body.src: return True
-  return any(n.op in _KERNEL_OPS for n in topo(body))
 
 
 def _view_chain(u: UOp) -> tuple[list[UOp], UOp]:

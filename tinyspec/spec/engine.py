@@ -12,11 +12,11 @@ from typing import Callable
 from tinyspec.spec.base import RULES, Ctx, Finding, SpecError, Stage, Violation, declare
 from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
-from tinyspec.spec.kgraph import KGRAPH_TABLE, body_kind
+from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
-from tinyspec.spec.shared import is_view_index, shape_ok, srcs_shape_ok, wellformed
+from tinyspec.spec.shared import is_kgraph_sink, is_view_index, shape_ok, srcs_shape_ok, wellformed
 from tinyspec.spec.tensor import TENSOR_TABLE
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, body_kind
 
 T_TOP = Ctx("tensor", Stage.TENSOR, TENSOR_TABLE, top=True)
 T_BODY = Ctx("tensor_body", Stage.TENSOR, TENSOR_TABLE)
@@ -32,16 +32,18 @@ G_BODY_T = Ctx("kgraph_body_build", Stage.KERNEL_GRAPH, KGRAPH_TABLE)  # a neste
 
 
 def _t_body(b: UOp) -> Ctx:
-  return {"kernel": K_T, "program": P, "kgraph": G_BODY_T, "copy": G_BODY_T}.get(body_kind(b), T_BODY)
+  return {"kernel": K_T, "program": P, "copy": G_BODY_T}.get(body_kind(b), G_BODY_T if is_kgraph_sink(b) else T_BODY)
 
 
+# in a kernel graph a CALL body is a kernel or a nested kernel graph: a SINK that is no kernel graph is checked as a
+# (malformed) kernel, so its violations are the kernel rules'
 def _gt_body(b: UOp) -> Ctx:
-  return {"kernel": K_T, "program": P}.get(body_kind(b), G_BODY_T)
+  return {"kernel": K_T, "program": P}.get(body_kind(b), G_BODY_T if is_kgraph_sink(b) or b.op is not Ops.SINK else K_T)
 
 
 def _g_body(bs: Stage | None) -> Callable[[UOp], Ctx]:
   def fn(b: UOp) -> Ctx:
-    return {"kernel": K, "program": P}.get(body_kind(b), G_BODY[bs])
+    return {"kernel": K, "program": P}.get(body_kind(b), G_BODY[bs] if is_kgraph_sink(b) or b.op is not Ops.SINK else K)
   return fn
 
 
@@ -204,7 +206,7 @@ def root_ctx(root: UOp, stage: Stage) -> Ctx:
   if stage is Stage.TENSOR: return T_TOP
   if stage is Stage.KERNEL_GRAPH: return G_TOP[None]
   # an empty SINK is an empty program: a kernel graph with no kernels, not a kernel that stores nothing
-  kg = body_kind(root) == "kgraph" or (root.op is Ops.SINK and not root.src)
+  kg = is_kgraph_sink(root) or (root.op is Ops.SINK and not root.src)
   if stage is Stage.KERNEL: return G_TOP[Stage.KERNEL] if kg else K
   return G_TOP[Stage.PROGRAM] if kg else P
 

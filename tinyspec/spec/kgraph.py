@@ -4,7 +4,7 @@ from __future__ import annotations
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
 from tinyspec.spec.shared import (dtype_passthrough, is_kgraph_sink, param_dtype, param_outside, param_size, param_slot, storage_base,
                                   what)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind
 
 KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY})
 STORAGE_WORDS = "storage (BUFFER, PARAM, or AFTER of one)"
@@ -49,16 +49,10 @@ def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
-def body_kind(b: UOp) -> str:
-  """kernel, kgraph, program, copy, tuple or bad: what a CALL body is by its form."""
-  if b.op is Ops.SINK: return "kgraph" if is_kgraph_sink(b) else "kernel"
-  return {Ops.PROGRAM: "program", Ops.LINEAR: "program", Ops.COPY: "copy", Ops.TUPLE: "tuple"}.get(b.op, "bad")
-
-
 @rule("kgraph.call_body", "A kernel-graph CALL's body is a kernel SINK, a PROGRAM (or LINEAR), a COPY, or a nested kernel-graph SINK "
       "(a precompiled call).")
 def call_body(u: UOp, cx: Ctx) -> str | None:
-  if body_kind(u.src[0]) != "bad": return None
+  if body_kind(u.src[0]) != "bad": return None  # a TUPLE left is kgraph.no_tuple's; a SINK that is no kernel graph is checked as a kernel
   return (f"CALL body is {what(u.src[0])}; at KERNEL_GRAPH a CALL body is a kernel SINK, a PROGRAM, a COPY, or a kernel-graph SINK "
           "(precompiled call)")
 

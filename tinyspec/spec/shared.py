@@ -5,6 +5,7 @@ import math
 from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.classes import DTYPE_CLASS, accepts, class_name
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
 from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp
 
@@ -236,12 +237,6 @@ def dtype_passthrough(u: UOp, cx: Ctx) -> str | None:
   return f"{u.op.name} has dtype {u.dtype.name} but its source is {s.dtype.name}; at {cx.sname} {u.op.name} keeps its source's dtype"
 
 
-_FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC})
-_INT_ONLY = frozenset({Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR})
-_INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
-_NUMERIC = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL})  # numbers, not bool
-
-
 @rule("alu.dtype_match", "ALU sources share one dtype (WHERE: its two value sources); the result has that dtype, bool for comparisons.")
 def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
   op = u.op
@@ -258,20 +253,18 @@ def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("alu.dtype_class", "Per-op dtype classes: RECIP SQRT EXP2 LOG2 SIN TRUNC on floats; IDIV MOD SHL SHR on integers; AND OR XOR "
-      "on integers or bool; NEG ADD SUB MUL not on bool.")
+def _class_summary() -> str:
+  groups: dict[str, list[str]] = {}
+  for op, _ in sorted(DTYPE_CLASS.items(), key=lambda kv: kv[0].value):
+    if op in GroupOp.ALU and op is not Ops.WHERE: groups.setdefault(class_name(op), []).append(op.name)
+  return "; ".join(f"{' '.join(ops)} on {name}" for name, ops in groups.items())
+
+
+@rule("alu.dtype_class", f"Each ALU computes on the dtype class the op registry (tinyspec.ops.classes) gives it: {_class_summary()}.")
 def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
   op, dt = u.op, u.src[-1].dtype
-  k = dt.kind
-  if k == "f": bad = op in _INT_ONLY or op in _INT_OR_BOOL
-  elif k == "b": bad = op in _FLOAT_ONLY or op in _INT_ONLY or op in _NUMERIC
-  else: bad = op in _FLOAT_ONLY
-  if not bad: return None
-  if op in _FLOAT_ONLY and not dt.is_float: return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes a float"
-  if op in _INT_ONLY and not dt.is_int: return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes integers"
-  if op in _INT_OR_BOOL and not (dt.is_int or dt.is_bool): return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes integers or bool"
-  if op in _NUMERIC and dt.is_bool: return f"{op.name} on bool; at {cx.sname} {op.name} takes numbers (use OR, AND, XOR or CAST for bools)"
-  return None
+  if accepts(op, dt) or dt is dtypes.void: return None  # a void source is value.source's to report
+  return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes {class_name(op)}"
 
 
 @rule("alu.where_cond", "The condition of WHERE (source 0) is bool.")
@@ -284,7 +277,7 @@ def where_cond(u: UOp, cx: Ctx) -> str | None:
 def cast_rule(u: UOp, cx: Ctx) -> str | None:
   s = u.src[0]
   if u.op is Ops.BITCAST:
-    bad = [d.name for d in (s.dtype, u.dtype) if d.kind in "bx"]
+    bad = [d.name for d in (s.dtype, u.dtype) if not accepts(Ops.BITCAST, d)]
     if bad: return f"BITCAST involves {bad[0]}; at {cx.sname} BITCAST reinterprets the bits of fixed-width ints and floats"
     if s.dtype.itemsize != u.dtype.itemsize:
       return (f"BITCAST from {s.dtype.name} ({s.dtype.itemsize} bytes) to {u.dtype.name} ({u.dtype.itemsize} bytes); "

@@ -1,0 +1,49 @@
+"""Which dtypes each elementwise op accepts: the one table the spec, the frontend, the evaluator and the renderers ask.
+
+A dtype class is a set of dtype kinds (DType.kind): b bool, i signed, u unsigned, x index, f float. An op accepts
+a dtype when the kind of its operands' dtype is in its class. WHERE's class is that of its two value operands (its
+condition is always bool); CAST converts between any two value dtypes; BITCAST reinterprets the bits of a
+fixed-width int or float of the same item size.
+"""
+from __future__ import annotations
+
+from tinyspec.dtype import DType
+from tinyspec.uop import Ops
+
+BOOL, SIGNED, UNSIGNED, INDEX, FLOAT = "b", "i", "u", "x", "f"
+INTS = frozenset({SIGNED, UNSIGNED, INDEX})
+NUMBERS = INTS | {FLOAT}
+VALUES = NUMBERS | {BOOL}
+
+# the name of each class, as docs/spec.md and error messages say it
+CLASS_NAMES: dict[frozenset, str] = {
+  frozenset({FLOAT}): "floats", INTS: "integers", INTS | {BOOL}: "integers or bool", NUMBERS: "numbers (not bool)",
+  VALUES: "every value dtype", frozenset({SIGNED, UNSIGNED, FLOAT}): "fixed-width ints and floats",
+}
+
+DTYPE_CLASS: dict[Ops, frozenset] = {
+  **{op: frozenset({FLOAT}) for op in (Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC)},
+  **{op: INTS for op in (Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR)},
+  **{op: INTS | {BOOL} for op in (Ops.AND, Ops.OR, Ops.XOR)},
+  **{op: NUMBERS for op in (Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL)},
+  **{op: VALUES for op in (Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE, Ops.CAST)},
+  Ops.BITCAST: frozenset({SIGNED, UNSIGNED, FLOAT}),
+}
+
+
+def accepts(op: Ops, dt: DType) -> bool:
+  """Whether elementwise op computes on operands of dtype dt (for CAST and BITCAST: converts from or to dt)."""
+  cls = DTYPE_CLASS.get(op)
+  return cls is not None and isinstance(dt, DType) and dt.kind in cls
+
+
+def class_name(op: Ops) -> str:
+  """The dtype class of op in words, e.g. 'integers or bool'."""
+  return CLASS_NAMES[DTYPE_CLASS[op]]
+
+
+def dtype_error(op: Ops, dt: DType) -> str | None:
+  """None when op accepts dt, else a sentence naming the op, the dtype and what the op takes."""
+  if accepts(op, dt): return None
+  name = getattr(dt, "name", repr(dt))
+  return f"{op.name} on {name}: {op.name} takes {class_name(op)}"

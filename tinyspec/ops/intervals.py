@@ -1,0 +1,172 @@
+"""Interval bounds of every integer and bool op: the range [lo, hi] of its result from the ranges of its operands.
+
+Bounds are sound over-approximations of the meaning in tinyspec.ops.scalar: every value the op gives on operands in
+their ranges lies in [lo, hi], the defined values at C's undefined points included (a MOD 0 == a, shift counts
+modulo the width). A fixed-width result whose exact range would leave the dtype gets the dtype's full range, since
+it may wrap. `bounds_rule` gives a node's (vmin, vmax) from its sources' (UOp.vmin / UOp.vmax); the simplifier, the
+bounds proofs and the fuzzers' UB screens all use these functions.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tinyspec.dtype import DType
+from tinyspec.ops.scalar import cdiv, shift_bits
+from tinyspec.uop import Ops, UOp
+
+Interval = tuple  # (lo, hi): ints, or bools for bool values
+
+
+def fit(dt: DType, lo, hi) -> Interval:
+  """(lo, hi), or dt's whole range when a fixed-width value may wrap out of it."""
+  if dt.kind in "iu" and (lo < dt.min or hi > dt.max): return dt.min, dt.max
+  return lo, hi
+
+
+def corners(fn: Callable, a: Interval, b: Interval) -> Interval:
+  vals = [fn(x, y) for x in a for y in b]
+  return min(vals), max(vals)
+
+
+def _idiv(dt: DType, a: Interval, b: Interval) -> Interval:
+  if b[0] > 0 or b[1] < 0: return corners(cdiv, a, b)  # one sign of divisor: monotone in each argument
+  m = max(abs(a[0]), abs(a[1]))  # a IDIV 0 == 0 lies inside too
+  return -m, m
+
+
+def _mod(dt: DType, a: Interval, b: Interval) -> Interval:
+  lo, hi = _mod_nonzero(a, b)
+  if b[0] <= 0 <= b[1]: return min(lo, a[0]), max(hi, a[1])  # a MOD 0 == a
+  return lo, hi
+
+
+def _mod_nonzero(a: Interval, b: Interval) -> Interval:
+  if b[0] == b[1] == 0: return a
+  m = max(abs(b[0]), abs(b[1])) - 1  # |a % b| < |b|, and the sign follows a
+  if a[0] >= 0:
+    if b[0] > 0 and a[1] < b[0]: return a  # a % b == a
+    return 0, min(a[1], m)
+  if a[1] <= 0: return max(a[0], -m), 0
+  return max(a[0], -m), min(a[1], m)
+
+
+def _cmp(op: Ops) -> Callable:
+  def f(dt: DType, a: Interval, b: Interval) -> Interval:
+    if op is Ops.CMPLT:
+      if a[1] < b[0]: return True, True
+      if a[0] >= b[1]: return False, False
+    elif a[0] == a[1] == b[0] == b[1]: return ((a[0] == b[0]) == (op is Ops.CMPEQ),) * 2
+    elif a[1] < b[0] or b[1] < a[0]: return (op is Ops.CMPNE,) * 2
+    return False, True
+  return f
+
+
+def _counts(dt: DType, b: Interval) -> tuple[int, int] | None:
+  """The shift counts b can take, when they lie in [0, width) (so no count is reduced modulo the width)."""
+  return (int(b[0]), int(b[1])) if 0 <= b[0] and b[1] < shift_bits(dt) else None
+
+
+def _shl(dt: DType, a: Interval, b: Interval) -> Interval:
+  c = _counts(dt, b)
+  if c is None: return dt.min, dt.max
+  return corners(lambda x, k: x << k, a, c)
+
+
+def _shr(dt: DType, a: Interval, b: Interval) -> Interval:
+  c = _counts(dt, b)
+  if c is None or (dt.kind == "u" and a[0] < 0): return dt.min, dt.max
+  return corners(lambda x, k: x >> k, a, c)  # arithmetic shift is monotone in x and, for a fixed sign, in k
+
+
+def _neg_bits(lo: int) -> int:
+  """k with -2**k <= lo (lo < 0): the two's complement width of lo, less its sign bit."""
+  return (-lo - 1).bit_length()
+
+
+def _and(dt: DType, a: Interval, b: Interval) -> Interval:
+  if dt.kind == "b": return a[0] and b[0], a[1] and b[1]
+  # x & y with y >= 0 lies in [0, y]: the result has no bit y lacks
+  nonneg = [x[1] for x in (a, b) if x[0] >= 0]
+  if nonneg: return 0, min(nonneg)
+  # both may be negative: AND only clears bits, so the result stays within both operands' width and below the larger
+  # one (below both when both are negative)
+  lo = -(1 << max(_neg_bits(a[0]), _neg_bits(b[0])))
+  return lo, (min(a[1], b[1]) if a[1] < 0 and b[1] < 0 else max(a[1], b[1]))
+
+
+def _or(dt: DType, a: Interval, b: Interval) -> Interval:
+  if dt.kind == "b": return a[0] or b[0], a[1] or b[1]
+  if a[0] >= 0 and b[0] >= 0: return max(a[0], b[0]), (1 << max(int(a[1]), int(b[1])).bit_length()) - 1  # no bit above either's top bit
+  return dt.min, dt.max
+
+
+def _xor(dt: DType, a: Interval, b: Interval) -> Interval:
+  if dt.kind == "b": return (a[0] != b[0],) * 2 if a[0] == a[1] and b[0] == b[1] else (False, True)
+  if a[0] >= 0 and b[0] >= 0: return 0, (1 << max(int(a[1]), int(b[1])).bit_length()) - 1
+  return dt.min, dt.max
+
+
+def _max(dt: DType, a: Interval, b: Interval) -> Interval: return max(a[0], b[0]), max(a[1], b[1])
+
+
+INTERVALS: dict[Ops, Callable[..., Interval]] = {
+  Ops.ADD: lambda dt, a, b: (a[0] + b[0], a[1] + b[1]), Ops.SUB: lambda dt, a, b: (a[0] - b[1], a[1] - b[0]),
+  Ops.NEG: lambda dt, a: (-a[1], -a[0]), Ops.MUL: lambda dt, a, b: corners(lambda x, y: x * y, a, b),
+  Ops.MAX: _max, Ops.IDIV: _idiv, Ops.MOD: _mod,
+  Ops.CMPLT: _cmp(Ops.CMPLT), Ops.CMPNE: _cmp(Ops.CMPNE), Ops.CMPEQ: _cmp(Ops.CMPEQ),
+  Ops.SHL: _shl, Ops.SHR: _shr, Ops.AND: _and, Ops.OR: _or, Ops.XOR: _xor,
+  Ops.WHERE: lambda dt, c, a, b: (a if c[0] else b) if c[0] == c[1] else (min(a[0], b[0]), max(a[1], b[1])),
+}
+
+# the ops with a meaning on bool (tinyspec.ops.classes), MAX being OR there
+_BOOL_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE})
+
+
+def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
+  """The range of op's result on operands of dtype dt in ranges ivs (WHERE: the condition's range first)."""
+  if dt.kind == "b":
+    if op is Ops.MAX: op = Ops.OR
+    if op not in _BOOL_OPS: return False, True
+  fn = INTERVALS.get(op)
+  if fn is None: return dt.min, dt.max
+  lo, hi = fn(dt, *ivs)
+  if dt.kind == "b": return bool(lo), bool(hi)
+  return fit(dt, lo, hi)
+
+
+def cast_interval(src: DType, dst: DType, a: Interval) -> Interval:
+  """The range of CAST from src to dst of a value in a."""
+  if dst.kind == "b": return (False, True) if a[0] <= 0 <= a[1] else (True, True)
+  if src.kind == "f" or dst.kind == "f": return dst.min, dst.max
+  if dst.min <= a[0] and a[1] <= dst.max: return int(a[0]), int(a[1])
+  return dst.min, dst.max
+
+
+# ---- node bounds ----
+def _src(u: UOp, i: int) -> Interval: return u.src[i].vmin, u.src[i].vmax
+
+
+def _node_alu(u: UOp) -> Interval:
+  dt = u.src[-1].dtype  # the operands' dtype (a comparison's own is bool)
+  res = interval(u.op, dt, *(_src(u, i) for i in range(len(u.src))))
+  if u.dtype.kind == "b": return bool(res[0]), bool(res[1])
+  return res
+
+
+_NODE: dict[Ops, Callable[[UOp], Interval]] = {
+  Ops.CONST: lambda u: (u.arg, u.arg),
+  Ops.RANGE: lambda u: (0, u.src[0].vmax - 1), Ops.SPECIAL: lambda u: (0, u.src[0].vmax - 1),
+  Ops.CAST: lambda u: cast_interval(u.src[0].dtype, u.dtype, _src(u, 0)),
+  Ops.AFTER: lambda u: _src(u, 0), Ops.DETACH: lambda u: _src(u, 0), Ops.CONTIGUOUS: lambda u: _src(u, 0),
+  **{op: _node_alu for op in INTERVALS},
+}
+
+
+def bounds_rule(u: UOp) -> Interval:
+  """(vmin, vmax) of u; the dtype's range where nothing tighter is known."""
+  dt = u.dtype
+  if dt.kind not in "iuxb": return dt.min, dt.max
+  fn = _NODE.get(u.op)
+  if fn is None: return dt.min, dt.max
+  if u.op in INTERVALS and any(s.dtype.kind not in "iuxb" for s in u.src[-2:]): return dt.min, dt.max  # float operands
+  return fn(u)
