@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.intervals import INTERVALS, interval
 from tinyspec.uop import GroupOp, Ops, UOp
 
 FLOAT_LIMIT = 1e6          # magnitude a float value may reach; beyond it sums of rounded terms lose too much
@@ -82,11 +83,6 @@ def array_info(dt: DType, arr: np.ndarray | None) -> Info:
     exact = all(d is not None for d in ds)
     return _float(dt, float(a.min()), float(a.max()), exact, max((d or 0) for d in ds) if exact else 0, True)
   return Info(int(a.min()), int(a.max()), True, 0, True)
-
-
-def _cdiv(a: int, b: int) -> int:
-  q = abs(a) // abs(b)
-  return q if (a < 0) == (b < 0) else -q
 
 
 def _corners(fn, a: Info, b: Info) -> tuple:
@@ -237,32 +233,18 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
   if dt.is_bool:
     if op in (Ops.AND, Ops.OR, Ops.XOR): return Info(0, 1)
     raise Unsafe(f"{op.name} on bool")
-  if op is Ops.NEG: return _int(dt, -a.hi, -a.lo)
   if op is Ops.TRUNC: return a
-  assert b is not None
-  if op is Ops.ADD: return _int(dt, a.lo + b.lo, a.hi + b.hi)
-  if op is Ops.SUB: return _int(dt, a.lo - b.hi, a.hi - b.lo)
-  if op is Ops.MUL: return _int(dt, *_corners(lambda x, y: x * y, a, b))
-  if op is Ops.MAX: return Info(max(a.lo, b.lo), max(a.hi, b.hi))
+  ivs = [(x.lo, x.hi) for x in s if x is not None]
   if op in (Ops.IDIV, Ops.MOD):
+    assert b is not None
     if b.lo <= 0 <= b.hi: raise Unsafe(f"{op.name} by a range holding 0")
     if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise Unsafe(f"{op.name} of the minimum by -1")
-    if op is Ops.IDIV: return _int(dt, *_corners(_cdiv, a, b))
-    m = max(abs(b.lo), abs(b.hi)) - 1
-    if a.lo >= 0: return Info(0, min(a.hi, m))
-    return Info(max(a.lo, -m), min(max(a.hi, 0), m))
   if op in (Ops.SHL, Ops.SHR):
+    assert b is not None
     if b.lo < 0 or b.hi >= dt.bits: raise Unsafe(f"{op.name} by a range [{b.lo}, {b.hi}] past the width {dt.bits}")
-    if op is Ops.SHR and a.lo >= 0: return Info(a.lo >> int(b.hi), a.hi >> int(b.lo))
-    if op is Ops.SHR: return Info(min(a.lo, 0), max(a.hi, 0))
-    return _int(dt, min(a.lo << int(b.hi), a.lo << int(b.lo), 0), max(a.hi << int(b.hi), 0))
-  if op is Ops.AND:
-    if a.lo >= 0 or b.lo >= 0: return Info(0, min(x.hi for x in (a, b) if x.lo >= 0))
-    return _full(dt)
-  if op in (Ops.OR, Ops.XOR):
-    if a.lo >= 0 and b.lo >= 0: return Info(0, (1 << int(max(a.hi, b.hi)).bit_length()) - 1)
-    return _full(dt)
-  raise Unsafe(f"{op.name} on {dt.name}")
+  if op not in INTERVALS: raise Unsafe(f"{op.name} on {dt.name}")
+  lo, hi = interval(op, dt, *ivs)  # the registry's bounds of the op's meaning (full range where it may wrap)
+  return Info(int(lo), int(hi))
 
 
 def _cast(dt: DType, sd: DType, a: Info) -> Info:
@@ -395,8 +377,22 @@ def _opaque_race(root: UOp) -> str | None:
   return None
 
 
+def is_kernel_graph(root: UOp) -> bool:
+  """A graph of kernel CALLs on BUFFERs ordered by AFTER (a KERNEL_GRAPH by its form): its kernels may read what they
+  write, which this module's per-node analysis does not follow."""
+  from tinyspec.lower.kernel_map import is_kernel_body
+  outer = root.toposort(gate=lambda u: not is_kernel_body(u))
+  calls = [u for u in outer if u.op is Ops.CALL]
+  return root.op is Ops.SINK and bool(calls) and all(c.src and c.src[0].op is Ops.SINK and is_kernel_body(c.src[0]) for c in calls) \
+    and all(u.op in (Ops.SINK, Ops.AFTER, Ops.BUFFER, Ops.CALL) or is_kernel_body(u) for u in outer)
+
+
 def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
-  """Why the graph may hit undefined behaviour on these inputs, or None when it cannot."""
+  """Why the graph may hit undefined behaviour on these inputs, or None when it cannot. A kernel graph is screened
+  by fuzz.kernel_safety, which runs its kernels' loops (read-modify-write included)."""
+  if is_kernel_graph(root):
+    from fuzz.kernel_safety import kernel_unsafe_reason
+    return kernel_unsafe_reason(root, inputs)
   try:
     if (race := opaque_race(root)) is not None: return race
     an = Analysis(inputs)

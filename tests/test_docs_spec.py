@@ -37,3 +37,25 @@ def test_every_rule_id_is_documented(rid):
 def test_no_stale_rule_ids_in_doc():
   documented = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", _text(), re.M))
   assert documented <= set(RULES), f"docs/spec.md lists rules the code does not have: {sorted(documented - set(RULES))}"
+
+
+# ---- the op registry and the docs say the same ----
+def test_registry_table_in_spec_md_is_the_generated_one():
+  from tinyspec.ops.table import BEGIN, END, markdown
+  text = _text()
+  assert BEGIN in text and END in text, "docs/spec.md lost the markers of the registry table"
+  assert text.split(BEGIN, 1)[1].split(END, 1)[0].strip() == markdown(), "run: python -m tinyspec.ops.table --write"
+
+
+def test_op_rows_name_the_registry_dtype_class_word_for_word():
+  from tinyspec.ops import DTYPE_CLASS, class_name
+  rows = {ln.split("|")[1].strip(): ln.split("|")[4] for ln in _text().splitlines() if ln.startswith("| ") and ln.count("|") >= 7}
+  for op in DTYPE_CLASS:
+    row = next((dt for names, dt in rows.items() if op.name in names.split()), None)
+    assert row is not None, f"op {op.name} has no row"
+    assert class_name(op) in row, f"docs/spec.md row of {op.name} says {row.strip()!r}; the registry's class is {class_name(op)!r}"
+
+
+def test_ir_md_states_the_registry_classes_word_for_word():
+  from tinyspec.ops.classes import class_summary
+  assert class_summary() in (DOC.parent / "ir.md").read_text()

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from builders import elementwise_kernel_graph
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, RangeArg, UOp
@@ -93,18 +94,7 @@ def _edges(dt: DType) -> list[int]:
   return sorted(v for v in vals if dt.min <= v <= dt.max)
 
 
-def _kernel_graph(ins: list[np.ndarray], outs: list[tuple[DType, object]]) -> tuple[UOp, dict[int, np.ndarray]]:
-  """A kernel graph of one kernel: out_k[i] = f_k(in_0[i], in_1[i], ...), every output a root entry. The backends
-  lower it through the kernel passes themselves (simplify, optimize, lower_reduce, linearize, render)."""
-  n = ins[0].size
-  bufs = [UOp.buffer(dtypes.from_np(x.dtype), n) for x in ins]
-  i = UOp.range(n, 0)
-  loads = [UOp.param(len(outs) + k, b.dtype, n).index(i).load() for k, b in enumerate(bufs)]
-  stores = tuple(UOp.param(k, dt, n).index(i).store(fn(*loads)) for k, (dt, fn) in enumerate(outs))
-  body = UOp(Ops.SINK, src=((stores[0] if len(stores) == 1 else UOp(Ops.GROUP, src=stores)).end(i),))
-  out_bufs = [UOp.buffer(dt, n) for dt, _ in outs]
-  call = UOp(Ops.CALL, src=(body, *out_bufs, *bufs), arg="edge")
-  return UOp(Ops.SINK, src=tuple(o.after(call) for o in out_bufs)), {b.arg.id: x for b, x in zip(bufs, ins)}
+_kernel_graph = elementwise_kernel_graph
 
 
 _three: dict[tuple, tuple] = {}

@@ -47,3 +47,12 @@ def dtype_error(op: Ops, dt: DType) -> str | None:
   if accepts(op, dt): return None
   name = getattr(dt, "name", repr(dt))
   return f"{op.name} on {name}: {op.name} takes {class_name(op)}"
+
+
+def class_summary() -> str:
+  """The ALU ops grouped by dtype class in one sentence, e.g. 'IDIV MOD SHL SHR on integers; ...' (docs/ir.md and the
+  alu.dtype_class rule say it in these words)."""
+  groups: dict[str, list[str]] = {}
+  for op in sorted(DTYPE_CLASS, key=lambda o: o.value):
+    if op not in (Ops.CAST, Ops.BITCAST, Ops.WHERE): groups.setdefault(class_name(op), []).append(op.name)
+  return "; ".join(f"{' '.join(ops)} on {name}" for name, ops in groups.items())

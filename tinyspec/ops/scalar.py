@@ -30,6 +30,11 @@ INDEX_SHIFT_BITS = 64  # index is stored as int64, so a shift count on index is 
 SIGNED_OVERFLOW, INDEX_OVERFLOW, DIV_OVERFLOW = "signed overflow", "index value outside int64", "MIN divided by -1 overflows"
 
 
+# float ops whose meaning is the math library's, which is not correctly rounded: results may differ between numpy,
+# C's libm and OpenCL's builtins by up to this many units in the last place (every other float op is exact IEEE)
+APPROXIMATE_ULPS: dict[Ops, int] = {Ops.EXP2: 4, Ops.LOG2: 4, Ops.SIN: 4}
+
+
 def cdiv(a: int, b: int) -> int:
   """a / b truncated toward zero (b != 0), exact on unbounded ints."""
   q = abs(a) // abs(b)
@@ -107,24 +112,27 @@ def bitcast(v: Any, src: DType, dst: DType) -> Any:
 
 def c_undefined(op: Ops, dt: DType, *vals: Any) -> str | None:
   """Why C (without -fwrapv) leaves op on these operands undefined, or None where C defines it. tinyspec defines
-  every such point (module docstring); consumers that must not rely on that choice ask here."""
-  if dt.kind not in "iux": return None
+  every such point (module docstring) except an `index` result past int64; consumers that must not rely on that
+  choice ask here."""
+  if dt.kind not in "iux" or op not in _INT: return None
+  # index is unbounded in meaning but stored as int64 by the evaluator and the lowered programs
+  if dt.kind == "x" and not dt.min <= _INT[op](dt, *(int(v) for v in vals)) <= dt.max: return INDEX_OVERFLOW
   if op in (Ops.IDIV, Ops.MOD):
     a, b = vals
     if b == 0: return "division by zero"
     if dt.kind == "i" and a == dt.min and b == -1: return DIV_OVERFLOW
   if op in (Ops.SHL, Ops.SHR):
     if not 0 <= vals[1] < shift_bits(dt): return f"shift count {vals[1]} outside [0, {shift_bits(dt)})"
-  if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL) and dt.kind in "ix":
-    exact = _INT[op](dt, *(int(v) for v in vals))
-    # index is unbounded in meaning but stored as int64 by the evaluator and the lowered programs
-    if not dt.min <= exact <= dt.max: return SIGNED_OVERFLOW if dt.kind == "i" else INDEX_OVERFLOW
+  if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL) and dt.kind == "i":
+    if not dt.min <= _INT[op](dt, *(int(v) for v in vals)) <= dt.max: return SIGNED_OVERFLOW
   return None
 
 
 def cast_undefined(v: Any, src: DType, dst: DType) -> str | None:
-  """Why C leaves the conversion of v from src to dst undefined (NaN or an out-of-range float to an int), or None."""
+  """Why the conversion of v from src to dst is undefined: in C, NaN or an out-of-range float to an int (tinyspec
+  saturates); for tinyspec, a value past int64 into `index`. None where it is defined."""
+  if dst.kind == "x" and src.kind != "f" and not dst.min <= int(v) <= dst.max: return INDEX_OVERFLOW
   if src.kind != "f" or dst.kind not in "iux": return None
   if math.isnan(v): return "NaN cast to an integer"
-  if not dst.min <= math.trunc(v) <= dst.max if math.isfinite(v) else True: return f"{v} is outside the range of {dst.name}"
+  if not math.isfinite(v) or not dst.min <= math.trunc(v) <= dst.max: return f"{v} is outside the range of {dst.name}"
   return None

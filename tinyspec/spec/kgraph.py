@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
-from tinyspec.spec.shared import (dtype_passthrough, is_kgraph_sink, param_dtype, param_outside, param_size, param_slot, storage_base,
+from tinyspec.spec.shared import (dtype_passthrough, param_dtype, param_outside, param_size, param_slot, storage_base,
                                   what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind
 

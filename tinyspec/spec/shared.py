@@ -5,7 +5,7 @@ import math
 from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.classes import DTYPE_CLASS, accepts, class_name
+from tinyspec.ops.classes import accepts, class_name, class_summary
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
 from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp
 
@@ -253,14 +253,7 @@ def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-def _class_summary() -> str:
-  groups: dict[str, list[str]] = {}
-  for op, _ in sorted(DTYPE_CLASS.items(), key=lambda kv: kv[0].value):
-    if op in GroupOp.ALU and op is not Ops.WHERE: groups.setdefault(class_name(op), []).append(op.name)
-  return "; ".join(f"{' '.join(ops)} on {name}" for name, ops in groups.items())
-
-
-@rule("alu.dtype_class", f"Each ALU computes on the dtype class the op registry (tinyspec.ops.classes) gives it: {_class_summary()}.")
+@rule("alu.dtype_class", f"Each ALU computes on the dtype class the op registry (tinyspec.ops.classes) gives it: {class_summary()}.")
 def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
   op, dt = u.op, u.src[-1].dtype
   if accepts(op, dt) or dt is dtypes.void: return None  # a void source is value.source's to report
