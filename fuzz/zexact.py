@@ -17,7 +17,7 @@ more encodings with exactly the same answers:
         the lowered programs compute them.
 
 Both keep the evaluator's meaning at the points C leaves undefined (a IDIV 0 == 0, a MOD 0 == a, shift counts taken
-modulo the width, 64 for `index`), and bool arithmetic as C's (bool)(a op b). A node of any other form (a LOAD, a
+modulo the width, 64 for `index`): every op's meaning and interval is the registry's (tinyspec.ops). A node of any other form (a LOAD, a
 float, a BITCAST) makes the encoding unavailable (Unsupported); the prover then asks the native one.
 """
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Callable
 import z3
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.smt import c_idiv_int, c_mod_int
+from tinyspec.ops.intervals import raw_interval
+from tinyspec.ops.smt import term, undefined
 from tinyspec.uop import GroupOp, Ops, UOp
 
 WIDTH_CAP = 256  # wider bit vectors than this are not worth bit-blasting
@@ -37,11 +38,6 @@ Interval = tuple[int, int]
 
 class Unsupported(Exception):
   """The expression has a node with no exact-integer encoding here."""
-
-
-def _tdiv(a: int, b: int) -> int:
-  q = abs(a) // abs(b)
-  return q if (a < 0) == (b < 0) else -q
 
 
 def signed_bits(lo: int, hi: int) -> int:
@@ -63,47 +59,18 @@ def _corners(f: Callable[[int, int], int], a: Interval, b: Interval) -> Interval
   return (min(v), max(v))
 
 
-def _shift_counts(dt: DType, b: Interval) -> Interval:
-  # the evaluator takes the count modulo the width (64 for index, stored as int64)
-  bits = 64 if dt is dtypes.index else dt.bits
-  if b[0] == b[1]: return (b[0] & (bits - 1),) * 2
-  return b if 0 <= b[0] and b[1] < bits else (0, bits - 1)
-
-
 def _raw_interval(u: UOp, s: list[Interval | None]) -> Interval:
-  """The exact integer range of integer node u (before any wrap), from its sources' ranges (None for bools)."""
-  op = u.op
-  if op is Ops.ADD: return (s[0][0] + s[1][0], s[0][1] + s[1][1])
-  if op is Ops.SUB: return (s[0][0] - s[1][1], s[0][1] - s[1][0])
-  if op is Ops.NEG: return (-s[0][1], -s[0][0])
-  if op is Ops.MUL: return _corners(lambda x, y: x * y, s[0], s[1])
-  if op is Ops.MAX: return (max(s[0][0], s[1][0]), max(s[0][1], s[1][1]))
-  if op is Ops.WHERE: return _hull(s[1], s[2])
-  if op in (Ops.IDIV, Ops.MOD):
-    (alo, ahi), (blo, bhi) = s
-    zero = blo <= 0 <= bhi
-    if op is Ops.IDIV:
-      if blo == bhi: return (0, 0) if blo == 0 else tuple(sorted((_tdiv(alo, blo), _tdiv(ahi, blo))))  # type: ignore[return-value]
-      m = max(abs(alo), abs(ahi))
-      return (-m, m)
-    big = max(abs(blo), abs(bhi))
-    r = (max(min(alo, 0), -(big - 1)), min(max(ahi, 0), big - 1)) if big else (alo, ahi)
-    return _hull(r, (alo, ahi)) if zero else r  # a MOD 0 == a
-  if op in (Ops.AND, Ops.OR, Ops.XOR):
-    k = max(signed_bits(*s[0]), signed_bits(*s[1]))
-    if s[0][0] >= 0 and s[1][0] >= 0: return (0, min(s[0][1], s[1][1]) if op is Ops.AND else (1 << (k - 1)) - 1)
-    return (-(1 << (k - 1)), (1 << (k - 1)) - 1)
-  if op in (Ops.SHL, Ops.SHR):
-    c = _shift_counts(u.dtype, s[1])
-    return _corners((lambda x, k: x << k) if op is Ops.SHL else (lambda x, k: x >> k), s[0], c)
-  if op is Ops.CAST: return (0, 1) if s[0] is None else s[0]
-  raise Unsupported(f"{op.name} on {u.dtype.name}")
+  """The exact integer range of integer node u (before any wrap), from its sources' ranges (None for bools): the
+  registry's interval of the op; a CAST's exact value is its source's."""
+  if u.op is Ops.CAST: return (0, 1) if s[0] is None else s[0]
+  ivs = [(False, True) if x is None else x for x in s]
+  try: return raw_interval(u.op, u.dtype, *ivs)
+  except KeyError: raise Unsupported(f"{u.op.name} on {u.dtype.name}") from None
 
 
-_BOOL_ARITH = {Ops.ADD: Ops.OR, Ops.MAX: Ops.OR, Ops.MUL: Ops.AND, Ops.SUB: Ops.XOR}  # C's (bool)(a op b)
 _INT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.MAX, Ops.WHERE, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR,
                       Ops.SHL, Ops.SHR, Ops.CAST})
-_BOOL_OPS = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST, Ops.NEG, *_BOOL_ARITH})
+_BOOL_OPS = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.WHERE, Ops.CAST})
 
 
 @dataclass
@@ -218,47 +185,21 @@ class ExactForm:
     return z3.SignExt(self.w - n, low) if dt.kind == "i" else z3.ZeroExt(self.w - n, low)
 
   def _term(self, u: UOp) -> z3.ExprRef:
+    """The registry's z3 meaning of u on this encoding's terms (tinyspec.ops.smt reads Ints and wide bit vectors as
+    exact values), wrapped into u's dtype where the analysis says it may wrap."""
     dt, op = u.dtype, u.op
     a = [self.t[s] for s in u.src]
     if op is Ops.CONST: return z3.BoolVal(bool(u.arg)) if _is_bool(dt) else self.num(int(u.arg))
-    if _is_bool(dt): return self._bool(u, a)
+    sdt = u.src[0].dtype
     if op is Ops.CAST:
-      e = z3.If(a[0], self.num(1), self.num(0)) if _is_bool(u.src[0].dtype) else a[0]
-    elif op is Ops.WHERE: e = z3.If(a[0], a[1], a[2])
-    elif op is Ops.NEG: e = -a[0]
-    elif op is Ops.ADD: e = a[0] + a[1]
-    elif op is Ops.SUB: e = a[0] - a[1]
-    elif op is Ops.MUL: e = a[0] * a[1]
-    elif op is Ops.MAX: e = z3.If(a[0] < a[1], a[1], a[0])
-    elif op in (Ops.IDIV, Ops.MOD): e = self._divmod(u, a[0], a[1])
-    elif op in (Ops.AND, Ops.OR, Ops.XOR): e = {Ops.AND: a[0] & a[1], Ops.OR: a[0] | a[1], Ops.XOR: a[0] ^ a[1]}[op]
-    else: e = self._shift(u, a[0], a[1])
+      if _is_bool(dt): return a[0] if _is_bool(sdt) else a[0] != self.num(0)
+      e = z3.If(a[0], self.num(1), self.num(0)) if _is_bool(sdt) else a[0]  # the exact value is the source's
+    else:
+      if op in (Ops.SHL, Ops.SHR) and (c := self.an.iv[u.src[1]]) is not None and c[0] == c[1]: a[1] = self.num(c[0])
+      e = term(op, u.src[-1].dtype, a, self.w)
+      if e is None: raise Unsupported(f"{op.name} on {u.src[-1].dtype.name}")
+      if _is_bool(dt): return e
     return self._wrap(e, dt) if u in self.an.wraps else e
-
-  def _bool(self, u: UOp, a: list) -> z3.ExprRef:
-    op = _BOOL_ARITH.get(u.op, u.op)
-    if op is Ops.CAST: return a[0] if _is_bool(u.src[0].dtype) else a[0] != self.num(0)
-    if op is Ops.WHERE: return z3.If(a[0], a[1], a[2])
-    if op is Ops.NEG: return z3.Not(a[0])
-    if op is Ops.CMPLT: return z3.And(z3.Not(a[0]), a[1]) if _is_bool(u.src[0].dtype) else a[0] < a[1]
-    if op is Ops.CMPNE: return a[0] != a[1]
-    if op is Ops.CMPEQ: return a[0] == a[1]
-    return {Ops.AND: z3.And, Ops.OR: z3.Or, Ops.XOR: z3.Xor}[op](a[0], a[1])
-
-  def _divmod(self, u: UOp, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
-    if self.kind == "int": q = c_idiv_int(a, b) if u.op is Ops.IDIV else c_mod_int(a, b)
-    else: q = a / b if u.op is Ops.IDIV else z3.SRem(a, b)  # bvsdiv truncates, bvsrem takes the dividend's sign, as C
-    bi = self.an.iv[u.src[1]]
-    if bi is not None and not bi[0] <= 0 <= bi[1]: return q
-    return z3.If(b == self.num(0), self.num(0) if u.op is Ops.IDIV else a, q)
-
-  def _shift(self, u: UOp, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
-    lo, hi = _shift_counts(u.dtype, self.an.iv[u.src[1]])
-    if self.kind == "int":  # only constant counts reach here (Analysis.bitwise): a product or a floor division
-      return a * (1 << lo) if u.op is Ops.SHL else a / (1 << lo)
-    bits = 64 if u.dtype is dtypes.index else u.dtype.bits
-    cnt = self.num(lo) if lo == hi else b & self.num(bits - 1)
-    return a << cnt if u.op is Ops.SHL else a >> cnt
 
   def defined(self, root: UOp) -> z3.BoolRef:
     """Where root's value is defined in C (no division by zero, no signed MIN / -1 on the path its value takes), as
@@ -272,9 +213,8 @@ class ExactForm:
       conds = [c for c in srcs if not z3.is_true(c)]
       if u.op in (Ops.IDIV, Ops.MOD) and _is_int(u.dtype):
         (alo, ahi), (blo, bhi) = self.an.iv[u.src[0]], self.an.iv[u.src[1]]
-        a, b = self.t[u.src[0]], self.t[u.src[1]]
-        if blo <= 0 <= bhi: conds.append(b != self.num(0))
-        if u.dtype.kind == "i" and alo <= u.dtype.min <= ahi and blo <= -1 <= bhi:
-          conds.append(z3.Not(z3.And(a == self.num(u.dtype.min), b == self.num(-1))))
+        # the registry's undefined points, asked only where the operands' ranges reach them
+        if blo <= 0 <= bhi or (u.dtype.kind == "i" and alo <= u.dtype.min <= ahi and blo <= -1 <= bhi):
+          conds.append(z3.Not(undefined(u.op, u.dtype, [self.t[u.src[0]], self.t[u.src[1]]])))
       ok[u] = z3.And(*conds) if conds else z3.BoolVal(True)
     return ok.get(root, z3.BoolVal(True))

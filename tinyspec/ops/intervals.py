@@ -61,21 +61,19 @@ def _cmp(op: Ops) -> Callable:
   return f
 
 
-def _counts(dt: DType, b: Interval) -> tuple[int, int] | None:
-  """The shift counts b can take, when they lie in [0, width) (so no count is reduced modulo the width)."""
-  return (int(b[0]), int(b[1])) if 0 <= b[0] and b[1] < shift_bits(dt) else None
+def _counts(dt: DType, b: Interval) -> Interval:
+  """The counts a shift by a count in b actually shifts by: b taken modulo the width."""
+  bits = shift_bits(dt)
+  if b[0] == b[1]: return (int(b[0]) & (bits - 1),) * 2
+  return (int(b[0]), int(b[1])) if 0 <= b[0] and b[1] < bits else (0, bits - 1)
 
 
 def _shl(dt: DType, a: Interval, b: Interval) -> Interval:
-  c = _counts(dt, b)
-  if c is None: return dt.min, dt.max
-  return corners(lambda x, k: x << k, a, c)
+  return corners(lambda x, k: x << k, a, _counts(dt, b))
 
 
 def _shr(dt: DType, a: Interval, b: Interval) -> Interval:
-  c = _counts(dt, b)
-  if c is None or (dt.kind == "u" and a[0] < 0): return dt.min, dt.max
-  return corners(lambda x, k: x >> k, a, c)  # arithmetic shift is monotone in x and, for a fixed sign, in k
+  return corners(lambda x, k: x >> k, a, _counts(dt, b))  # arithmetic shift: monotone in x and, for a fixed sign, in k
 
 
 def _neg_bits(lo: int) -> int:
@@ -94,16 +92,26 @@ def _and(dt: DType, a: Interval, b: Interval) -> Interval:
   return lo, (min(a[1], b[1]) if a[1] < 0 and b[1] < 0 else max(a[1], b[1]))
 
 
+def _width_of(a: Interval, b: Interval) -> Interval:
+  # a bitwise op of two k-bit two's complement values is a k-bit two's complement value
+  k = max(_signed_bits(*a), _signed_bits(*b))
+  return -(1 << (k - 1)), (1 << (k - 1)) - 1
+
+
+def _signed_bits(lo: int, hi: int) -> int:
+  return max((-int(lo) - 1).bit_length() if lo < 0 else 0, int(hi).bit_length() if hi >= 0 else 0) + 1
+
+
 def _or(dt: DType, a: Interval, b: Interval) -> Interval:
   if dt.kind == "b": return a[0] or b[0], a[1] or b[1]
   if a[0] >= 0 and b[0] >= 0: return max(a[0], b[0]), (1 << max(int(a[1]), int(b[1])).bit_length()) - 1  # no bit above either's top bit
-  return dt.min, dt.max
+  return _width_of(a, b)
 
 
 def _xor(dt: DType, a: Interval, b: Interval) -> Interval:
   if dt.kind == "b": return (a[0] != b[0],) * 2 if a[0] == a[1] and b[0] == b[1] else (False, True)
   if a[0] >= 0 and b[0] >= 0: return 0, (1 << max(int(a[1]), int(b[1])).bit_length()) - 1
-  return dt.min, dt.max
+  return _width_of(a, b)
 
 
 def _max(dt: DType, a: Interval, b: Interval) -> Interval: return max(a[0], b[0]), max(a[1], b[1])
@@ -120,6 +128,12 @@ INTERVALS: dict[Ops, Callable[..., Interval]] = {
 
 # the ops with a meaning on bool (tinyspec.ops.classes), MAX being OR there
 _BOOL_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE})
+
+
+def raw_interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
+  """The range of op's exact (unwrapped) integer result on operands of dtype dt in ranges ivs; for fixed-width dtypes
+  it may leave the dtype (interval wraps it). Raises KeyError for an op with no integer interval."""
+  return INTERVALS[op](dt, *ivs)
 
 
 def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:

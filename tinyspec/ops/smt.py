@@ -8,6 +8,10 @@ a MOD 0 == a, MIN IDIV -1 == MIN, shift counts modulo the width) and `undefined(
 which the operands hit such a point, so a bounds proof can leave the value free there while a rule prover keeps
 the evaluator's value. Signed overflow is not in it: every backend wraps (-fwrapv), so proofs may rely on wrapping.
 
+The terms themselves say how values are represented, the dtype what they mean: a BitVec of the dtype's own width
+wraps as the dtype does; a wider BitVec or an Int holds the exact (unwrapped) value, so its ops are the signed
+mathematical ones with the dtype's shift width (the rule prover's exact encodings wrap those nodes themselves).
+
 Bitwise ops and shifts on `index` are exact: the Int operands are read as two's complement bit vectors of a width
 that holds them (the caller passes one from their interval bounds; 64 by default, the evaluator's int64, plus the
 largest count for SHL), computed there and read back as an Int.
@@ -41,10 +45,22 @@ def const(dt: DType, v) -> z3.ExprRef:
   raise TypeError(f"{dt.name} has no z3 meaning")
 
 
+def const_like(e: z3.ExprRef, v) -> z3.ExprRef:
+  """The constant v in the representation of term e (a BitVec of e's width, an Int, a Bool)."""
+  if z3.is_bv(e): return z3.BitVecVal(int(v) & ((1 << e.size()) - 1), e.size())
+  if z3.is_bool(e): return z3.BoolVal(bool(v))
+  return z3.IntVal(int(v))
+
+
+def _unsigned(dt: DType, e: z3.ExprRef) -> bool:
+  # only a BitVec of an unsigned dtype's own width holds its bits; a wider one (or an Int) holds the exact value
+  return dt.kind == "u" and z3.is_bv(e) and e.size() == dt.bits
+
+
 def lt(dt: DType, a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:
   """a < b as values of dt."""
   if dt.kind == "b": return z3.And(z3.Not(a), b)
-  if dt.kind == "u": return z3.ULT(a, b)
+  if _unsigned(dt, a): return z3.ULT(a, b)
   return a < b
 
 
@@ -70,14 +86,14 @@ def c_mod_int(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
 def _divmod_exact(op: Ops, dt: DType, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
   if z3.is_bv(a):
     # SMT-LIB's bvsdiv truncates and bvsrem takes the dividend's sign, as C; MIN bvsdiv -1 wraps to MIN
-    if dt.kind == "u": return z3.UDiv(a, b) if op is Ops.IDIV else z3.URem(a, b)
+    if _unsigned(dt, a): return z3.UDiv(a, b) if op is Ops.IDIV else z3.URem(a, b)
     return a / b if op is Ops.IDIV else z3.SRem(a, b)
   return c_idiv_int(a, b) if op is Ops.IDIV else c_mod_int(a, b)
 
 
 def _divmod(op: Ops) -> Callable:
   def f(dt: DType, a: z3.ExprRef, b: z3.ExprRef, width: int) -> z3.ExprRef:
-    zero = const(dt, 0)
+    zero = const_like(a, 0)
     exact = _divmod_exact(op, dt, a, b)
     if z3.is_bv_value(b) or z3.is_int_value(b):
       if b.as_long() != 0: return exact
@@ -105,9 +121,9 @@ def _shift(op: Ops) -> Callable:
   def f(dt: DType, a: z3.ExprRef, b: z3.ExprRef, width: int) -> z3.ExprRef:
     bits = shift_bits(dt)
     if z3.is_bv(a):
-      cnt = b & z3.BitVecVal(bits - 1, dt.bits)
+      cnt = b & const_like(b, bits - 1)
       if op is Ops.SHL: return a << cnt
-      return a >> cnt if dt.kind == "i" else z3.LShR(a, cnt)
+      return z3.LShR(a, cnt) if _unsigned(dt, a) else a >> cnt
     if z3.is_int_value(b):  # a constant count: a product or a floor division by a power of two
       k = b.as_long() & (bits - 1)
       return a * (1 << k) if op is Ops.SHL else a / (1 << k)  # Euclidean by a positive divisor: the floor, as >>
@@ -142,18 +158,18 @@ def term(op: Ops, dt: DType, args: list[z3.ExprRef], width: int = INDEX_WIDTH) -
 
 
 def undefined(op: Ops, dt: DType, args: list[z3.ExprRef]) -> z3.BoolRef | None:
-  """Where op on args hits a point C leaves undefined and tinyspec defines by choice (tinyspec.ops.scalar); None
-  when it never does."""
+  """Where op on args hits a point C leaves undefined and tinyspec defines by choice (tinyspec.ops.scalar): division
+  by zero, MIN / -1, a shift count outside the width; None when it never does."""
   if dt.kind not in "iux": return None
   if op in (Ops.IDIV, Ops.MOD):
     a, b = args
-    conds = [b == const(dt, 0)]
-    if dt.kind == "i": conds.append(z3.And(a == const(dt, dt.min), b == const(dt, -1)))
+    conds = [b == const_like(b, 0)]
+    if dt.kind == "i": conds.append(z3.And(a == const_like(a, dt.min), b == const_like(b, -1)))
     return z3.Or(*conds)
   if op in (Ops.SHL, Ops.SHR):
     b, bits = args[1], shift_bits(dt)
-    if dt.kind == "u": return z3.UGE(b, z3.BitVecVal(bits, dt.bits))
-    return z3.Or(b < const(dt, 0), b >= const(dt, bits))
+    if _unsigned(dt, b): return z3.UGE(b, const_like(b, bits))
+    return z3.Or(b < const_like(b, 0), b >= const_like(b, bits))
   return None
 
 
