@@ -12,17 +12,15 @@ from __future__ import annotations
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.kernel_map import map_kernels, open_ranges
+from tinyspec.ops.scalar import reduce_identity
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.uop import AddrSpace, Ops, UOp
 
 
 def identity(op: Ops, dt: DType) -> UOp:
-  """The identity element of a reduction: 0 for ADD, 1 for MUL, the dtype's minimum (-inf for floats) for MAX."""
-  if op is Ops.ADD: return UOp.const(dt, 0)
-  if op is Ops.MUL: return UOp.const(dt, 1)
-  if op is Ops.MAX: return UOp.const(dt, dt.min)
-  raise ValueError(f"REDUCE op {op!r} is not one of ADD, MUL, MAX")
+  """The identity element of a reduction, the registry's: 0 for ADD, 1 for MUL, the dtype's minimum for MAX."""
+  return UOp.const(dt, reduce_identity(op, dt))
 
 
 def reduce_to_acc(red: UOp) -> UOp:

@@ -91,6 +91,15 @@ def run(op: Ops, dt: DType, *vals: Any) -> Any:
   return truncate(_INT[op](dt, *(int(v) for v in vals)), dt)
 
 
+def reduce_identity(op: Ops, dt: DType) -> Any:
+  """The value a REDUCE with op over no elements gives, and an accumulator starts from: 0 for ADD, 1 for MUL, the
+  dtype's minimum for MAX (-inf for floats, False for bool)."""
+  if op is Ops.ADD: return truncate(0, dt)
+  if op is Ops.MUL: return truncate(1, dt)
+  if op is Ops.MAX: return dt.min
+  raise ValueError(f"{op!r} is not a reduce op (ADD, MUL, MAX)")
+
+
 def cast(v: Any, src: DType, dst: DType) -> Any:
   """C conversion, defined everywhere (see the module docstring)."""
   if dst.kind == "b": return bool(v != 0)

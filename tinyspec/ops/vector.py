@@ -10,7 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType
+from tinyspec.dtype import DType, dtypes
+from tinyspec.ops import scalar
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.uop import Ops
 
@@ -95,11 +96,8 @@ BOOL_REDUCE_UFUNC: dict[Ops, np.ufunc] = {Ops.ADD: np.logical_or, Ops.MUL: np.lo
 
 
 def reduce_identity(op: Ops, dt: np.dtype):
-  """The value a REDUCE of no elements gives: 0 for ADD, 1 for MUL, the dtype's minimum (-inf, False) for MAX."""
-  if op is Ops.ADD: return dt.type(0)
-  if op is Ops.MUL: return dt.type(1)
-  if dt == np.bool_: return np.bool_(False)
-  return dt.type(-np.inf) if dt.kind == "f" else np.iinfo(dt).min
+  """The registry's identity of a REDUCE with op (tinyspec.ops.scalar.reduce_identity) as a numpy scalar of dt."""
+  return dt.type(scalar.reduce_identity(op, dtypes.from_np(dt)))
 
 
 def reduce_ufunc(op: Ops, dt: np.dtype) -> np.ufunc | None:
