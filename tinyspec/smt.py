@@ -128,7 +128,7 @@ class Translator:
   @staticmethod
   def _shl_extra(u: UOp) -> int:
     # SHL of an index widens its result by the largest count
-    return max(0, min(int(u.src[1].vmax), 63)) if u.op is Ops.SHL else 0
+    return max(0, min(int(u.src[1].vmax), zsem.INDEX_WIDTH - 1)) if u.op is Ops.SHL else 0
 
   def _cast(self, u: UOp, srcs: list) -> z3.ExprRef | None:
     return zsem.cast(u.src[0].dtype, u.dtype, srcs[0]) if isinstance(u.src[0].dtype, DType) else None
