@@ -13,6 +13,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.ops import accepts, scalar
+from tinyspec.ops.intervals import raw_interval
 from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
@@ -48,13 +49,9 @@ _RING_OPS = (Ops.ADD, Ops.SUB, Ops.MUL)
 
 
 def exact_range(u: UOp) -> tuple[int, int] | None:
-  """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds; None for other ops."""
+  """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds (the registry's); None for other ops."""
   if u.op not in _RING_OPS: return None
-  a, b = u.src
-  if u.op is Ops.ADD: return a.vmin + b.vmin, a.vmax + b.vmax
-  if u.op is Ops.SUB: return a.vmin - b.vmax, a.vmax - b.vmin
-  vals = [x * y for x in (a.vmin, a.vmax) for y in (b.vmin, b.vmax)]
-  return min(vals), max(vals)
+  return raw_interval(u.op, u.dtype, *((s.vmin, s.vmax) for s in u.src))
 
 
 def no_wrap(u: UOp) -> bool:
