@@ -227,3 +227,14 @@ def test_opencl_gives_the_registry_meaning(opencl, dt):
 
 def test_reference_evaluator_gives_the_registry_meaning():
   for dt in C_DTYPES: _check_backend("reference", dt)
+
+
+def test_every_elementwise_op_has_a_registry_entry_with_every_aspect():
+  from tinyspec.ops import REGISTRY
+  assert set(REGISTRY) == set(GroupOp.Elementwise)
+  for op, m in REGISTRY.items():
+    if op in (Ops.CAST, Ops.BITCAST): continue  # conversions: scalar.cast / vector.cast / smt.cast, not per-op tables
+    assert m.numpy is not None, op
+    ints = accepts(op, dtypes.int32) or accepts(op, dtypes.bool)
+    if ints: assert m.z3 is not None and m.interval is not None and m.scalar is not None, op
+    assert m.c is not None or op in (Ops.MAX, Ops.WHERE, Ops.RECIP), op

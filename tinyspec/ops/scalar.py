@@ -64,7 +64,7 @@ def _shr(dt: DType, a: int, b: int) -> int:
 
 
 # integer meaning on exact Python ints, before wrapping into the dtype; also the meaning of bool ops on 0/1
-_INT: dict[Ops, Callable[..., Any]] = {
+INT_MEANING: dict[Ops, Callable[..., Any]] = {
   Ops.NEG: lambda dt, a: -a, Ops.ADD: lambda dt, a, b: a + b, Ops.SUB: lambda dt, a, b: a - b, Ops.MUL: lambda dt, a, b: a * b,
   Ops.MAX: lambda dt, a, b: max(a, b), Ops.IDIV: _idiv, Ops.MOD: _mod,
   Ops.AND: lambda dt, a, b: a & b, Ops.OR: lambda dt, a, b: a | b, Ops.XOR: lambda dt, a, b: a ^ b, Ops.SHL: _shl, Ops.SHR: _shr,
@@ -87,8 +87,8 @@ def run(op: Ops, dt: DType, *vals: Any) -> Any:
     return bool(_CMP[op](*vals))
   if dt.kind == "f":
     with np.errstate(all="ignore"): return float(_FLOAT[op](*(dt.np.type(v) for v in vals)))
-  if dt.kind == "b": return bool(_INT[op](dt, *(int(bool(v)) for v in vals)) & 1) if op is not Ops.NEG else not vals[0]
-  return truncate(_INT[op](dt, *(int(v) for v in vals)), dt)
+  if dt.kind == "b": return bool(INT_MEANING[op](dt, *(int(bool(v)) for v in vals)) & 1) if op is not Ops.NEG else not vals[0]
+  return truncate(INT_MEANING[op](dt, *(int(v) for v in vals)), dt)
 
 
 def reduce_identity(op: Ops, dt: DType) -> Any:
@@ -123,9 +123,9 @@ def c_undefined(op: Ops, dt: DType, *vals: Any) -> str | None:
   """Why C (without -fwrapv) leaves op on these operands undefined, or None where C defines it. tinyspec defines
   every such point (module docstring) except an `index` result past int64; consumers that must not rely on that
   choice ask here."""
-  if dt.kind not in "iux" or op not in _INT: return None
+  if dt.kind not in "iux" or op not in INT_MEANING: return None
   # index is unbounded in meaning but stored as int64 by the evaluator and the lowered programs
-  if dt.kind == "x" and not dt.min <= _INT[op](dt, *(int(v) for v in vals)) <= dt.max: return INDEX_OVERFLOW
+  if dt.kind == "x" and not dt.min <= INT_MEANING[op](dt, *(int(v) for v in vals)) <= dt.max: return INDEX_OVERFLOW
   if op in (Ops.IDIV, Ops.MOD):
     a, b = vals
     if b == 0: return "division by zero"
@@ -133,7 +133,7 @@ def c_undefined(op: Ops, dt: DType, *vals: Any) -> str | None:
   if op in (Ops.SHL, Ops.SHR):
     if not 0 <= vals[1] < shift_bits(dt): return f"shift count {vals[1]} outside [0, {shift_bits(dt)})"
   if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL) and dt.kind == "i":
-    if not dt.min <= _INT[op](dt, *(int(v) for v in vals)) <= dt.max: return SIGNED_OVERFLOW
+    if not dt.min <= INT_MEANING[op](dt, *(int(v) for v in vals)) <= dt.max: return SIGNED_OVERFLOW
   return None
 
 
