@@ -14,6 +14,7 @@ Each aspect lives in its own module, keyed by op, and every other part of tinysp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from tinyspec.ops import intervals, scalar, smt, spelling, vector
@@ -26,7 +27,7 @@ class OpMeaning:
   """The registry entry of one op: each field is the aspect module's entry for it (None where the op has none)."""
   op: Ops
   takes: str                                # the dtype class, in words
-  scalar: Callable | None                   # on exact Python ints, before wrapping (scalar.run applies it)
+  scalar: Callable                          # scalar.run for this op: (dtype, *values) -> value
   numpy: Callable | None                    # vector.ELEMENTWISE: (dtype, *arrays) -> array
   z3: Callable | None                       # smt.TERMS: (dtype, *terms, width) -> term
   interval: Callable | None                 # intervals.INTERVALS: (dtype, *ranges) -> (lo, hi)
@@ -35,7 +36,7 @@ class OpMeaning:
 
 def _entry(op: Ops) -> OpMeaning:
   c = spelling.INFIX.get(op) or spelling.PREFIX.get(op) or spelling.MATH_FN.get(op)
-  return OpMeaning(op, class_name(op), scalar.INT_MEANING.get(op), vector.ELEMENTWISE.get(op), smt.TERMS.get(op), intervals.INTERVALS.get(op), c)
+  return OpMeaning(op, class_name(op), partial(scalar.run, op), vector.ELEMENTWISE.get(op), smt.TERMS.get(op), intervals.INTERVALS.get(op), c)
 
 
 REGISTRY: dict[Ops, OpMeaning] = {op: _entry(op) for op in DTYPE_CLASS}
