@@ -59,3 +59,9 @@ def test_op_rows_name_the_registry_dtype_class_word_for_word():
 def test_ir_md_states_the_registry_classes_word_for_word():
   from tinyspec.ops.classes import class_summary
   assert class_summary() in (DOC.parent / "ir.md").read_text()
+
+
+@pytest.mark.parametrize("rid", sorted(RULES))
+def test_rule_rows_say_what_the_code_says_word_for_word(rid):
+  rows = [ln for ln in _text().splitlines() if ln.startswith(f"| `{rid}` |")]
+  assert rows == [f"| `{rid}` | {RULES[rid].doc} |"], f"docs/spec.md's row of {rid} differs from its rule's doc in the code"

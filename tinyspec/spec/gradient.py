@@ -4,13 +4,12 @@ A backward call is a value CALL named "<forward name>.grad": CALL(TUPLE(d_0..d_{
 where a_0..a_{n-1} are the forward call's inputs (its args, then any BUFFERs its body reads directly) and g_j the
 gradient of its output j. Its result slots are source positions: slot k is the gradient for input a_k, flat, with
 a_k's element count and dtype, and there are exactly as many slots as inputs (the output gradients follow the
-inputs, so there is at least one arg more than slots). Importing this module adds the rules to the TENSOR table.
+inputs, so there is at least one arg more than slots). The TENSOR table (spec/tensor.py) holds the rule.
 """
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, rule
 from tinyspec.spec.shared import is_value, shape_ok, what
-from tinyspec.spec.tensor import TENSOR_TABLE
 from tinyspec.uop import Ops, UOp
 
 GRAD_SUFFIX = ".grad"
@@ -39,5 +38,3 @@ def backward_slots(u: UOp, cx: Ctx) -> list[Finding] | str | None:
                   f"{a.size} element(s); at {cx.sname} slot k is the flat gradient for arg k, shape ({a.size},) and dtype {a.dtype.name}"))
   return out or None
 
-
-TENSOR_TABLE[Ops.CALL] = (*TENSOR_TABLE[Ops.CALL], backward_slots)

@@ -5,6 +5,7 @@ import math
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_effect, is_value,
                                   param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, value_source, what,
                                   where_cond)
@@ -197,7 +198,7 @@ TENSOR_TABLE = table(
   (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
   (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough)),
-  (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype)),
+  (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots)),
   (Ops.TUPLE, (tuple_values,)),
   (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
   (Ops.STORE, (store_target, store_shape, store_dtype, store_gate)),
