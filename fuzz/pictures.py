@@ -23,7 +23,6 @@ from tinyspec.lower.base import Pass
 from tinyspec.spec import check
 from tinyspec.uop import Ops, UOp
 
-BACKEND_STAGES = ("cpu", "opencl")
 NOT_REPLAYED = ("worker", "campaign")  # stages of findings whose replay could kill the process drawing them
 
 

@@ -70,5 +70,3 @@ VARIANTS: list[Variant] = [
   Variant("max_by_bounds_wrong_side", "max_by_bounds", _max_by_bounds_wrong_side,
           "max(a, b) folds to a when a's upper bound reaches b's, not when a's lower bound does"),
 ]
-
-BY_NAME = {v.name: v for v in VARIANTS}

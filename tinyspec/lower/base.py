@@ -1,7 +1,7 @@
 """What a pass is, the options of a lowering, and the rewrite driver that threads the fuzzer's hooks through passes."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from tinyspec.dtype import DType
@@ -40,7 +40,6 @@ class LowerOptions:
   opts: tuple | None = None        # optimize actions, e.g. (("split", axis, factor), ("unroll", axis), ("global", axis))
   backend: str = "c"               # c | opencl: which renderer the render pass uses
   int_dtype: DType | None = None   # what `index` becomes at linearize (None: int32 when bounds fit, else int64)
-  extra: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

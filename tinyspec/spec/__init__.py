@@ -6,6 +6,6 @@ stable id in RULES. check(root, stage) lists every violation, verify(root, stage
 from __future__ import annotations
 
 from tinyspec.spec.base import RULES, Rule, SpecError, Stage, Violation
-from tinyspec.spec.engine import check, rule_ids, verify
+from tinyspec.spec.engine import check, verify
 
-__all__ = ["Stage", "Violation", "SpecError", "check", "verify", "RULES", "Rule", "rule_ids"]
+__all__ = ["Stage", "Violation", "SpecError", "check", "verify", "RULES", "Rule"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinyspec.spec.base import RULES, Ctx, Finding, SpecError, Stage, Violation, declare
+from tinyspec.spec.base import Ctx, Finding, SpecError, Stage, Violation, declare
 from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
@@ -246,7 +246,3 @@ def verify(root: UOp, stage: Stage | str) -> UOp:
   if vs := check(root, stage): raise SpecError(vs)
   return root
 
-
-def rule_ids() -> list[str]:
-  """Every registered rule id, sorted."""
-  return sorted(RULES)
