@@ -128,7 +128,7 @@ def test_bitcasts_and_bool_ops(compiler):
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_hand_built_kernels(compiler):
-  from test_kernel_passes import matmul, np_matmul, two_stage_graph
+  from builders import matmul, np_matmul, two_stage_graph
   root, X = two_stage_graph()
   x = np.linspace(-3, 3, 12).astype(np.float32)
   y = np.maximum(x * 3 - 5, 0)
@@ -169,7 +169,7 @@ def test_program_other_compilers(name, compiler):
 
 # ---- compiling and caching ----
 def test_one_compile_per_graph_and_caches():
-  from test_kernel_passes import two_stage_graph
+  from builders import two_stage_graph
   root, X = two_stage_graph(n=13)
   g = cpu.prepare(root)
   assert len(kernel_calls(g)) == 2
@@ -200,7 +200,7 @@ def test_unknown_compiler_is_named():
 
 
 def test_runtime_dispatch():
-  from test_kernel_passes import two_stage_graph
+  from builders import two_stage_graph
   root, X = two_stage_graph()
   x = np.linspace(-1, 1, 12).astype(np.float32)
   ref = runtime.run(root, {X.arg.id: x}, backend="reference")

@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from builders import matmul, np_matmul, two_stage_graph
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Trace
@@ -24,47 +25,11 @@ pytestmark = pytest.mark.spec
 KERNEL_PASSES = (SIMPLIFY, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER)
 
 
-# ---- hand-built kernel graphs ----
-def matmul(M: int, K: int, N: int, dt: DType = dtypes.float32, op: Ops = Ops.ADD):
-  """C = A @ B (or its MAX / MUL analogue) as one kernel: (root, A, B)."""
-  A, B, C = UOp.buffer(dt, M * K), UOp.buffer(dt, K * N), UOp.buffer(dt, M * N)
-  pc, pa, pb = UOp.param(0, dt, M * N), UOp.param(1, dt, M * K), UOp.param(2, dt, K * N)
-  i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
-  a, b = pa.index(i * K + k).load(), pb.index(k * N + j).load()
-  v = a * b if op is Ops.ADD else a + b
-  body = UOp(Ops.SINK, src=(pc.index(i * N + j).store(UOp(Ops.REDUCE, dt, (v, k), op)).end(i, j),))
-  return UOp(Ops.SINK, src=(C.after(UOp(Ops.CALL, src=(body, C, A, B), arg="matmul")),)), A, B
-
-
-def np_matmul(a: np.ndarray, b: np.ndarray, op: Ops) -> np.ndarray:
-  if op is Ops.ADD: return a @ b
-  s = a[:, :, None] + b[None, :, :]
-  return s.max(axis=1) if op is Ops.MAX else s.prod(axis=1, dtype=s.dtype)
-
-
 def lower_kernels(root: UOp, passes=KERNEL_PASSES, **options) -> dict[str, UOp]:
   opts = LowerOptions(**options)
   out = {"input": root}
   for p in passes: root = out[p.name] = p.run(root, opts, Trace())
   return out
-
-
-def two_stage_graph(n: int = 12):
-  """y = relu(x * 3 - 5) then z[i] = y[n-1-i] + max_j y[j]: two kernels ordered by AFTER, a reduce in the second."""
-  dt = dtypes.float32
-  X, Y, Z = UOp.buffer(dt, n), UOp.buffer(dt, n), UOp.buffer(dt, n)
-  i = UOp.range(n, 0)
-  x = UOp.param(1, dt, n).index(i).load()
-  y = (x * UOp.const(dt, 3.0) - UOp.const(dt, 5.0)).maximum(UOp.const(dt, 0.0))
-  k1 = UOp(Ops.SINK, src=(UOp.param(0, dt, n).index(i).store(y).end(i),))
-  c1 = UOp(Ops.CALL, src=(k1, Y, X), arg="relu")
-  j = UOp.range(n, 1, AxisType.REDUCE)
-  py = UOp.param(1, dt, n)
-  flip = py.index(UOp.const(dtypes.index, n - 1) - i).load()
-  red = UOp(Ops.REDUCE, dt, (py.index(j).load(), j), Ops.MAX)
-  k2 = UOp(Ops.SINK, src=(UOp.param(0, dt, n).index(i).store(flip + red).end(i),))
-  c2 = UOp(Ops.CALL, src=(k2, Z, Y.after(c1)), arg="flipmax")
-  return UOp(Ops.SINK, src=(Z.after(c2), Y.after(c1))), X
 
 
 @pytest.mark.parametrize("op", [Ops.ADD, Ops.MAX, Ops.MUL])

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from test_spec_builders import buf, k_add, kgraph_of, sink
+from builders import buf, k_add, kgraph_of, sink
 
 from tinyspec.cli import main
 from tinyspec.uop import pyrender

@@ -10,7 +10,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_spec_properties import tensor_graphs
+from builders import tensor_graphs
 
 from tinyspec import Ops, Stage, UOp, check, dtypes
 from tinyspec.dtype import DType

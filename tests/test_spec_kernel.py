@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from test_spec_builders import assert_breaks_exactly, KERNELS, VOID, buf, c, f32, group, i32, ic, k_acc, k_add, k_reduce, kgraph_of, rng, sink
+from builders import assert_breaks_exactly, KERNELS, VOID, buf, c, f32, group, i32, ic, k_acc, k_add, k_reduce, kgraph_of, rng, sink
 
 from tinyspec import Ops, Stage, UOp, check, dtypes, smt
 from tinyspec.uop import AddrSpace

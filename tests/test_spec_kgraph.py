@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from test_spec_builders import (KERNELS, assert_breaks_exactly, buf, c, call, f32, group, i32, k_acc, k_add, k_reduce, kgraph_of, program, rng,
+from builders import (KERNELS, assert_breaks_exactly, buf, c, call, f32, group, i32, k_acc, k_add, k_reduce, kgraph_of, program, rng,
                                 sink, tup)
 
 from tinyspec import Ops, Stage, UOp, check, dtypes

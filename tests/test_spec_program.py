@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from test_spec_builders import (PROGRAM_KERNELS, VOID, assert_breaks_exactly, buf, c, f32, group, i32, k_2d, k_acc, k_add, k_reduce, kgraph_of,
+from builders import (PROGRAM_KERNELS, VOID, assert_breaks_exactly, buf, c, f32, group, i32, k_2d, k_acc, k_add, k_reduce, kgraph_of,
                                 linear, program, rng, sink)
 
 from tinyspec import Ops, Stage, UOp, check, dtypes

@@ -9,7 +9,7 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_spec_builders import buf, c, call, f32, i32, k_acc, kgraph_of, sink, tup
+from builders import buf, c, f32, i32, k_acc, kgraph_of, sink, tensor_graphs
 
 from tinyspec import Ops, Stage, UOp, check, dtypes, smt
 from tinyspec.dtype import DType
@@ -20,29 +20,7 @@ pytestmark = pytest.mark.spec
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@st.composite
-def tensor_graphs(draw) -> UOp:
-  """Random legal tensor graphs: elementwise ops and views on 4x4 float inputs, sometimes inside a value call."""
-  xs = [buf(16).reshape((4, 4)) for _ in range(draw(st.integers(1, 3)))]
-  for _ in range(draw(st.integers(1, 12))):
-    a, b = draw(st.sampled_from(xs)), draw(st.sampled_from(xs))
-    kind = draw(st.sampled_from(["add", "mul", "max", "neg", "permute", "flip", "where", "padshrink", "reshape", "reduce"]))
-    if kind == "add": y = a + b
-    elif kind == "mul": y = a * b
-    elif kind == "max": y = a.maximum(b)
-    elif kind == "neg": y = -a
-    elif kind == "permute": y = a.permute((1, 0))
-    elif kind == "flip": y = a.flip((draw(st.booleans()), draw(st.booleans())))
-    elif kind == "where": y = (a < b).where(a, b)
-    elif kind == "padshrink": y = a.pad(((1, 6), (0, 4))).shrink(((draw(st.integers(0, 2)), 4), (0, 4)))
-    elif kind == "reshape": y = a.reshape((16,)).reshape((2, 8)).reshape((4, 4))
-    else: y = a.reduce(Ops.ADD, 1).expand((4,)).permute((1, 0))
-    xs.append(y)
-  out = xs[-1]
-  if draw(st.booleans()):
-    p = UOp.param(0, f32, 16).reshape((4, 4))
-    out = call(tup(p * p, p), out).gettuple(draw(st.integers(0, 1)))
-  return sink(out, *draw(st.lists(st.sampled_from(xs), max_size=2)))
+
 
 
 @given(tensor_graphs())
@@ -85,7 +63,7 @@ def corrupted(draw) -> tuple[UOp, Stage]:
   stage = draw(st.sampled_from(list(Stage)))
   g = draw(tensor_graphs()) if stage is Stage.TENSOR else kgraph_of(k_acc(i32 if stage is Stage.PROGRAM else dtypes.index))
   if stage is Stage.PROGRAM:
-    from test_spec_builders import program
+    from builders import program
     g = kgraph_of(program(k_acc(i32)))
   nodes = g.toposort()
   target = draw(st.sampled_from(nodes))

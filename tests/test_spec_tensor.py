@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from test_spec_builders import VOID, assert_breaks_exactly, buf, c, call, f32, group, i32, k_add, sink, tup
+from builders import VOID, assert_breaks_exactly, buf, c, call, f32, group, i32, k_add, sink, tup
 
 from tinyspec import Ops, Stage, UOp, check, dtypes, verify
 from tinyspec.dtype import DType
