@@ -45,7 +45,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.rewrite import PatternMatcher, UPat
 # importing the spec of backward calls registers its rules; a backward call is named "<forward name>" + GRAD_SUFFIX
 from tinyspec.spec.gradient import GRAD_SUFFIX
-from tinyspec.uop import GroupOp, Ops, UOp, walk
+from tinyspec.uop import GroupOp, Ops, UOp, is_value_call, walk
 
 
 class GradientError(ValueError):
@@ -245,7 +245,6 @@ PM_GRADIENT = PatternMatcher([
 
 # ---- the walk ----
 
-def _is_value_call(u: UOp) -> bool: return u.op is Ops.CALL and bool(u.src) and u.src[0].op is Ops.TUPLE
 
 
 def captured(body: UOp) -> tuple[UOp, ...]:
@@ -263,20 +262,20 @@ def call_inputs(call: UOp) -> tuple[UOp, ...]:
 
 def _inputs(u: UOp) -> tuple[UOp, ...]:
   """The nodes the gradient rule of u returns one gradient each for: its sources, or a value call's inputs."""
-  return call_inputs(u) if _is_value_call(u) else u.src
+  return call_inputs(u) if is_value_call(u) else u.src
 
 
 def _kids(u: UOp) -> tuple[UOp, ...]:
   """The nodes a gradient can flow into from u: a CALL's body is not one (its PARAMs are its own), DETACH has none."""
   if u.op is Ops.DETACH: return ()
-  if u.op is Ops.CALL: return call_inputs(u) if _is_value_call(u) else u.src[1:]
+  if u.op is Ops.CALL: return call_inputs(u) if is_value_call(u) else u.src[1:]
   return u.src
 
 
 def _carries(u: UOp) -> bool:
   """Whether u can hold a gradient: a float value, a value CALL (a bundle), or a STORE (its value's gradient)."""
   if u.dtype.is_float: return True
-  return u.op in (Ops.STORE, Ops.TUPLE) or _is_value_call(u)
+  return u.op in (Ops.STORE, Ops.TUPLE) or is_value_call(u)
 
 
 def _toposort(roots: Iterable[UOp]) -> list[UOp]:
@@ -352,7 +351,7 @@ def backward_call(call: UOp, out_grads: Sequence[UOp]) -> UOp:
 
 def is_backward_call(u: UOp) -> bool:
   """A value CALL built by backward_call (its name ends with GRAD_SUFFIX)."""
-  return _is_value_call(u) and isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX)
+  return is_value_call(u) and isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX)
 
 
 # ---- the public API ----

@@ -43,7 +43,7 @@ from tinyspec.lower.kernel_map import storage_of
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, GroupOp, Ops, UOp, next_buffer_id
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_value_call, next_buffer_id
 
 
 def _after_through_view(a: UOp, v: UOp) -> UOp:
@@ -71,7 +71,7 @@ def _reshape_base(a: UOp) -> UOp:
 
 def _args_to_storage(call: UOp, base_ops: frozenset) -> UOp | None:
   """The CALL with each arg that is a RESHAPE chain of storage (its base op in base_ops) bound to that storage."""
-  if not call.src or call.src[0].op is Ops.TUPLE: return None  # a value call's args are tensor values
+  if not call.src or is_value_call(call): return None  # a value call's args are tensor values
   new = []
   for a in call.src[1:]:
     b = _reshape_base(a)

@@ -17,7 +17,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
 from tinyspec.uop import walk as walk_from
 
 STORAGE_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
@@ -64,7 +64,6 @@ def strip_views(u: UOp, ops: frozenset[Ops] = GroupOp.Movement) -> UOp:
   return u
 
 
-def is_value_call(u: UOp) -> bool: return u.op is Ops.CALL and u.src[0].op is Ops.TUPLE
 
 
 def walk(root: UOp) -> list[UOp]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, rule
 from tinyspec.spec.shared import is_value, shape_ok, what
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import UOp, is_value_call
 
 GRAD_SUFFIX = ".grad"
 
 
 def _is_backward(u: UOp) -> bool:
-  return isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX) and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
+  return isinstance(u.arg, str) and u.arg.endswith(GRAD_SUFFIX) and is_value_call(u)
 
 
 @rule("gradient.backward_slots", "A backward call (a value CALL named '<name>.grad') has one result slot per forward input (the "

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name, class_summary
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
-from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp
+from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, is_value_call
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -42,7 +42,7 @@ def is_effect(u: UOp) -> bool:
   """STORE, GROUP, END, and opaque (non-TUPLE body) CALLs: what a GROUP may hold."""
   op = u.op
   if op in GroupOp.Effect: return True
-  return op is Ops.CALL and len(u.src) > 0 and u.src[0].op is not Ops.TUPLE
+  return op is Ops.CALL and len(u.src) > 0 and not is_value_call(u)
 
 
 def is_value(u: UOp) -> bool:

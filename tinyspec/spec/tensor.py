@@ -9,7 +9,7 @@ from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_effect, is_value,
                                   param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, value_source, what,
                                   where_cond)
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
 T_STORAGE_WORDS = "storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
@@ -107,7 +107,7 @@ def tuple_values(u: UOp, cx: Ctx) -> list[Finding] | None:
 def _tuple_of(g: UOp) -> UOp | None:
   s = g.src[0]
   if s.op is Ops.TUPLE: return s
-  if s.op is Ops.CALL and s.src and s.src[0].op is Ops.TUPLE: return s.src[0]
+  if is_value_call(s): return s.src[0]
   return None
 
 
