@@ -329,6 +329,28 @@ def is_value_call(u: UOp) -> bool:
   return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
+def open_ranges(u: UOp) -> frozenset:
+  """The RANGEs u depends on that no END or range-form REDUCE between u and them closes. Cached on every node it
+  visits; iterative, so deep kernels do not recurse."""
+  key = "open_ranges"
+  if (ret := u._cache.get(key)) is not None: return ret
+  stack: list[tuple[UOp, bool]] = [(u, False)]
+  while stack:
+    x, ready = stack.pop()
+    if key in x._cache: continue
+    srcs = [s for s in x.src if isinstance(s, UOp)]
+    if not ready:
+      stack.append((x, True))
+      stack.extend((s, False) for s in srcs if key not in s._cache)
+      continue
+    sets = [s._cache[key] for s in srcs if s._cache[key]]
+    res = sets[0] if len(sets) == 1 else frozenset().union(*sets)
+    if x.op is Ops.RANGE: res = res | {x}
+    elif (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res: res = res - frozenset(srcs[1:])
+    x._cache[key] = res
+  return u._cache[key]
+
+
 def walk(roots: Iterable[UOp], children: Callable[[UOp], Sequence[UOp]] | None = None) -> list[UOp]:
   """Every node reachable from roots through `children` (default: the sources), sources before users, each once.
   Iterative, so a chain of a million nodes does not reach Python's recursion limit."""

@@ -51,17 +51,6 @@ def storage_of(u: UOp) -> UOp:
   return u
 
 
-def open_ranges(root: UOp) -> dict[UOp, frozenset[UOp]]:
-  """For every node under root, the RANGEs it depends on that no END or REDUCE between it and them closes."""
-  out: dict[UOp, frozenset[UOp]] = {}
-  for u in root.toposort():
-    rs: frozenset[UOp] = frozenset().union(*(out[s] for s in u.src)) if u.src else frozenset()
-    if u.op is Ops.RANGE: rs = rs | {u}
-    elif u.op in (Ops.END, Ops.REDUCE): rs = rs - {s for s in u.src[1:] if s.op is Ops.RANGE}
-    out[u] = rs
-  return out
-
-
 def max_axis(root: UOp) -> int:
   """The largest RANGE axis id under root, -1 when there is none."""
   return max((u.arg.axis for u in root.toposort() if u.op is Ops.RANGE), default=-1)

@@ -20,10 +20,10 @@ import re
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.kernel_map import map_kernels, max_axis, open_ranges
+from tinyspec.lower.kernel_map import map_kernels, max_axis
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp, substitute
+from tinyspec.uop import Ops, UOp, open_ranges, substitute
 
 
 class LinearizeError(ValueError):
@@ -90,7 +90,6 @@ def schedule(body: UOp) -> list[UOp]:
   """Every node under body in an execution order with properly nested loops (see the module doc)."""
   nodes = body.toposort()
   pos = {u: i for i, u in enumerate(nodes)}
-  place = open_ranges(body)
   chain: dict[UOp, tuple[UOp, ...]] = {}
 
   def ctx_of(rs: frozenset[UOp], what: UOp) -> tuple[UOp, ...]:
@@ -104,9 +103,9 @@ def schedule(body: UOp) -> list[UOp]:
     return base
 
   for e in reversed([u for u in nodes if u.op is Ops.END]):  # users first: an END's outer loops are closed by its users
-    base = ctx_of(place[e], e)
+    base = ctx_of(open_ranges(e), e)
     for i, r in enumerate(e.src[1:]): chain[r] = base + e.src[1:i + 2]
-  ctx = {u: (chain[u][:-1] if u.op is Ops.RANGE and u in chain else ctx_of(place[u], u)) for u in nodes}
+  ctx = {u: (chain[u][:-1] if u.op is Ops.RANGE and u in chain else ctx_of(open_ranges(u), u)) for u in nodes}
   if any(u.op is Ops.RANGE and u not in chain for u in nodes):
     r = next(u for u in nodes if u.op is Ops.RANGE and u not in chain)
     raise LinearizeError(f"RANGE axis {r.arg.axis} is never closed by an END")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.kernel_map import map_kernels, open_ranges
+from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.ops.scalar import reduce_identity
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import AddrSpace, Ops, UOp
+from tinyspec.uop import AddrSpace, Ops, UOp, open_ranges
 
 
 def identity(op: Ops, dt: DType) -> UOp:
@@ -27,7 +27,7 @@ def reduce_to_acc(red: UOp) -> UOp:
   """The accumulator form of one REDUCE node."""
   value, rr = red.src[0], red.src[1:]
   if not all(r.op is Ops.RANGE for r in rr): raise ValueError(f"REDUCE over {[r.op.name for r in rr]}: every source after the value must be a RANGE")
-  outer = sorted(open_ranges(red)[red], key=lambda r: r.arg.axis)
+  outer = sorted(open_ranges(red), key=lambda r: r.arg.axis)
   acc = UOp.buffer(value.dtype, 1, red.device or "CPU", AddrSpace.REG)
   zero = UOp.const(dtypes.index, 0)
   init = (acc.after(*outer) if outer else acc).index(zero).store(identity(red.arg, value.dtype))

@@ -4,32 +4,14 @@ from __future__ import annotations
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, fold, group_effects, is_view_index,
-                                  shape_ok, storage_base, union_of, value_source, VOID_OPS, wellformed, what, where_cond)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
+                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, open_ranges
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
   | GroupOp.RangeForm
 STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
 EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
-
-
-# ---- derived: the RANGEs a node depends on that no END or REDUCE below it closes ----
-
-def open_ranges(u: UOp) -> frozenset:
-  """RANGEs u depends on that are not closed below u (by an END or a range-form REDUCE). Cached, iterative."""
-  return fold(u, "spec:open", _uop_srcs, _open)
-
-
-def _uop_srcs(x: UOp) -> list[UOp]:
-  return [s for s in x.src if isinstance(s, UOp)]
-
-
-def _open(x: UOp, srcs: list[UOp]) -> frozenset:
-  res = union_of(srcs, "spec:open")
-  if x.op is Ops.RANGE: return res | {x}
-  if (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res: return res - frozenset(srcs[1:])
-  return res
 
 
 def _axis(r: UOp) -> str:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
-from tinyspec.spec.kernel import KERNEL_TABLE, _axis, _body_nodes, open_ranges
+from tinyspec.spec.kernel import KERNEL_TABLE, _axis, _body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
 from tinyspec.spec.shared import what
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, open_ranges
 
 
 no_reduce = forbid("program.no_reduce", "No REDUCE in a program: lower_reduce has turned every REDUCE into an accumulator loop.",
