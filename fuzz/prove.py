@@ -46,7 +46,7 @@ from fuzz.zexact import Analysis, ExactForm, Unsupported, analyze
 from fuzz.zsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import substitute
-from tinyspec.rewrite import Rule, _takes_ctx
+from tinyspec.rewrite import Rule
 from tinyspec.uop import AxisType, Ops, UOp
 
 if TYPE_CHECKING: from fuzz.strategies import Case
@@ -221,14 +221,14 @@ class Prover:
 
   def prove(self, ref: RuleRef) -> RuleResult:
     t0 = time.perf_counter()
-    res = self.finish(ref, [] if _takes_ctx(ref.rule.fn) else [self.prove_dtype(ref, dt) for dt in self.dts])
+    res = self.finish(ref, [] if ref.rule.takes_ctx else [self.prove_dtype(ref, dt) for dt in self.dts])
     res.seconds = time.perf_counter() - t0
     return res
 
   def finish(self, ref: RuleRef, per_dtype: list[DtypeResult]) -> RuleResult:
     """The rule's result from its per-dtype results; a counterexample is written to the corpus here."""
     res = RuleResult(ref, per_dtype, seconds=sum(d.seconds for d in per_dtype))
-    if _takes_ctx(ref.rule.fn):
+    if ref.rule.takes_ctx:
       res.reason = "the rule reads a rewrite context (ctx) its pass builds for a whole kernel; it cannot run on a pattern instance alone"
     elif (cx := res.counterexample) is not None and self.corpus is not None: cx.corpus_path = write_counterexample(self.corpus, ref, cx)
     return res
@@ -469,14 +469,14 @@ def prove_rules(refs: Iterable[RuleRef], prover: Prover, out: TextIO | None = No
   if jobs <= 1 or len(refs) * len(prover.dts) <= 1 or "fork" not in mp.get_all_start_methods():
     for ref in refs: done(prover.prove(ref))
     return results
-  tasks = [(i, j) for i, ref in enumerate(refs) if not _takes_ctx(ref.rule.fn) for j in range(len(prover.dts))]
+  tasks = [(i, j) for i, ref in enumerate(refs) if not ref.rule.takes_ctx for j in range(len(prover.dts))]
   _WORK = (refs, prover)
   try:
     with mp.get_context("fork").Pool(min(jobs, len(tasks) or 1)) as pool:
       it = pool.imap(_prove_task, tasks, chunksize=1)  # in task order: a rule's dtypes arrive together, rules in order
       for ref in refs:
         per: list[DtypeResult] = []
-        for _ in (range(len(prover.dts)) if not _takes_ctx(ref.rule.fn) else ()):
+        for _ in (range(len(prover.dts)) if not ref.rule.takes_ctx else ()):
           dr, stats = next(it)
           per.append(dr)
           prover.stats.update(stats)

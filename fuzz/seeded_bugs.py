@@ -58,16 +58,16 @@ def mod_below_divisor_off_by_one(x: UOp, c: UOp) -> UOp | None:
 
 
 def _fold_cast_source_dtype(x: UOp, c: UOp) -> UOp | None:
-  from tinyspec.lower.simplify import _is_int_or_bool
-  if not (_is_int_or_bool(x) and _is_int_or_bool(c)): return None
+  from tinyspec.lower.simplify import is_int_or_bool
+  if not (is_int_or_bool(x) and is_int_or_bool(c)): return None
   return UOp.const(c.dtype, c.arg)  # the constant keeps the dtype it is cast from
 
 
 def _pad_without_gate(v: UOp) -> UOp:
-  from tinyspec.lower.indexing import _idx, imax, imin, iadd, vindex
+  from tinyspec.lower.indexing import view_indices, imax, imin, iadd, vindex
   x = v.src[0].src[0]
   inner = []
-  for i, (o, n), d in zip(_idx(v), v.src[0].arg, x.shape):
+  for i, (o, n), d in zip(view_indices(v), v.src[0].arg, x.shape):
     j = iadd(i, -o)
     if o > 0: j = imax(j, 0)
     if o + d < n: j = imin(j, d - 1)
@@ -76,9 +76,9 @@ def _pad_without_gate(v: UOp) -> UOp:
 
 
 def _permute_forward_map(v: UOp) -> UOp:
-  from tinyspec.lower.indexing import _idx, vindex
+  from tinyspec.lower.indexing import view_indices, vindex
   x, perm = v.src[0].src[0], v.src[0].arg
-  idx = _idx(v)
+  idx = view_indices(v)
   new = [None] * len(perm)
   for i, p in enumerate(perm): new[i] = idx[p]  # the permutation where its inverse belongs
   return vindex(x, new)
@@ -103,11 +103,11 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
 
 def _after_kept_over_view(call: UOp) -> UOp | None:
   from tinyspec.lower.kernel_map import storage_of
-  from tinyspec.lower.rangeify import _reshape_base
+  from tinyspec.lower.rangeify import reshape_base
   if call.src[0].op is Ops.TUPLE: return None
   new = []
   for a in call.src[1:]:
-    b = _reshape_base(a)
+    b = reshape_base(a)
     if a.op is Ops.RESHAPE and b.op is Ops.AFTER and storage_of(b).op in GroupOp.Storage:
       chain = []
       while a is not b: chain.append(a); a = a.src[0]  # noqa: E702

@@ -181,7 +181,7 @@ class UOp(metaclass=UOpMetaClass):
       if key in u._cache: continue
       if ready:
         try: u._cache[key] = fn(u)
-        except Exception as e: u._cache[key] = _Bad(e)  # malformed nodes give a marker, never an exception here
+        except Exception as e: u._cache[key] = Malformed(e)  # malformed nodes give a marker, never an exception here
         continue
       stack.append((u, True))
       stack.extend((s, False) for s in u.src if isinstance(s, UOp) and key not in s._cache)  # a non-UOp source makes u malformed, not the walk
@@ -192,12 +192,12 @@ class UOp(metaclass=UOpMetaClass):
   def shape(self) -> tuple[int, ...] | None:
     """The tensor shape, None for effects and other shapeless nodes. Raises ValueError on a malformed node."""
     ret = self._derive("shape", _shape_rule)
-    if isinstance(ret, _Bad): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
+    if isinstance(ret, Malformed): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
     return ret
 
   @property
   def shape_ok(self) -> bool:
-    return not isinstance(self._derive("shape", _shape_rule), _Bad)
+    return not isinstance(self._derive("shape", _shape_rule), Malformed)
 
   @property
   def size(self) -> int:
@@ -206,7 +206,7 @@ class UOp(metaclass=UOpMetaClass):
   @property
   def device(self) -> str | None:
     ret = self._derive("device", _device_rule)
-    return None if isinstance(ret, _Bad) else ret
+    return None if isinstance(ret, Malformed) else ret
 
   @property
   def vmin(self) -> int | float | bool:
@@ -220,7 +220,7 @@ class UOp(metaclass=UOpMetaClass):
     if (ret := self._cache.get("bounds")) is None:  # the cached case first: the simplifier asks for bounds on every node
       from tinyspec.ops.intervals import bounds_rule
       ret = self._derive("bounds", bounds_rule)
-    return (self.dtype.min, self.dtype.max) if isinstance(ret, _Bad) else ret
+    return (self.dtype.min, self.dtype.max) if isinstance(ret, Malformed) else ret
 
   # ---- constructors ----
   @staticmethod
@@ -388,7 +388,7 @@ def substitute(root: UOp, mapping: dict[UOp, UOp], into_calls: bool = True) -> U
   return new[root]
 
 
-class _Bad:
+class Malformed:
   """The cached result of a derived property on a malformed node."""
   __slots__ = ("err",)
   def __init__(self, err: Exception): self.err = err

@@ -109,38 +109,38 @@ def reshape_index(idx: Sequence[UOp], out_shape: tuple, in_shape: tuple) -> list
 
 
 # ---- the rule functions: each takes the transient INDEX `v` (and the ctx) ----
-def _idx(v: UOp) -> tuple[UOp, ...]: return v.src[1:]
+def view_indices(v: UOp) -> tuple[UOp, ...]: return v.src[1:]
 
 
 def _reshape(v: UOp) -> UOp:
   x = v.src[0].src[0]
-  return vindex(x, reshape_index(_idx(v), v.src[0].shape, x.shape))
+  return vindex(x, reshape_index(view_indices(v), v.src[0].shape, x.shape))
 
 
 def _permute(v: UOp) -> UOp:
   x, perm = v.src[0].src[0], v.src[0].arg
   new = [None] * len(perm)
-  for i, p in enumerate(perm): new[p] = _idx(v)[i]
+  for i, p in enumerate(perm): new[p] = view_indices(v)[i]
   return vindex(x, new)
 
 
-def _expand(v: UOp) -> UOp: return vindex(v.src[0].src[0], _idx(v)[len(v.src[0].arg):])
+def _expand(v: UOp) -> UOp: return vindex(v.src[0].src[0], view_indices(v)[len(v.src[0].arg):])
 
 
 def _shrink(v: UOp) -> UOp:
-  return vindex(v.src[0].src[0], [iadd(i, o) for i, (o, _) in zip(_idx(v), v.src[0].arg)])
+  return vindex(v.src[0].src[0], [iadd(i, o) for i, (o, _) in zip(view_indices(v), v.src[0].arg)])
 
 
 def _flip(v: UOp) -> UOp:
   x = v.src[0].src[0]
-  return vindex(x, [isub_from(d - 1, i) if f else i for i, f, d in zip(_idx(v), v.src[0].arg, x.shape)])
+  return vindex(x, [isub_from(d - 1, i) if f else i for i, f, d in zip(view_indices(v), v.src[0].arg, x.shape)])
 
 
 def _pad_parts(v: UOp) -> tuple[list[UOp], UOp | None]:
   """The clamped index into the PAD's source and the condition (None: always) under which it is inside the source."""
   x = v.src[0].src[0]
   inner, valid = [], None
-  for i, (o, n), d in zip(_idx(v), v.src[0].arg, x.shape):
+  for i, (o, n), d in zip(view_indices(v), v.src[0].arg, x.shape):
     j = iadd(i, -o)
     conds = []
     if o > 0: conds.append(iconst(o - 1).alu(Ops.CMPLT, i)); j = imax(j, 0)  # noqa: E702
@@ -160,14 +160,14 @@ def _pad(v: UOp) -> UOp:
 
 def _elementwise(v: UOp) -> UOp:
   e = v.src[0]
-  return e.replace(src=tuple(vindex(s, _idx(v)) for s in e.src))
+  return e.replace(src=tuple(vindex(s, view_indices(v)) for s in e.src))
 
 
 def _leaf_address(v: UOp, ctx) -> UOp | None:
   """INDEX(PARAM, flat) of the view INDEX v when its tensor is a leaf of the kernel; None when it is not one."""
   x = v.src[0]
   if (p := ctx.leaves.get(x)) is None: return None
-  return UOp(Ops.INDEX, p.dtype, (p, flatten(_idx(v), x.shape)))
+  return UOp(Ops.INDEX, p.dtype, (p, flatten(view_indices(v), x.shape)))
 
 
 def _leaf(v: UOp, ctx) -> UOp | None:
@@ -229,7 +229,7 @@ INDEXING = PatternMatcher([
   ("index_through_flip", _on(Ops.FLIP), _flip),
   ("index_through_pad", _on(Ops.PAD), _pad),
   ("index_through_elementwise", _on(GroupOp.Elementwise), _elementwise),
-  ("index_through_detach", _on(Ops.DETACH), lambda v: vindex(v.src[0].src[0], _idx(v))),
+  ("index_through_detach", _on(Ops.DETACH), lambda v: vindex(v.src[0].src[0], view_indices(v))),
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),

@@ -64,7 +64,7 @@ class KernelCtx:
 
 
 # ---- call args: bound as the views a kernel reads, then to the storage under them ----
-def _reshape_base(a: UOp) -> UOp:
+def reshape_base(a: UOp) -> UOp:
   while a.op is Ops.RESHAPE: a = a.src[0]
   return a
 
@@ -74,7 +74,7 @@ def _args_to_storage(call: UOp, base_ops: frozenset) -> UOp | None:
   if not call.src or is_value_call(call): return None  # a value call's args are tensor values
   new = []
   for a in call.src[1:]:
-    b = _reshape_base(a)
+    b = reshape_base(a)
     new.append(b if a.op is Ops.RESHAPE and b.op in base_ops and storage_of(b).op in GroupOp.Storage else a)
   if all(x is y for x, y in zip(new, call.src[1:])): return None
   return call.replace(src=(call.src[0], *new))

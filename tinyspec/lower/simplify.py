@@ -36,7 +36,7 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple) -> Any:
   return scalar.run(op, dtype, *vals)
 
 
-def _is_int_or_bool(u: UOp) -> bool: return u.dtype in INTS_BOOL
+def is_int_or_bool(u: UOp) -> bool: return u.dtype in INTS_BOOL
 
 
 # ---- bounds helpers ----
@@ -87,18 +87,18 @@ def fold_const(x: UOp) -> UOp | None:
   if not all(s.op is Ops.CONST for s in x.src): return None
   # a comparison is folded on its operands' dtype (its own is bool), every other op on its own
   cmp = x.op in GroupOp.Comparison
-  if not (all(_is_int_or_bool(s) for s in x.src) if cmp else _is_int_or_bool(x)): return None
+  if not (all(is_int_or_bool(s) for s in x.src) if cmp else is_int_or_bool(x)): return None
   ret = exec_alu(x.op, x.src[0].dtype if cmp else x.dtype, tuple(s.arg for s in x.src))
   return None if ret is None else UOp.const(x.dtype, ret)
 
 
 def fold_cast(x: UOp, c: UOp) -> UOp | None:
-  if not (_is_int_or_bool(x) and _is_int_or_bool(c)): return None
+  if not (is_int_or_bool(x) and is_int_or_bool(c)): return None
   return UOp.const(x.dtype, c.arg)
 
 
 def fold_by_bounds(x: UOp) -> UOp | None:
-  if x.op is Ops.CONST or not _is_int_or_bool(x) or x.vmin != x.vmax: return None
+  if x.op is Ops.CONST or not is_int_or_bool(x) or x.vmin != x.vmax: return None
   return UOp.const(x.dtype, x.vmin)
 
 

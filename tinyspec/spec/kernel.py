@@ -14,7 +14,7 @@ STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
 EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
 
 
-def _axis(r: UOp) -> str:
+def range_name(r: UOp) -> str:
   return f"axis {r.arg.axis}" if hasattr(r.arg, "axis") else "a range"
 
 
@@ -256,21 +256,21 @@ def range_closed(u: UOp, cx: Ctx) -> list[Finding] | None:
     if x in seen: continue
     seen.add(x)
     if x.op is Ops.STORE and (miss := open_ranges(x) - closed):
-      axes = ", ".join(sorted(_axis(r) for r in miss))
+      axes = ", ".join(sorted(range_name(r) for r in miss))
       out.append((path, x, "kernel.range_closed", f"STORE depends on RANGE {axes} but no END around it closes it; at {cx.sname} every "
                   "RANGE a STORE depends on is closed by an END around that STORE"))
     if x.op is Ops.END: closed = closed | frozenset(x.src[1:])
     for i, s in enumerate(x.src):
       if isinstance(s, UOp) and s not in seen and open_ranges(s) - closed: stack.append((s, path + (i,), closed))
   if not out:
-    axes = ", ".join(sorted(_axis(r) for r in left))
+    axes = ", ".join(sorted(range_name(r) for r in left))
     out.append(((), u, "kernel.range_closed", f"RANGE {axes} is used but never closed by an END; at {cx.sname} every RANGE is closed by an END"))
   return out
 
 
 @rule("kernel.range_axis_unique", "Within one kernel, one RANGE node per axis id (two RANGEs with the same axis are two loops with one name).")
 def range_axis_unique(u: UOp, cx: Ctx) -> list[Finding] | None:
-  ranges = [r for r in _body_nodes(u) if r.op is Ops.RANGE and hasattr(r.arg, "axis")]
+  ranges = [r for r in body_nodes(u) if r.op is Ops.RANGE and hasattr(r.arg, "axis")]
   first: dict[int, UOp] = {}
   dup: list[UOp] = []
   for r in ranges:
@@ -281,7 +281,7 @@ def range_axis_unique(u: UOp, cx: Ctx) -> list[Finding] | None:
            "RANGE per kernel") for r in dup]
 
 
-def _body_nodes(u: UOp) -> list[UOp]:
+def body_nodes(u: UOp) -> list[UOp]:
   c = u._cache
   if (ret := c.get("spec:nodes")) is not None: return ret
   out, seen, stack = [], {u}, [u]

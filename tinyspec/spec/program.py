@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
-from tinyspec.spec.kernel import KERNEL_TABLE, _axis, _body_nodes
+from tinyspec.spec.kernel import KERNEL_TABLE, range_name, body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
 from tinyspec.spec.shared import what
 from tinyspec.uop import GroupOp, Ops, UOp, open_ranges
@@ -64,21 +64,21 @@ def _loops(u: UOp) -> tuple[list[Finding], list[Finding], list[Finding]]:
       stack.append(x)
     used = [r for r in open_ranges(x) if r in ended and r is not x]
     if used:
-      axes = ", ".join(sorted(_axis(r) for r in used))
+      axes = ", ".join(sorted(range_name(r) for r in used))
       late.append(((i,), x, "program.range_use_after_end", f"LINEAR instruction {i} ({x.op.name}) depends on RANGE {axes} after its END at "
                    f"{min(ended[r] for r in used)}; at PROGRAM the users of a range come between its RANGE and its END"))
     if x.op is Ops.END:
       rs = [r for r in x.src[1:] if r.op is Ops.RANGE]
       top = stack[len(stack) - len(rs):] if len(rs) <= len(stack) else stack
       if set(top) != set(rs):
-        want = ", ".join(_axis(r) for r in rs)
-        inner = ", ".join(_axis(r) for r in reversed(stack[-max(len(rs), 1):])) or "none"
+        want = ", ".join(range_name(r) for r in rs)
+        inner = ", ".join(range_name(r) for r in reversed(stack[-max(len(rs), 1):])) or "none"
         nest.append(((i,), x, "program.range_nesting", f"END at {i} closes {want} while the innermost open loops are {inner}; at PROGRAM an "
                      "END closes the innermost open RANGEs (loops nest)"))
       for r in rs:
         if r in stack: stack.remove(r)
         ended.setdefault(r, i)
-  unclosed = [((opened[r],), r, "program.range_unclosed", f"RANGE {_axis(r)} opened at {opened[r]} is never closed by an END; at PROGRAM "
+  unclosed = [((opened[r],), r, "program.range_unclosed", f"RANGE {range_name(r)} opened at {opened[r]} is never closed by an END; at PROGRAM "
                "every loop is closed") for r in stack]
   c["spec:loops"] = ret = (nest, late, unclosed)
   return ret
@@ -112,14 +112,14 @@ def program_form(u: UOp, cx: Ctx) -> str | None:
 def linear_covers_sink(u: UOp, cx: Ctx) -> list[Finding] | None:
   sink, lin = u.src[0], u.src[1]
   if sink.op is not Ops.SINK or lin.op is not Ops.LINEAR: return None
-  nodes = set(_body_nodes(sink))
+  nodes = set(body_nodes(sink))
   listed = set(lin.src)
   out: list[Finding] = []
   for i, x in enumerate(lin.src):
     if x not in nodes:
       out.append(((1, i), x, "program.linear_covers_sink", f"LINEAR instruction {i} ({x.op.name}) is not a node of the PROGRAM's kernel SINK; "
                   "at PROGRAM the LINEAR orders the kernel's own nodes"))
-  missing = [x for x in _body_nodes(sink) if x not in listed and x is not sink]
+  missing = [x for x in body_nodes(sink) if x not in listed and x is not sink]
   for x in missing:
     out.append(((0,), x, "program.linear_covers_sink", f"{x.op.name} of the kernel SINK is missing from the LINEAR; at PROGRAM the LINEAR "
                 "lists every node of the kernel"))

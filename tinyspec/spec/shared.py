@@ -7,7 +7,7 @@ from typing import Any, Callable
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name, class_summary
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
-from tinyspec.uop import _Bad, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, is_value_call
+from tinyspec.uop import Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, is_value_call
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -74,7 +74,7 @@ def shape_ok(u: UOp) -> bool:
   """u.shape_ok, reading the cached verdict directly when there is one (this is on the hot path of every check)."""
   r = u._cache.get("shape", _NO)
   if r is _NO: return u.shape_ok
-  return type(r) is not _Bad
+  return type(r) is not Malformed
 
 
 def srcs_shape_ok(u: UOp) -> bool:
