@@ -102,7 +102,7 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
 
 
 def _after_kept_over_view(call: UOp) -> UOp | None:
-  from tinyspec.lower.kernel_map import storage_of
+  from tinyspec.uop import storage_of
   from tinyspec.lower.rangeify import reshape_base
   if call.src[0].op is Ops.TUPLE: return None
   new = []

@@ -329,6 +329,12 @@ def is_value_call(u: UOp) -> bool:
   return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
+def storage_of(u: UOp) -> UOp:
+  """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
+  while u.op is Ops.AFTER and u.src: u = u.src[0]
+  return u
+
+
 def open_ranges(u: UOp) -> frozenset:
   """The RANGEs u depends on that no END or range-form REDUCE between u and them closes. Cached on every node it
   visits; iterative, so deep kernels do not recurse."""

@@ -45,12 +45,6 @@ def map_kernels(root: UOp, fn: Callable[[UOp | None, UOp], UOp]) -> UOp:
   return new[root]
 
 
-def storage_of(u: UOp) -> UOp:
-  """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
-  while u.op is Ops.AFTER and u.src: u = u.src[0]
-  return u
-
-
 def max_axis(root: UOp) -> int:
   """The largest RANGE axis id under root, -1 when there is none."""
   return max((u.arg.axis for u in root.toposort() if u.op is Ops.RANGE), default=-1)

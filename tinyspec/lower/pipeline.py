@@ -9,8 +9,8 @@ from tinyspec.lower.linearize import LINEARIZE
 from tinyspec.lower.lower_reduce import LOWER_REDUCE
 from tinyspec.lower.optimize import OPTIMIZE
 from tinyspec.lower.rangeify import RANGEIFY
+from tinyspec.lower.render import RENDER
 from tinyspec.lower.simplify import SIMPLIFY
-from tinyspec.render import RENDER
 from tinyspec.spec import SpecError, verify
 from tinyspec.uop import UOp
 

@@ -39,11 +39,10 @@ from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.callify import tuple_element
 from tinyspec.lower.indexing import INDEXING, VIEW, flatten, iconst, vindex
-from tinyspec.lower.kernel_map import storage_of
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_value_call, next_buffer_id
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_value_call, next_buffer_id, storage_of
 
 
 def _after_through_view(a: UOp, v: UOp) -> UOp:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.render.cstyle import CStyleRenderer, RenderError, register
+from tinyspec.render.program import kernel_source
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
 
 MAX_DIMS = 3  # get_global_id dimensions OpenCL guarantees
@@ -111,7 +112,6 @@ register("opencl", OpenCLRenderer)
 
 def render_kernel(call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(OpenCL C text, entry name) of a PROGRAM, with one parameter per arg of call (per PARAM slot without one)."""
-  from tinyspec.lower.render import kernel_source
   if prg.op is not Ops.PROGRAM or len(prg.src) < 2 or prg.src[1].op is not Ops.LINEAR:
     raise RenderError(f"the OpenCL renderer takes PROGRAM(sink, LINEAR) bodies, not {prg.op.name}; run linearize first")
   name, text = kernel_source(OpenCLRenderer(), call, prg)

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyspec.lower.kernel_map import is_kernel_body, storage_of
+from tinyspec.lower.kernel_map import is_kernel_body
+from tinyspec.uop import storage_of
 from tinyspec.uop import Ops, SourceArg, UOp
 
 # PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
