@@ -41,9 +41,9 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType
 from tinyspec.rewrite import PatternMatcher, UPat
-# importing the spec of backward calls registers its rules; a backward call is named "<forward name>" + GRAD_SUFFIX
+# a backward call is named "<forward name>" + GRAD_SUFFIX; the TENSOR table checks its form (spec/gradient.py)
 from tinyspec.spec.gradient import GRAD_SUFFIX
 from tinyspec.uop import GroupOp, Ops, UOp, is_value_call, walk
 
@@ -278,7 +278,9 @@ def _carries(u: UOp) -> bool:
   return u.op in (Ops.STORE, Ops.TUPLE) or is_value_call(u)
 
 
-def _toposort(roots: Iterable[UOp]) -> list[UOp]:
+def graph_nodes(roots: Iterable[UOp]) -> list[UOp]:
+  """Every node the gradient walk reaches from roots, sources first: a value call's inputs (args and the buffers its
+  body captures), never a call body."""
   return walk(roots, _kids)
 
 
@@ -286,7 +288,7 @@ def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[U
   """Gradients of every node on a path from the seeded nodes to a target. seeds: (node, its gradient); a node seeded
   twice gets the sum. Call bodies are not entered here: a value CALL's gradient is a backward call (PM_GRADIENT)."""
   targets = set(targets)
-  order = _toposort(s for s, _ in seeds)
+  order = graph_nodes(s for s, _ in seeds)
   live: set[UOp] = set()
   for u in order:
     if u in targets or any(s in live for s in _kids(u)): live.add(u)
@@ -310,7 +312,7 @@ def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[U
 
 def _owned_params(body: UOp) -> list[UOp]:
   """The PARAMs a CALL body owns: reached from it without entering a nested CALL's body."""
-  return [u for u in _toposort([body]) if u.op is Ops.PARAM]
+  return [u for u in graph_nodes([body]) if u.op is Ops.PARAM]
 
 
 def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int], live: Sequence[bool] | None = None) -> UOp:
@@ -389,8 +391,8 @@ def gradient(loss: Any, wrt: Sequence[Any]) -> list[Any]:
   loss_u = _as_uop(loss, "loss")
   grads = _gradients(loss_u, [_as_uop(w, f"wrt[{i}]") for i, w in enumerate(wrt)])
   if any(not isinstance(w, UOp) for w in wrt):
-    from tinyspec.frontend.tensor import Tensor
-    return [g if isinstance(w, UOp) else Tensor(g) for w, g in zip(wrt, grads)]
+    # a Tensor (or any wrapper with .uop) gets its gradient in its own type: autograd knows no frontend
+    return [g if isinstance(w, UOp) else type(w)(g) for w, g in zip(wrt, grads)]
   return grads
 
 
@@ -411,7 +413,7 @@ def tensor_backward(loss: Any, wrt: Sequence[Any] = ()) -> None:
   (buffers a @function captured are call args, so they count), or only of the tensors in wrt when given."""
   loss_u = _as_uop(loss, "loss")
   if wrt: bufs = [flat_storage_base(_as_uop(w, "wrt")) for w in wrt]
-  else: bufs = [u for u in _toposort([loss_u]) if u.op is Ops.BUFFER and u.dtype.is_float]
+  else: bufs = [u for u in graph_nodes([loss_u]) if u.op is Ops.BUFFER and u.dtype.is_float]
   if any(b is None for b in bufs): raise ValueError("backward(*wrt): every tensor in wrt must be made from data (a BUFFER seen through RESHAPEs)")
   for b, g in zip(bufs, _gradients(loss_u, bufs)):
     b._cache[_GRAD_KEY] = add(b._cache.get(_GRAD_KEY), g)
@@ -438,61 +440,5 @@ def set_tensor_grad(t: Any, g: Any) -> None:
     b._cache[_GRAD_KEY] = gu if gu.shape == b.shape else gu.reshape(b.shape)
 
 
-# ---- metamorphic oracle ----
-
-def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
-  """Metamorphic oracle: gradients through value calls equal gradients of the callify-inlined graph.
-
-  root is a tensor graph (a SINK or a value); inputs are its {BUFFER id: array}. The loss is sum(out_i * w_i) over
-  root's float value entries, with fixed random weights (from seed) read from fresh BUFFERs; gradients are taken
-  w.r.t. every float BUFFER the entries read outside call bodies, once on root and once on callify's inlined root,
-  and both are evaluated with the reference evaluator. Returns the mismatches in plain words (empty when they
-  agree, and when root has no float output or reads no float buffer). A graph with something on a gradient path that
-  has no gradient (a partial assign, an opaque CALL's effect) gives [] when both sides say so, and a mismatch when
-  only one side does."""
-  import numpy as np
-
-  from tinyspec.lower.base import LowerOptions, Trace
-  from tinyspec.lower.callify import run as callify
-  from tinyspec.semantics import evaluate
-  entries = [e for e in (root.src if root.op is Ops.SINK else (root,)) if e.dtype.is_float and e.shape_ok and e.shape is not None]
-  bufs = [u for u in _toposort(entries) if u.op is Ops.BUFFER and u.dtype.is_float]
-  if not entries or not bufs: return []
-  rng = np.random.default_rng(seed)
-  feed = dict(inputs or {})
-  wbufs = []
-  for e in entries:
-    wb = UOp.buffer(e.dtype, e.size, e.device or "CPU")
-    feed[wb.arg.id] = rng.uniform(-1.0, 1.0, size=e.size).astype(e.dtype.np)
-    wbufs.append(wb.reshape(e.shape) if e.shape != (e.size,) else wb)
-
-  def loss_of(ents: Sequence[UOp]) -> UOp:
-    total = None
-    for e, w in zip(ents, wbufs):
-      t = _mul(e, w)
-      t = t.reduce(Ops.ADD, len(e.shape)) if e.shape else t
-      t = t if t.dtype is dtypes.float64 else t.cast(dtypes.float64)  # entries of several float types add up in float64
-      total = t if total is None else total + t
-    return total
-  inlined = callify(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
-  sides: list[Any] = []
-  for ents in (entries, inlined.src):
-    try: sides.append(_gradients(loss_of(ents), bufs))
-    except GradientError as e: sides.append(e)
-  errs = [isinstance(x, GradientError) for x in sides]
-  if all(errs): return []
-  if any(errs):
-    return [f"{'through calls' if errs[0] else 'inlined'} the gradient is undefined ({sides[errs.index(True)]}) but "
-            f"{'inlined' if errs[0] else 'through calls'} it is defined"]
-  out_call, out_inl = (evaluate(UOp(Ops.SINK, src=tuple(gs)), feed) for gs in sides)
-  bad = []
-  for b, x, y in zip(bufs, out_call, out_inl):
-    x, y = np.asarray(x, np.float64).reshape(-1), np.asarray(y, np.float64).reshape(-1)
-    if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
-      i = int(np.nanargmax(np.where(np.isnan(x) != np.isnan(y), np.inf, np.abs(x - y))))
-      bad.append(f"gradient w.r.t. BUFFER {b.arg.id}: through calls {x[i]!r} but inlined {y[i]!r} at element {i}")
-  return bad
-
-
 __all__ = ["gradient", "gradient_sink", "backprop", "backward_call", "backward_body", "call_inputs", "captured", "is_backward_call",
-           "PM_GRADIENT", "GradientError", "GRAD_SUFFIX", "call_gradient_mismatches", "tensor_backward", "tensor_grad", "set_tensor_grad"]
+           "PM_GRADIENT", "GradientError", "GRAD_SUFFIX", "graph_nodes", "tensor_backward", "tensor_grad", "set_tensor_grad"]

@@ -1,0 +1,62 @@
+"""The metamorphic gradient oracle: gradients through value calls equal gradients of the callify-inlined graph."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from tinyspec.autograd import GradientError, gradient, graph_nodes
+from tinyspec.dtype import dtypes
+from tinyspec.lower.base import LowerOptions, Trace
+from tinyspec.lower.callify import run as callify
+from tinyspec.semantics import evaluate
+from tinyspec.uop import Ops, UOp
+
+
+def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
+  """Metamorphic oracle: gradients through value calls equal gradients of the callify-inlined graph.
+
+  root is a tensor graph (a SINK or a value); inputs are its {BUFFER id: array}. The loss is sum(out_i * w_i) over
+  root's float value entries, with fixed random weights (from seed) read from fresh BUFFERs; gradients are taken
+  w.r.t. every float BUFFER the entries read outside call bodies, once on root and once on callify's inlined root,
+  and both are evaluated with the reference evaluator. Returns the mismatches in plain words (empty when they
+  agree, and when root has no float output or reads no float buffer). A graph with something on a gradient path that
+  has no gradient (a partial assign, an opaque CALL's effect) gives [] when both sides say so, and a mismatch when
+  only one side does."""
+  entries = [e for e in (root.src if root.op is Ops.SINK else (root,)) if e.dtype.is_float and e.shape_ok and e.shape is not None]
+  bufs = [u for u in graph_nodes(entries) if u.op is Ops.BUFFER and u.dtype.is_float]
+  if not entries or not bufs: return []
+  rng = np.random.default_rng(seed)
+  feed = dict(inputs or {})
+  wbufs = []
+  for e in entries:
+    wb = UOp.buffer(e.dtype, e.size, e.device or "CPU")
+    feed[wb.arg.id] = rng.uniform(-1.0, 1.0, size=e.size).astype(e.dtype.np)
+    wbufs.append(wb.reshape(e.shape) if e.shape != (e.size,) else wb)
+
+  def loss_of(ents: Sequence[UOp]) -> UOp:
+    total = None
+    for e, w in zip(ents, wbufs):
+      t = e.alu(Ops.MUL, w)
+      t = t.reduce(Ops.ADD, len(e.shape)) if e.shape else t
+      t = t if t.dtype is dtypes.float64 else t.cast(dtypes.float64)  # entries of several float types add up in float64
+      total = t if total is None else total + t
+    return total
+  inlined = callify(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
+  sides: list[Any] = []
+  for ents in (entries, inlined.src):
+    try: sides.append(gradient(loss_of(ents), bufs))
+    except GradientError as e: sides.append(e)
+  errs = [isinstance(x, GradientError) for x in sides]
+  if all(errs): return []
+  if any(errs):
+    return [f"{'through calls' if errs[0] else 'inlined'} the gradient is undefined ({sides[errs.index(True)]}) but "
+            f"{'inlined' if errs[0] else 'through calls'} it is defined"]
+  out_call, out_inl = (evaluate(UOp(Ops.SINK, src=tuple(gs)), feed) for gs in sides)
+  bad = []
+  for b, x, y in zip(bufs, out_call, out_inl):
+    x, y = np.asarray(x, np.float64).reshape(-1), np.asarray(y, np.float64).reshape(-1)
+    if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+      i = int(np.nanargmax(np.where(np.isnan(x) != np.isnan(y), np.inf, np.abs(x - y))))
+      bad.append(f"gradient w.r.t. BUFFER {b.arg.id}: through calls {x[i]!r} but inlined {y[i]!r} at element {i}")
+  return bad
