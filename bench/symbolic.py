@@ -89,7 +89,7 @@ def fresh(e_json: list) -> UOp:
     if op == "CONST": vals.append(UOp.const(IDX, d[1]))
     elif op == "RANGE": vals.append(UOp.range(d[2], d[1] + salt))
     elif op == "VAR":
-      from fuzz.templates import slot_node
+      from tinyspec.prove.templates import slot_node
       vals.append(slot_node(salt + len(vals), IDX, d[2], d[3]))
     else:
       o = next(k for k, v in OPS.items() if v == op)

@@ -138,3 +138,22 @@ def _draw(entry, findings, out: str) -> None:
     return
   print(f"picture: {pic.note}")
   print(pic.path)
+
+
+# ---- --symbolic: the integer simplifier alone ----
+def add_symbolic_arguments(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--symbolic", action="store_true",
+                 help="fuzz the integer simplifier alone: random view index expressions, simplified, checked equal and within bounds")
+  p.add_argument("--depth", type=int, default=4, help="expression depth of --symbolic cases (default 4)")
+  p.add_argument("--z3-timeout-ms", type=int, default=300, help="z3 timeout per --symbolic case in ms (default 300)")
+
+
+def symbolic_main(args: argparse.Namespace) -> int:
+  from fuzz.symbolic import symbolic_campaign
+  seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
+  if args.depth < 1:
+    print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
+    return 2
+  summ = symbolic_campaign(seconds, args.seed, max_cases=args.max_cases, depth=args.depth, z3_timeout_ms=args.z3_timeout_ms, out=sys.stdout)
+  print(summ.text(), flush=True)
+  return 1 if summ.findings else 0

@@ -8,8 +8,8 @@ a PatternMatcher, so a changed rule table can be tried), and two oracles hold:
   bounds: every subexpression (of both) takes only values inside its [vmin, vmax].
 Both are checked on many assignments at once (numpy, the evaluator's elementwise meaning): every assignment when
 there are at most N_EXHAUSTIVE of them (then that check is a proof), random ones otherwise, and what survives those
-goes to z3 with a small timeout, as bit vectors wide enough that nothing wraps first (fuzz.zexact), as integers after
-(fuzz.zsem).
+goes to z3 with a small timeout, as bit vectors wide enough that nothing wraps first (tinyspec.prove.exact), as integers after
+(tinyspec.prove.evalsem).
 A difference is blamed on the first rule application whose result differs from the node it replaced at the
 failing assignment.
 """
@@ -24,9 +24,9 @@ from typing import Callable, TextIO
 import numpy as np
 import z3
 
-from fuzz.templates import SLOT_AXIS, slot_node
-from fuzz.zexact import ExactForm, Unsupported, analyze
-from fuzz.zsem import EvalTranslator, defined, model_int
+from tinyspec.prove.templates import SLOT_AXIS, slot_node
+from tinyspec.prove.exact import ExactForm, Unsupported, analyze
+from tinyspec.prove.evalsem import EvalTranslator, defined, model_int
 from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher, Rule, graph_rewrite
 from tinyspec.semantics.alu import cast as np_cast

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import z3
 
-from fuzz.prove import Prover, RuleRef, expression_rules, prove_rules
-from fuzz.templates import boxes
+from tinyspec.prove.prover import Prover, RuleRef, expression_rules, prove_rules
+from tinyspec.prove.templates import boxes
 from fuzz.unsound import VARIANTS
-from fuzz.zexact import ExactForm, Unsupported, analyze
+from tinyspec.prove.exact import ExactForm, Unsupported, analyze
 from tinyspec.dtype import dtypes
 from tinyspec.uop import substitute
 from tinyspec.lower.simplify import SIMPLIFY_PM
@@ -50,7 +50,7 @@ def test_real_rules_are_never_refuted():
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
 def test_unsound_variant_is_refuted_with_a_real_counterexample(variant, tmp_path):
   ref = RuleRef("simplify", "simplify", variant.rule_obj())
-  res = Prover(corpus=tmp_path, **FAST).prove(ref)
+  res = Prover(**FAST).prove(ref)
   assert res.status == "refuted", res.line()
   cx = res.counterexample
   # the counterexample's slot values lie within the bounds the guard saw
@@ -66,8 +66,9 @@ def test_unsound_variant_is_refuted_with_a_real_counterexample(variant, tmp_path
 
 def test_counterexample_corpus_entry_computes_the_rewritten_expression(tmp_path):
   from fuzz.corpus import load_entry
+  from fuzz.refutations import write_counterexample
   v = next(x for x in VARIANTS if x.name == "mod_split_no_sign")
-  res = Prover(corpus=tmp_path, **FAST).prove(RuleRef("simplify", "simplify", v.rule_obj()))
+  res = Prover(store=lambda ref, cx: write_counterexample(tmp_path, ref, cx), **FAST).prove(RuleRef("simplify", "simplify", v.rule_obj()))
   cx = res.counterexample
   assert cx.corpus_path is not None
   entry = load_entry(cx.corpus_path)

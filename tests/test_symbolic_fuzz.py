@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fuzz.symbolic import IDX, Leaf, SymbolicChecker, SymCase, _leaf_name, case_for, symbolic_campaign
-from fuzz.templates import slot_node
+from tinyspec.prove.templates import slot_node
 from fuzz.unsound import VARIANTS
 from tinyspec.uop import substitute
 from tinyspec.semantics import evaluate

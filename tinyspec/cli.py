@@ -128,7 +128,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
   if getattr(args, "symbolic", False):
-    from fuzz.prove_cli import symbolic_main
+    from fuzz.cli_verbs import symbolic_main
     return symbolic_main(args)
   from fuzz.cli_verbs import fuzz_main
   return fuzz_main(args)
@@ -136,8 +136,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def cmd_prove(args: argparse.Namespace) -> int:
   """Prove every integer and boolean rewrite rule sound with z3: one line per rule. Exit 1 when one is refuted."""
-  from fuzz.prove_cli import prove_main
-  return prove_main(args)
+  from fuzz.refutations import write_counterexample
+  from tinyspec.prove.cli import prove_main
+  # a refuted rule's counterexample becomes a corpus entry, replayed like any fuzz finding
+  return prove_main(args, lambda ref, cx: write_counterexample(args.corpus, ref, cx))
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -173,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
   from fuzz.cli_verbs import add_fuzz_arguments, add_repro_arguments
   fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
   add_fuzz_arguments(fz)
-  from fuzz.prove_cli import add_prove_arguments, add_symbolic_arguments
+  from fuzz.cli_verbs import add_symbolic_arguments
+  from tinyspec.prove.cli import add_prove_arguments
   add_symbolic_arguments(fz)
   fz.set_defaults(fn=cmd_fuzz)
   pv = sub.add_parser("prove", help="prove every integer and boolean rewrite rule sound with z3 (int32, int64, index)")

@@ -1,6 +1,6 @@
 """Exact-integer encodings of a rule query: what `tinyspec prove` asks z3 when the native encoding is slow.
 
-The native encoding (fuzz.zsem) gives a fixed-width dtype a bit vector of its width and `index` an unbounded z3 Int.
+The native encoding (tinyspec.prove.evalsem) gives a fixed-width dtype a bit vector of its width and `index` an unbounded z3 Int.
 Two things are hard for z3 there: nested division of 64-bit vectors (a divider circuit per IDIV), and bitwise ops
 on `index`, which go through Int -> bit vector -> Int conversions. When an expression is built only from slots
 (with known bounds), constants and integer ALU ops, interval arithmetic over exact integers tells, node by node,
@@ -203,7 +203,7 @@ class ExactForm:
 
   def defined(self, root: UOp) -> z3.BoolRef:
     """Where root's value is defined in C (no division by zero, no signed MIN / -1 on the path its value takes), as
-    fuzz.zsem.defined."""
+    tinyspec.prove.evalsem.defined."""
     ok: dict[UOp, z3.BoolRef] = {}
     for u in root.toposort():
       srcs = [ok.get(s, z3.BoolVal(True)) for s in u.src]

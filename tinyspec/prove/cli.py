@@ -1,10 +1,11 @@
-"""The `tinyspec prove` verb and the `--symbolic` mode of `tinyspec fuzz` (argument parsing is added in tinyspec/cli.py)."""
+"""The `tinyspec prove` verb: its arguments and its run (tinyspec/cli.py adds the parser and where refutations are stored)."""
 from __future__ import annotations
 
 import argparse
 import fnmatch
 import sys
 import time
+from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
 
@@ -35,8 +36,9 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
                       "evaluator: it must also keep the evaluator's values there")
 
 
-def prove_main(args: argparse.Namespace) -> int:
-  from fuzz.prove import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
+def prove_main(args: argparse.Namespace, store: Callable | None = None) -> int:
+  """Run the prover as the arguments say; store(ref, counterexample) keeps each refutation (None: print only)."""
+  from tinyspec.prove.prover import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
   refs = expression_rules()
   if args.rules:
     refs = [r for r in refs if fnmatch.fnmatch(r.name, args.rules) or fnmatch.fnmatch(r.qualname, args.rules)]
@@ -47,7 +49,7 @@ def prove_main(args: argparse.Namespace) -> int:
     print("tinyspec prove: --samples, --timeout-ms and --jobs must be at least 1, --retry-timeout-ms at least 0", file=sys.stderr)
     return 2
   jobs = default_jobs() if args.jobs is None else args.jobs
-  prover = Prover(args.dtypes or DEFAULT_DTYPES, args.samples, args.timeout_ms, args.seed, args.corpus, args.undefined, args.retry_timeout_ms)
+  prover = Prover(args.dtypes or DEFAULT_DTYPES, args.samples, args.timeout_ms, args.seed, store, args.undefined, args.retry_timeout_ms)
   dts = ", ".join(d.name for d in prover.dts)
   retry = f", retry {args.retry_timeout_ms} ms" if args.retry_timeout_ms > args.timeout_ms else ""
   print(f"proving {len(refs)} integer and boolean rewrite rules for {dts} ({args.samples} instances each, z3 timeout {args.timeout_ms} ms"
@@ -58,21 +60,3 @@ def prove_main(args: argparse.Namespace) -> int:
   print(f"{summary(results)} in {time.perf_counter() - t0:.1f} s")
   print(f"z3 answers by encoding: {encoding_stats(prover.stats)}")
   return 1 if any(r.status == "refuted" for r in results) else 0
-
-
-def add_symbolic_arguments(p: argparse.ArgumentParser) -> None:
-  p.add_argument("--symbolic", action="store_true",
-                 help="fuzz the integer simplifier alone: random view index expressions, simplified, checked equal and within bounds")
-  p.add_argument("--depth", type=int, default=4, help="expression depth of --symbolic cases (default 4)")
-  p.add_argument("--z3-timeout-ms", type=int, default=300, help="z3 timeout per --symbolic case in ms (default 300)")
-
-
-def symbolic_main(args: argparse.Namespace) -> int:
-  from fuzz.symbolic import symbolic_campaign
-  seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
-  if args.depth < 1:
-    print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
-    return 2
-  summ = symbolic_campaign(seconds, args.seed, max_cases=args.max_cases, depth=args.depth, z3_timeout_ms=args.z3_timeout_ms, out=sys.stdout)
-  print(summ.text(), flush=True)
-  return 1 if summ.findings else 0

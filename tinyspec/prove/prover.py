@@ -1,15 +1,15 @@
 """The rule prover behind `tinyspec prove`: every integer and boolean rewrite rule of the lowering, proven sound by z3.
 
 For each rule and each dtype (int32 and int64 with wrap-around, `index` unbounded), the rule's pattern is built into
-many concrete instances (fuzz.templates) whose leaves are symbolic slots with chosen bounds, and the rule's own
+many concrete instances (tinyspec.prove.templates) whose leaves are symbolic slots with chosen bounds, and the rule's own
 function is run on each. Where it rewrites, both sides are translated to z3 with the evaluator's meaning (C's
 truncating IDIV and MOD, wrap-around, the evaluator's values at division by zero). Instances that give the same
 rewrite up to the slots' bounds are one query: is there a value of the slots, inside the bounds of one of the
 instances (what the rule's guard read through vmin and vmax), where the two sides differ?
 
 A query has up to three equivalent encodings, tried the likeliest-fast first (`encodings`): the native one of
-fuzz.zsem (bit vectors of the dtype's width, index as z3 Int, loads from arrays), and, for expressions over slots
-alone, the exact-integer ones of fuzz.zexact (Ints with explicit wraps, or bit vectors wide enough that nothing
+tinyspec.prove.evalsem (bit vectors of the dtype's width, index as z3 Int, loads from arrays), and, for expressions over slots
+alone, the exact-integer ones of tinyspec.prove.exact (Ints with explicit wraps, or bit vectors wide enough that nothing
 wraps). Each is first simplified by z3 (most rewrites of a sound rule simplify to the same term), then solved
 with the timeout; a query no encoding decides is asked again with the retry timeout.
 
@@ -35,21 +35,19 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 import z3
 
-from fuzz.templates import Instance, NoInstance, Slot, instantiate
-from fuzz.zexact import Analysis, ExactForm, Unsupported, analyze
-from fuzz.zsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
+from tinyspec.prove.templates import Instance, NoInstance, Slot, instantiate
+from tinyspec.prove.exact import Analysis, ExactForm, Unsupported, analyze
+from tinyspec.prove.evalsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import substitute
 from tinyspec.rewrite import Rule
 from tinyspec.uop import AxisType, Ops, UOp
 
-if TYPE_CHECKING: from fuzz.strategies import Case
 
 DEFAULT_DTYPES = (dtypes.int32, dtypes.int64, dtypes.index)
 INDEX_MODEL = ("index is an unbounded integer; its AND, OR, XOR and shifts act on the two's complement of the exact value "
@@ -210,9 +208,10 @@ class _Group:
 
 class Prover:
   def __init__(self, dts: Sequence[DType] = DEFAULT_DTYPES, samples: int = 300, timeout_ms: int = 1000, seed: int = 0,
-               corpus: str | Path | None = None, undefined: str = "c", retry_ms: int = 0):
+               store: Callable[[RuleRef, Counterexample], str | None] | None = None, undefined: str = "c", retry_ms: int = 0):
+    """store(ref, counterexample) keeps a refutation (tinyspec prove passes the corpus writer) and gives where, or None."""
     if undefined not in ("c", "evaluator"): raise ValueError(f"undefined must be 'c' or 'evaluator', not {undefined!r}")
-    self.dts, self.samples, self.timeout_ms, self.seed, self.corpus = tuple(dts), samples, timeout_ms, seed, corpus
+    self.dts, self.samples, self.timeout_ms, self.seed, self.store = tuple(dts), samples, timeout_ms, seed, store
     self.retry_ms = retry_ms  # a second, longer attempt at queries no encoding decided within timeout_ms (0: none)
     self.stats: Counter = Counter()  # (encoding, z3 answer) -> how often
     # c: a rule may do anything where the node it rewrites divides by zero (C leaves it undefined; generators avoid it)
@@ -226,11 +225,11 @@ class Prover:
     return res
 
   def finish(self, ref: RuleRef, per_dtype: list[DtypeResult]) -> RuleResult:
-    """The rule's result from its per-dtype results; a counterexample is written to the corpus here."""
+    """The rule's result from its per-dtype results; a counterexample is stored (self.store) here."""
     res = RuleResult(ref, per_dtype, seconds=sum(d.seconds for d in per_dtype))
     if ref.rule.takes_ctx:
       res.reason = "the rule reads a rewrite context (ctx) its pass builds for a whole kernel; it cannot run on a pattern instance alone"
-    elif (cx := res.counterexample) is not None and self.corpus is not None: cx.corpus_path = write_counterexample(self.corpus, ref, cx)
+    elif (cx := res.counterexample) is not None and self.store is not None: cx.corpus_path = self.store(ref, cx)
     return res
 
   def instances(self, ref: RuleRef, dt: DType, dr: DtypeResult) -> dict[tuple[UOp, UOp], _Group]:
@@ -321,7 +320,7 @@ def _boxes_pre(g: _Group, within: Callable[[Slot, int, int], z3.BoolRef]) -> z3.
 
 
 def native_encoding(g: _Group, undefined: str) -> Encoding | None:
-  """fuzz.zsem's encoding: fixed widths as bit vectors of their width, index as z3 Int, loads from z3 arrays."""
+  """tinyspec.prove.evalsem's encoding: fixed widths as bit vectors of their width, index as z3 Int, loads from z3 arrays."""
   t = EvalTranslator()
   vs = {}
   for s in g.slots:
@@ -344,7 +343,7 @@ def native_encoding(g: _Group, undefined: str) -> Encoding | None:
 
 
 def exact_encoding(g: _Group, an: Analysis, kind: str, undefined: str) -> Encoding | None:
-  """fuzz.zexact's encoding of the group: exact Ints or wide-enough bit vectors (None where it has no such form)."""
+  """tinyspec.prove.exact's encoding of the group: exact Ints or wide-enough bit vectors (None where it has no such form)."""
   nodes = {canonical_slot(s): s for s in g.slots}
   try: f = ExactForm(an, kind, {n: f"s{s.k}" for n, s in nodes.items()})
   except Unsupported: return None
@@ -395,50 +394,6 @@ def evaluate_scalar(u: UOp) -> int | bool:
   from tinyspec.semantics import evaluate
   v = np.asarray(evaluate(u)).reshape(())
   return bool(v) if v.dtype == np.bool_ else int(v)
-
-
-# ---- corpus ----
-def _storage_dtype(dt: DType) -> DType: return dtypes.int64 if dt is dtypes.index else dt
-
-
-def counterexample_case(ref: RuleRef, cx: Counterexample) -> Case:
-  """A one-kernel KERNEL_GRAPH that loads the slot values, clamps each to its bounds (so the guard sees the same
-  vmin and vmax) and stores the rewritten expression: lowering it through the rule changes the stored value."""
-  from fuzz.strategies import Case
-  params, bufs, inputs, consts = [], [], {}, {}
-  out_dt = _storage_dtype(cx.before.dtype)
-  params.append(UOp.param(0, out_dt, 1))
-  bufs.append(UOp.buffer(out_dt, 1, id=1))
-  zero = UOp.const(dtypes.index, 0)
-  for i, (s, v) in enumerate(cx.slots):
-    sdt = _storage_dtype(s.dtype)
-    p = UOp.param(i + 1, sdt, 1)
-    params.append(p)
-    bufs.append(UOp.buffer(sdt, 1, id=i + 2))
-    inputs[i + 2] = np.array([v], dtype=sdt.np)
-    x = p.index(zero).load()
-    if s.dtype is dtypes.index: x = x.cast(dtypes.index)
-    if s.dtype.kind != "b":
-      c = lambda n, d=s.dtype: UOp.const(d, n)
-      x = x.maximum(c(s.lo)).alu(Ops.NEG).maximum(c(-s.hi)).alu(Ops.NEG) if (s.lo, s.hi) != (s.dtype.min, s.dtype.max) else x
-    consts[UOp.const(s.dtype, v)] = x
-  expr = substitute(cx.before, consts)
-  if expr.dtype is dtypes.index: expr = expr.cast(dtypes.int64)
-  ksink = UOp(Ops.SINK, src=(params[0].index(zero).store(expr),))
-  call = UOp(Ops.CALL, src=(ksink, *bufs), arg="k")
-  root = UOp(Ops.SINK, src=(bufs[0].after(call),))
-  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": None}, "kernel")
-
-
-def write_counterexample(corpus: str | Path, ref: RuleRef, cx: Counterexample) -> str | None:
-  """Store a value counterexample as a corpus entry (signature parity/<pass>/<rule>); None for effects and loads."""
-  from fuzz.corpus import write_entry
-  if cx.before.op is Ops.STORE or any(u.op in GATE_OPS for u in cx.before.toposort()): return None
-  try: case = counterexample_case(ref, cx)
-  except Exception: return None  # the counterexample is still printed; only its kernel form failed to build
-  msg = f"{ref.qualname} ({ref.rule.location}) is unsound, found by tinyspec prove:\n{cx.describe()}"
-  path, _ = write_entry(corpus, case, ("parity", ref.pass_name, ref.rule.name), message=msg)
-  return str(path)
 
 
 # ---- the whole rule set ----
