@@ -1,4 +1,4 @@
-"""Integer state updated in place twice (x += y; x += y), then read, with C-style division and wrap-around.
+"""Integer state updated in place twice (x += y; x += y), then read, with floor division (Python's // and %) and wrap-around.
 
 Each `+=` is STORE then AFTER on x's buffer, so the second update reads the first's result.
 Example-file convention: graph() returns the root SINK, inputs() the {buffer id: array} it reads (cached together
@@ -28,5 +28,5 @@ def inputs():
 
 def expected():
   x = (X.astype(np.int64) + 2 * Y.astype(np.int64) + 128) % 256 - 128
-  q = np.sign(x) * (np.abs(x) // 3)
-  return [x.astype(np.int8), q.astype(np.int8), (x - 3 * q).astype(np.int8)]
+  q = x // 3
+  return [x.astype(np.int8), q.astype(np.int8), (x % 3).astype(np.int8)]

@@ -109,11 +109,11 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
     ret = s[0]
     for dep in u.src[1:]:
       for e in _stores(dep):
-        if e.op is Ops.STORE and (vi := _value_info.get(e.src[1])) is not None: ret = _join(ret, vi)
+        if e.op is Ops.STORE and (vi := value_info.get(e.src[1])) is not None: ret = _join(ret, vi)
         elif e.op is Ops.CALL:
-          base = _storage_base(u.src[0])
-          for slot, wi in _call_writes.get(e, {}).items():
-            if _storage_base(e.src[1 + slot]) is base: ret = _join(ret, wi)
+          base = storage_base(u.src[0])
+          for slot, wi in call_writes.get(e, {}).items():
+            if storage_base(e.src[1 + slot]) is base: ret = _join(ret, wi)
     return ret
   if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.TUPLE, Ops.CALL): return None
   if op is Ops.GETTUPLE: return s[0]  # the walker puts the element's info here
@@ -122,8 +122,8 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
   raise Unsafe(f"{op.name} is not analysed")
 
 
-_value_info: dict[UOp, Info] = {}  # set by the walker while a graph is analysed (STORE values reached through AFTER)
-_call_writes: dict[UOp, dict[int, Info]] = {}  # per opaque CALL: the Info of what it writes into each arg slot
+value_info: dict[UOp, Info] = {}  # set by the walker while a graph is analysed (STORE values reached through AFTER)
+call_writes: dict[UOp, dict[int, Info]] = {}  # per opaque CALL: the Info of what it writes into each arg slot
 
 
 def _stores(dep: UOp) -> list[UOp]:
@@ -136,7 +136,7 @@ def _stores(dep: UOp) -> list[UOp]:
   return out
 
 
-def _storage_base(u: UOp) -> UOp:
+def storage_base(u: UOp) -> UOp:
   """The storage node under views and AFTERs: what an opaque call's arg and an AFTER's storage are compared by."""
   while u.op in GroupOp.Movement or u.op in (Ops.AFTER, Ops.DETACH): u = u.src[0]
   return u
@@ -149,7 +149,7 @@ def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inpu
   if body.op is not Ops.SINK: raise Unsafe(f"opaque call body {body.op.name} is not analysed")
   nodes = body.toposort()
   written = {u.src[0].src[0].arg.slot for u in nodes if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.PARAM}
-  bases = [_storage_base(a) for a in args]
+  bases = [storage_base(a) for a in args]
   if any(k >= len(args) for k in written): raise Unsafe(f"opaque call writes a PARAM past its {len(args)} args")
   # lowering lets an opaque call write any of its args: two args on one storage (two versions of it, or one twice) leave
   # the order of its reads and writes undefined
@@ -187,7 +187,7 @@ def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inpu
         info[u] = None
         continue
       if any(x is None for x in si): raise Unsafe(f"{u.op.name} of an index in an opaque kernel is not analysed")
-      for x, xi in zip(u.src, si): _value_info[x] = xi  # type: ignore[assignment]
+      for x, xi in zip(u.src, si): value_info[x] = xi  # type: ignore[assignment]
       info[u] = node_info(u, si, {}, inputs)
     else: raise Unsafe(f"{u.op.name} in an opaque kernel is not analysed")
   return out
@@ -221,7 +221,7 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
       return _full(dt)
     if dt.is_float:
       inner = u.src[0]
-      if inner.op is Ops.BITCAST and inner.src[0].dtype is dt and (ii := _value_info.get(inner.src[0])) is not None: return ii
+      if inner.op is Ops.BITCAST and inner.src[0].dtype is dt and (ii := value_info.get(inner.src[0])) is not None: return ii
       raise Unsafe("bitcast of an int to a float (denormals, NaN)")
     if dt.is_bool or sd.is_bool: raise Unsafe("bitcast of bool")
     return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
@@ -320,7 +320,7 @@ class Analysis:
         continue
       if u.op is Ops.CALL:
         if u.src and u.src[0].op is not Ops.TUPLE:
-          _call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
+          call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
         self.cache[u] = None
         continue
       if u.op is Ops.GETTUPLE:
@@ -328,7 +328,7 @@ class Analysis:
         continue
       si = [self.cache[x] for x in u.src]
       for x, i in zip(u.src, si):
-        if i is not None: _value_info[x] = i
+        if i is not None: value_info[x] = i
       self.cache[u] = node_info(u, si, self.params, self.inputs)
     return self.cache[root]
 
@@ -366,33 +366,20 @@ def _opaque_race(root: UOp) -> str | None:
   if not calls: return None
   touched: dict[UOp, list[tuple[UOp, UOp]]] = {}  # storage -> (effect, its operand on that storage)
   for u in nodes:
-    if u.op is Ops.STORE and u.src: touched.setdefault(_storage_base(u.src[0]), []).append((u, u.src[0]))
+    if u.op is Ops.STORE and u.src: touched.setdefault(storage_base(u.src[0]), []).append((u, u.src[0]))
     elif u in calls:
-      for a in u.src[1:]: touched.setdefault(_storage_base(a), []).append((u, a))
+      for a in u.src[1:]: touched.setdefault(storage_base(a), []).append((u, a))
   for c in calls:
     for a in c.src[1:]:
-      for e, ea in touched.get(_storage_base(a), []):
+      for e, ea in touched.get(storage_base(a), []):
         if e is c or e in a.toposort() or c in ea.toposort(): continue
-        return f"an opaque CALL and a {e.op.name} on {_storage_base(a).op.name} have no order between them"
+        return f"an opaque CALL and a {e.op.name} on {storage_base(a).op.name} have no order between them"
   return None
 
 
-def is_kernel_graph(root: UOp) -> bool:
-  """A graph of kernel CALLs on BUFFERs ordered by AFTER (a KERNEL_GRAPH by its form): its kernels may read what they
-  write, which this module's per-node analysis does not follow."""
-  from tinyspec.lower.kernel_map import is_kernel_body
-  outer = root.toposort(gate=lambda u: not is_kernel_body(u))
-  calls = [u for u in outer if u.op is Ops.CALL]
-  return root.op is Ops.SINK and bool(calls) and all(c.src and c.src[0].op is Ops.SINK and is_kernel_body(c.src[0]) for c in calls) \
-    and all(u.op in (Ops.SINK, Ops.AFTER, Ops.BUFFER, Ops.CALL) or is_kernel_body(u) for u in outer)
-
-
 def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
-  """Why the graph may hit undefined behaviour on these inputs, or None when it cannot. A kernel graph is screened
-  by fuzz.kernel_safety, which runs its kernels' loops (read-modify-write included)."""
-  if is_kernel_graph(root):
-    from fuzz.kernel_safety import kernel_unsafe_reason
-    return kernel_unsafe_reason(root, inputs)
+  """Why the TENSOR graph may hit undefined behaviour on these inputs, or None when it cannot. (Kernel-level cases,
+  whose loops may read what they write, are screened by fuzz.kernel_safety.kernel_unsafe_reason.)"""
   try:
     if (race := opaque_race(root)) is not None: return race
     an = Analysis(inputs)
@@ -406,5 +393,5 @@ def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
   except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
     return f"malformed: {type(e).__name__}: {e}"
   finally:
-    _value_info.clear()
-    _call_writes.clear()
+    value_info.clear()
+    call_writes.clear()

@@ -22,12 +22,13 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.safety import Analysis, Unsafe, _call_writes, _storage_base, _value_info, opaque_race
+from fuzz.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AxisType, Ops, UOp
 
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
+RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.kernel_gen; weight "kind:rmw")
 MAX_DIM = 4
 MAX_RANK = 3
 
@@ -63,7 +64,7 @@ def default_weights() -> dict[str, float]:
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
-            "divmod:bounded": 1.0})
+            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE})
   return w
 
 
@@ -436,7 +437,7 @@ class TensorGen:
     buf, target = self.new_buffer(dt, x.shape if x.shape else (1,), fill=self.rng.random() < 0.5)
     args = [buf, x]
     if (y := self.pick(scope, lambda u: u.dtype is dt and u.shape is not None and u.size >= 1 and u.device == "CPU" and
-                       _storage_base(u) is not _storage_base(x))) is not None and self.chance("opaque:two_reads", 0.5):
+                       storage_base(u) is not storage_base(x))) is not None and self.chance("opaque:two_reads", 0.5):
       args.append(y)
     # axis 0, the id rangeify also gives its first output axis: a kernel rangeify builds around this call's result must
     # not take the call's own loop for a second loop of its axis (kernel.range_axis_unique stops at CALL bodies)
@@ -534,8 +535,8 @@ class TensorGen:
 
   def case(self) -> Case:
     root = self.graph()
-    _value_info.clear()
-    _call_writes.clear()
+    value_info.clear()
+    call_writes.clear()
     return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
 
 
@@ -544,7 +545,13 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
     kind_roll = rng.random()
     if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):
-      c = kernel_case(rng)
+      # the read-modify-write generator draws from a Random of its own: the other kernel cases stay the ones they were
+      side = random.Random(f"tinyspec-fuzz-rmw:{seed}:{index}")
+      if side.random() < min(0.95, (weights or {}).get("kind:rmw", RMW_SHARE)):
+        from fuzz.kernel_gen import rmw_kernel_case
+        c = rmw_kernel_case(side)
+      else:
+        c = kernel_case(rng)
     else:
       c = TensorGen(rng, weights, side=random.Random(f"tinyspec-fuzz-side:{seed}:{index}")).case()
     c.seed, c.index = seed, index

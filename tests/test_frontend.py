@@ -123,10 +123,10 @@ def test_matmul_is_a_composition():
   np.testing.assert_allclose(m.numpy(), a @ b)
 
 
-def test_floor_div_and_mod_truncate_like_c():
+def test_floor_div_and_mod_floor_like_python():
   a = Tensor(np.array([-7, 7, -1], np.int32))
-  assert (a // 2).numpy().tolist() == [-3, 3, 0]
-  assert (a % 2).numpy().tolist() == [-1, 1, -1]
+  assert (a // 2).numpy().tolist() == [-7 // 2, 7 // 2, -1 // 2] == [-4, 3, -1]
+  assert (a % 2).numpy().tolist() == [-7 % 2, 7 % 2, -1 % 2] == [1, 1, 1]
 
 
 def test_getitem():

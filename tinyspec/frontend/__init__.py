@@ -9,8 +9,21 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
   type wide enough for both (int64 at most); any float wins over ints; float32 with float64 -> float64. A Python
   scalar takes the tensor's dtype, except a float scalar with an int/bool tensor (float32) and an int scalar with a
   bool tensor (int32).
-- `/` is true division (ints are cast to float32 first) computed as a * RECIP(b). `//` is IDIV and `%` is MOD: both
-  truncate toward zero as C does, not as Python floors.
+- Every node the frontend builds is legal at TENSOR: an op on a dtype it does not take (the op registry,
+  tinyspec.ops, decides) raises TypeError naming the op and the dtype, e.g. `&`, `|`, `^`, `~`, `<<`, `>>` on floats,
+  `-` on bools. On bools `+` is logical or and `*` logical and, as in numpy and tinygrad.
+- `/` is true division (ints and bools are cast to float32 first) computed as a * RECIP(b). `//` and `%` floor as
+  Python's do, on ints and floats alike (tinygrad 0.14's Tensor semantics): -7 // 2 == -4, -7 % 2 == 1,
+  7.5 // -2.0 == -4.0, 7.5 % -2.0 == -0.5, with Python's signed zeros. Ints use the IR's truncating IDIV and MOD with a
+  sign correction; by the IR's a IDIV 0 == 0 and a MOD 0 == a, `a // 0` is -1 for a < 0 and 0 otherwise and
+  `a % 0 == a`. Floats (the IR has no float IDIV or MOD) start from floor(a * (1/b)) and correct it by the
+  remainder; `a // 0.0` is +-inf (nan for 0/0) and `a % 0.0` nan, as numpy gives.
+- Axes: negative axes count from the end; an axis out of range raises IndexError (never wraps). On a 0-d tensor a
+  reduction (sum, prod, max, min, mean, argmax, cumsum, softmax, ...) takes axis 0 or -1 and returns the value, as
+  numpy's ufunc reductions and tinygrad do; axis None or () reduces nothing there. argmax and argmin with axis None
+  index the flattened tensor; cumsum's default axis is 0 (tinygrad's).
+- `Tensor.arange` picks float32 when an argument is a float, else int32, or int64 when int32 cannot hold every value;
+  a dtype that cannot hold them raises OverflowError.
 - Broadcasting follows numpy and is lowered to RESHAPE, EXPAND (which prepends dims) and PERMUTE.
 - sum and prod keep the dtype (bool sums as int32); integer sums wrap.
 """

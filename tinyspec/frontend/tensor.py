@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops import accepts, dtype_error
 from tinyspec.uop import GroupOp, Ops, UOp
 
 # data of BUFFERs made from Python data, by buffer id; graphs only name buffers, this is where their contents live
@@ -75,15 +76,66 @@ def broadcast_uop(u: UOp, shape: tuple[int, ...]) -> UOp:
   return x
 
 
-def _norm_axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+def _axis(axis: Any, ndim: int, scalar_ok: bool = True) -> int:
+  """axis in [0, ndim). Negative axes count from the end. On a 0-d tensor a reduction (scalar_ok) takes axis 0 or -1
+  and reduces nothing, as numpy's ufunc reductions and tinygrad do; movement ops (permute, flip) take no axis there."""
+  if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)): raise TypeError(f"axis must be an int, not {axis!r}")
+  n = max(ndim, 1) if scalar_ok else ndim
+  if not -n <= axis < n:
+    valid = f"[{-n}, {n - 1}]" if n else "none"
+    raise IndexError(f"axis {int(axis)} is out of range for a tensor of {ndim} dims (valid axes: {valid})")
+  return int(axis) % n
+
+
+def _norm_axes(axis: int | Sequence[int] | None, ndim: int, scalar_ok: bool = True) -> tuple[int, ...]:
+  """The sorted axes named by axis (None: all). On a 0-d tensor every valid axis names the tensor itself: ()."""
   if axis is None: return tuple(range(ndim))
-  axes = (axis,) if isinstance(axis, int) else tuple(axis)
-  out = []
-  for a in axes:
-    if not -ndim <= a < max(ndim, 1): raise IndexError(f"axis {a} out of range for {ndim} dims")
-    out.append(a % ndim if ndim else 0)
+  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  out = [_axis(a, ndim, scalar_ok) for a in axes]
   if len(set(out)) != len(out): raise ValueError(f"repeated axis in {axis}")
-  return tuple(sorted(out))
+  return tuple(sorted(out)) if ndim else ()
+
+
+def _le(x: Tensor, y: Tensor) -> Tensor:
+  # x <= y that is False when either is NaN (the user-facing <= is not(x > y), as tinygrad's, and is True for NaN)
+  return (x < y) | (x == y)
+
+
+def _int_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+  """Floor division and modulo of integers (same dtype and shape) from the IR's truncating IDIV and MOD.
+
+  Truncation and floor differ exactly when the remainder is nonzero and its sign differs from b's: then the quotient
+  is one lower and the remainder is r + b. With the IR's a IDIV 0 == 0 and a MOD 0 == a, this gives a // 0 == -1 for
+  a < 0 and 0 otherwise, and a % 0 == a (tinygrad 0.14's PYTHON backend gives the same; its CPU backend traps)."""
+  q, r = a._alu(Ops.IDIV, b), a._alu(Ops.MOD, b)
+  if not a.dtype.is_signed: return q, r
+  fix = (r != 0) & ((r < 0) != (b < 0))
+  return fix.where(q - 1, q), fix.where(r + b, r)
+
+
+def _float_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+  """Floor division and modulo of floats (same dtype and shape) with Python's results, from ops the IR has on floats.
+
+  The IR has no float IDIV, MOD or exact division, so the quotient starts as floor(a * (1/b)), which is tinygrad's
+  result. That product can round across an integer (41 * (1/41) < 1 in float32), so the remainder a - q*b then
+  corrects q by one wherever it falls outside [0, b) (or (b, 0] for b < 0), as Python's fmod-based result would.
+  Signed zeros follow Python: the quotient's zero has the sign of a/b, a zero remainder has b's sign.
+  Remaining differences from Python: a // 0.0 is +-inf or nan (numpy's answer; Python raises), inf // b is +-inf
+  where Python gives nan, and a quotient within rounding of an integer whose remainder rounds to zero keeps the
+  rounded quotient (0.3 // 0.1 is 3.0 in float32, as in tinygrad, where Python's float64 gives 2.0)."""
+  d = a * b.reciprocal()
+  t = d.trunc()
+  q0 = (d < t).where(t - 1, t)
+  # a quotient of zero leaves a itself as the remainder, exact, and defined for b = +-inf (a - 0 * inf is nan)
+  r0 = (q0 == 0).where(a, a - q0 * b)
+  neg = b < 0
+  up = neg.where(_le(r0, b), _le(b, r0))
+  down = neg.where(r0 > 0, r0 < 0)
+  # where, not q0 + up - down: adding 0.0 would turn a quotient of -0.0 into 0.0
+  q = up.where(q0 + 1, down.where(q0 - 1, q0))
+  r = (q == 0).where(a, a - q * b)
+  zero = neg.where(Tensor.full((), -0.0, a.dtype), Tensor.full((), 0.0, a.dtype))
+  return q, (r == 0).where(zero, r)
 
 
 class Tensor:
@@ -133,7 +185,9 @@ class Tensor:
   @staticmethod
   def full(shape: tuple[int, ...] | int, value: Any, dtype: DType | None = None) -> Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(d < 0 for d in shape): raise ValueError(f"negative dimension in shape {shape}")
     dt = dtype or _default_dtype(value)
+    if not accepts(Ops.CAST, dt): raise TypeError(f"a Tensor cannot hold {dt.name}: {dtype_error(Ops.CAST, dt)}")
     c = UOp.const(dt, value)
     return Tensor(c.expand(shape) if shape else c)
 
@@ -144,11 +198,21 @@ class Tensor:
 
   @staticmethod
   def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: DType | None = None) -> Tensor:
-    """start, start+step, ... below stop; built as a prefix sum of a constant (no buffer)."""
+    """start, start+step, ... below stop (above it for a negative step); built as a prefix sum of a constant (no buffer).
+
+    The dtype is tinygrad's: float32 when any argument is a float, else int32, or int64 when int32 cannot hold every
+    value. A dtype (given or picked) that cannot hold every value raises OverflowError."""
     if stop is None: start, stop = 0, start
-    dt = dtype or (dtypes.float32 if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.int32)
-    n = max(0, math.ceil((stop - start) / step))
+    if step == 0: raise ValueError("arange step must not be zero")
+    floats = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+    # exact integer arithmetic for int ranges: a float quotient rounds past 2**53
+    n = max(0, math.ceil((stop - start) / step) if floats else -((start - stop) // step))
+    lo, hi = sorted((start, start + (n - 1) * step)) if n else (start, start)
+    dt = dtype or (dtypes.float32 if floats else dtypes.int32)
+    if dtype is None and dt is dtypes.int32 and not dt.min <= lo <= hi <= dt.max: dt = dtypes.int64
+    if not dt.min <= lo <= hi <= dt.max: raise OverflowError(f"arange({start}, {stop}, {step}) has values outside {dt.name}")
     if n == 0: return Tensor.full((0,), 0, dt)
+    # start - step may fall outside dt; integer ops wrap, so every value the sum lands on is exact
     return (Tensor.full((n,), step, dt).cumsum() + (start - step)).cast(dt)
 
   @staticmethod
@@ -192,47 +256,61 @@ class Tensor:
   def _bcast(self, shape: tuple[int, ...]) -> Tensor:
     return self if self.shape == shape else Tensor(broadcast_uop(self.uop, shape))
 
-  def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
+  def _alu(self, op: Ops, *srcs: Tensor, what: str | None = None) -> Tensor:
+    # the op registry decides which dtypes an op computes on, so the frontend never builds a node the spec rejects
+    dt = srcs[0].dtype if op is Ops.WHERE else self.dtype
+    if (msg := dtype_error(op, dt)) is not None: raise TypeError(f"{what} on {dt.name}: {msg}" if what else msg)
     return Tensor(self.uop.alu(op, *(s.uop for s in srcs)))
 
-  def _bin(self, op: Ops, x: Any, reverse: bool = False) -> Tensor:
+  def _bin(self, op: Ops, x: Any, reverse: bool = False, what: str | None = None) -> Tensor:
     a, b = self._binop_srcs(x, reverse)
-    return a._alu(op, b)
+    return a._alu(op, b, what=what)
+
+  def _arith(self, op: Ops, x: Any, reverse: bool, what: str) -> Tensor:
+    a, b = self._binop_srcs(x, reverse)
+    # on bools + is logical or and * is logical and, as in numpy and tinygrad; - is refused (numpy refuses it too)
+    if a.dtype.is_bool and op in (Ops.ADD, Ops.MUL): op = Ops.OR if op is Ops.ADD else Ops.AND
+    return a._alu(op, b, what=what)
 
   def _div(self, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._binop_srcs(x, reverse)
     return a._float() * b._float().reciprocal()
 
+  def _divmod(self, x: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    """(a // b, a % b) with Python's floor semantics: the quotient rounds toward -inf, the remainder has b's sign."""
+    a, b = self._binop_srcs(x, reverse)
+    if a.dtype.is_int: return _int_divmod(a, b)
+    return _float_divmod(a._float(), b._float())
+
   def _float(self) -> Tensor:
     return self if self.dtype.is_float else self.cast(dtypes.float32)
 
-  def _need(self, kinds: str, what: str) -> None:
-    if self.dtype.kind not in kinds: raise TypeError(f"{what} is not defined for dtype {self.dtype.name}")
-
   # ---- elementwise ----
-  def __add__(self, x: Any) -> Tensor: return self._bin(Ops.ADD, x)
-  def __radd__(self, x: Any) -> Tensor: return self._bin(Ops.ADD, x, True)
-  def __sub__(self, x: Any) -> Tensor: return self._bin(Ops.SUB, x)
-  def __rsub__(self, x: Any) -> Tensor: return self._bin(Ops.SUB, x, True)
-  def __mul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x)
-  def __rmul__(self, x: Any) -> Tensor: return self._bin(Ops.MUL, x, True)
+  def __add__(self, x: Any) -> Tensor: return self._arith(Ops.ADD, x, False, "+")
+  def __radd__(self, x: Any) -> Tensor: return self._arith(Ops.ADD, x, True, "+")
+  def __sub__(self, x: Any) -> Tensor: return self._arith(Ops.SUB, x, False, "-")
+  def __rsub__(self, x: Any) -> Tensor: return self._arith(Ops.SUB, x, True, "-")
+  def __mul__(self, x: Any) -> Tensor: return self._arith(Ops.MUL, x, False, "*")
+  def __rmul__(self, x: Any) -> Tensor: return self._arith(Ops.MUL, x, True, "*")
   def __truediv__(self, x: Any) -> Tensor: return self._div(x)
   def __rtruediv__(self, x: Any) -> Tensor: return self._div(x, True)
-  def __floordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x)
-  def __rfloordiv__(self, x: Any) -> Tensor: return self._bin(Ops.IDIV, x, True)
-  def __mod__(self, x: Any) -> Tensor: return self._bin(Ops.MOD, x)
-  def __rmod__(self, x: Any) -> Tensor: return self._bin(Ops.MOD, x, True)
-  def __and__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x)
-  def __rand__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x, True)
-  def __or__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x)
-  def __ror__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x, True)
-  def __xor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x)
-  def __rxor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x, True)
-  def __lshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHL, x)
-  def __rshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHR, x)
-  def __neg__(self) -> Tensor: return self._alu(Ops.NEG)
+  def __floordiv__(self, x: Any) -> Tensor: return self._divmod(x)[0]
+  def __rfloordiv__(self, x: Any) -> Tensor: return self._divmod(x, True)[0]
+  def __mod__(self, x: Any) -> Tensor: return self._divmod(x)[1]
+  def __rmod__(self, x: Any) -> Tensor: return self._divmod(x, True)[1]
+  def __and__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x, what="&")
+  def __rand__(self, x: Any) -> Tensor: return self._bin(Ops.AND, x, True, what="&")
+  def __or__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x, what="|")
+  def __ror__(self, x: Any) -> Tensor: return self._bin(Ops.OR, x, True, what="|")
+  def __xor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x, what="^")
+  def __rxor__(self, x: Any) -> Tensor: return self._bin(Ops.XOR, x, True, what="^")
+  def __lshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHL, x, what="<<")
+  def __rlshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHL, x, True, what="<<")
+  def __rshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHR, x, what=">>")
+  def __rrshift__(self, x: Any) -> Tensor: return self._bin(Ops.SHR, x, True, what=">>")
+  def __neg__(self) -> Tensor: return self._alu(Ops.NEG, what="unary -")
   def __invert__(self) -> Tensor:
-    self._need("biux", "~")
+    if (msg := dtype_error(Ops.XOR, self.dtype)) is not None: raise TypeError(f"~ on {self.dtype.name}: {msg}")
     return self ^ (True if self.dtype.is_bool else -1 if self.dtype.is_signed else self.dtype.max)
   def __lt__(self, x: Any) -> Tensor: return self._bin(Ops.CMPLT, x)
   def __gt__(self, x: Any) -> Tensor: return self._bin(Ops.CMPLT, x, True)
@@ -254,8 +332,14 @@ class Tensor:
     shape = broadcast_shape(cond.shape, x.shape)
     return cond._bcast(shape)._alu(Ops.WHERE, x._bcast(shape), y._bcast(shape))
 
-  def cast(self, dtype: DType) -> Tensor: return self if dtype is self.dtype else Tensor(self.uop.cast(dtype))
+  def cast(self, dtype: DType) -> Tensor:
+    if dtype is self.dtype: return self
+    if not accepts(Ops.CAST, dtype): raise TypeError(f"cast to {dtype.name}: {dtype_error(Ops.CAST, dtype)}")
+    return Tensor(self.uop.cast(dtype))
+
   def bitcast(self, dtype: DType) -> Tensor:
+    for dt in (self.dtype, dtype):
+      if not accepts(Ops.BITCAST, dt): raise TypeError(f"bitcast from {self.dtype.name} to {dtype.name}: {dtype_error(Ops.BITCAST, dt)}")
     if dtype.itemsize != self.dtype.itemsize: raise TypeError(f"bitcast from {self.dtype.name} to {dtype.name} changes the item size")
     return Tensor(self.uop.bitcast(dtype))
 
@@ -278,20 +362,24 @@ class Tensor:
   def reshape(self, *shape: int | Sequence[int]) -> Tensor:
     shp = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
     if shp.count(-1) > 1: raise ValueError(f"reshape {shp}: at most one -1")
+    if any(d < -1 for d in shp): raise ValueError(f"reshape {shp}: negative dimension")
     if -1 in shp:
       rest = math.prod(d for d in shp if d != -1)
+      if rest == 0 or self.size % rest: raise ValueError(f"cannot reshape {self.shape} to {shp}")
       shp = tuple(self.size // rest if d == -1 else d for d in shp)
     if math.prod(shp) != self.size: raise ValueError(f"cannot reshape {self.shape} to {shp}")
     return self if shp == self.shape else Tensor(self.uop.reshape(shp))
 
   def permute(self, *order: int | Sequence[int]) -> Tensor:
     o = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
-    o = tuple(a % self.ndim for a in o)
+    if len(o) != self.ndim: raise ValueError(f"permute {o} needs {self.ndim} axes")
+    o = tuple(_axis(a, self.ndim, scalar_ok=False) for a in o)
     if sorted(o) != list(range(self.ndim)): raise ValueError(f"{o} is not a permutation of {self.ndim} axes")
     return self if o == tuple(range(self.ndim)) else Tensor(self.uop.permute(o))
 
   def transpose(self, a: int = -2, b: int = -1) -> Tensor:
     order = list(range(self.ndim))
+    a, b = _axis(a, self.ndim, scalar_ok=False), _axis(b, self.ndim, scalar_ok=False)
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
 
@@ -301,8 +389,11 @@ class Tensor:
   def expand(self, *shape: int | Sequence[int]) -> Tensor:
     """numpy-style broadcast to shape (-1 keeps a dim)."""
     shp = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+    if len(shp) < self.ndim: raise ValueError(f"cannot expand {self.shape} to {shp}: fewer dims")
     full = (1,) * (len(shp) - self.ndim) + self.shape
-    return self._bcast(tuple(f if s == -1 else s for s, f in zip(shp, full)))
+    out = tuple(f if s == -1 and i >= len(shp) - self.ndim else s for i, (s, f) in enumerate(zip(shp, full)))
+    if any(d < 0 for d in out): raise ValueError(f"cannot expand {self.shape} to {shp}")
+    return self._bcast(out)
 
   def pad(self, padding: Sequence[tuple[int, int] | None]) -> Tensor:
     """padding[i] = (before, after) zeros on axis i (None: no padding)."""
@@ -314,11 +405,13 @@ class Tensor:
   def shrink(self, window: Sequence[tuple[int, int] | None]) -> Tensor:
     """window[i] = (start, end) kept on axis i (None: all)."""
     if len(window) != self.ndim: raise ValueError(f"shrink needs {self.ndim} entries, got {len(window)}")
+    for i, (w, d) in enumerate(zip(window, self.shape)):
+      if w is not None and not 0 <= w[0] <= w[1] <= d: raise ValueError(f"shrink window {tuple(w)} does not fit axis {i} of size {d}")
     arg = tuple((0, d) if w is None else (w[0], w[1] - w[0]) for w, d in zip(window, self.shape))
     return self if all(o == 0 and n == d for (o, n), d in zip(arg, self.shape)) else Tensor(self.uop.shrink(arg))
 
   def flip(self, axis: int | Sequence[int]) -> Tensor:
-    axes = _norm_axes(axis, self.ndim)
+    axes = _norm_axes(axis, self.ndim, scalar_ok=False)
     return Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
 
   def __getitem__(self, key: Any) -> Tensor:
@@ -382,18 +475,28 @@ class Tensor:
     d = self._float() - self._float().mean(axis, keepdim=True)
     return (d * d).mean(axis, keepdim)
 
-  def argmax(self, axis: int = -1, keepdim: bool = False) -> Tensor:
-    """Index of the first maximum along axis (int32)."""
-    axis = axis % self.ndim
+  def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum along axis (int32); axis None: into the flattened tensor, as tinygrad and numpy."""
+    if axis is None:
+      out = self.reshape(-1).argmax(0)
+      return out.reshape((1,) * self.ndim) if keepdim else out
+    axis = _axis(axis, self.ndim)
+    if self.ndim == 0: return Tensor.full((), 0, dtypes.int32)
     n = self.shape[axis]
+    if n == 0: raise ValueError(f"argmax of an empty axis {axis} (shape {self.shape})")
     mask = self == self.max(axis, keepdim=True)
     rev = Tensor.arange(n, 0, -1).reshape(tuple(n if i == axis else 1 for i in range(self.ndim)))
     return (n - mask.where(rev, 0).max(axis, keepdim)).cast(dtypes.int32)
+
+  def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum along axis (int32), as argmax of an order-reversing bijection (see min)."""
+    return (-self if self.dtype.is_float else ~self).argmax(axis, keepdim)
 
   # ---- windows, prefix sums ----
   def windows(self, k: int) -> Tensor:
     """Sliding windows of length k along the last axis, by repeat / reshape / shrink: shape (..., k, L-k+1),
     out[..., r, c] = x[..., c + r]."""
+    if self.ndim == 0: raise ValueError("windows needs at least 1 dim")
     L = self.shape[-1]
     o = L - k + 1
     if o <= 0 or k <= 0: raise ValueError(f"window {k} does not fit length {L}")
@@ -404,11 +507,12 @@ class Tensor:
     x = x.shrink([None] * len(lead) + [(0, k * (L + 1))]).reshape(lead + (k, L + 1))
     return x.shrink([None] * len(lead) + [None, (0, o)])
 
-  def cumsum(self, axis: int = -1) -> Tensor:
-    """Prefix sum along axis, as a window sum over the input padded with n-1 leading zeros."""
-    axis = axis % self.ndim
-    n = self.shape[axis]
-    if n == 0: return self
+  def cumsum(self, axis: int = 0) -> Tensor:
+    """Prefix sum along axis (tinygrad's default 0), as a window sum over the input padded with n-1 leading zeros.
+    The dtype is sum's. A 0-d tensor takes axis 0 or -1 and is its own prefix sum, as in tinygrad."""
+    axis = _axis(axis, self.ndim)
+    n = self.shape[axis] if self.ndim else 0
+    if n == 0: return self.cast(dtypes.int32) if self.dtype.is_bool else self
     x = self.transpose(axis, -1) if axis != self.ndim - 1 else self
     x = x.pad([None] * (x.ndim - 1) + [(n - 1, 0)]).windows(n).sum(-2)
     return x.transpose(axis, -1) if axis != self.ndim - 1 else x
@@ -431,11 +535,13 @@ class Tensor:
   def dot(self, w: Tensor) -> Tensor: return self.matmul(w)
 
   def softmax(self, axis: int = -1) -> Tensor:
-    e = (self - self.max(axis, keepdim=True)).exp()
+    x = self._float()
+    e = (x - x.max(axis, keepdim=True)).exp()
     return e / e.sum(axis, keepdim=True)
 
   def log_softmax(self, axis: int = -1) -> Tensor:
-    m = self - self.max(axis, keepdim=True)
+    x = self._float()
+    m = x - x.max(axis, keepdim=True)
     return m - m.exp().sum(axis, keepdim=True).log()
 
   def layernorm(self, axis: int = -1, eps: float = 1e-5) -> Tensor:

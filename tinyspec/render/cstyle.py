@@ -136,7 +136,7 @@ class CStyleRenderer:
 
   def render_float_alu(self, u: UOp, s: list[str]) -> str:
     op, dt = u.op, u.dtype
-    if op in PREFIX: return f"({PREFIX[op]}{s[0]})"
+    if op in PREFIX: return f"({PREFIX[op]}({s[0]}))"  # -(-1.0f), never --1.0f
     if op in INFIX: return f"({s[0]} {INFIX[op]} {s[1]})"
     if op is Ops.RECIP: return f"({self.render_const(1.0, dt)} / {s[0]})"
     if op is Ops.MAX: return f"(({s[0]} > {s[1]} || {s[0]} != {s[0]}) ? {s[0]} : {s[1]})"  # propagates NaN, as numpy's maximum

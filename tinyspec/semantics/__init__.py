@@ -25,24 +25,33 @@ Calls
   the new scope; a COPY body writes its source's value into arg 0. A call arg that is a computed value or a view
   gets a scratch copy.
 
-Kernels (vectorized; tinyspec/semantics/kernel.py)
-  Each RANGE or SPECIAL is an axis of a broadcast index array; a value depends only on the ranges it uses. A
-  PROGRAM runs its LINEAR's last node (its kernel SINK), or src[0] when there is no LINEAR. LOAD(idx, alt, gate)
-  gives alt where the gate is false and never reads there. An index outside [0, size) where the gate holds raises
-  EvalError. REDUCE(value, ranges...) reduces over those ranges; a range the value does not use still counts its
-  iterations (ADD of a constant over n iterations is n times it). BUFFERs in a kernel body (REG accumulators) start
-  as zeros and are private to the iterations of every range except those of the ENDs right around the STORE that
-  writes them (ENDs reached from the STORE through END and GROUP only): loops outside the accumulator's own loop
-  each get their own copy.
-  A STORE runs for all iterations at once. When several iterations write one element (the index does not depend on
-  some range of the value or the gate, or on a range of an END right around a REG store):
-  - if its value is op(LOAD(same storage, same index node), x) with op ADD, MUL or MAX and x does not read that
-    storage (the accumulator update lower_reduce produces), x is reduced with op over those iterations and then
-    combined into the element: a sequential accumulation, up to float rounding order;
-  - otherwise the last iteration wins, ordering iterations by range axis (first-seen range outermost), counting
-    only iterations whose gate holds.
-  Two different index values of one STORE that hit one element: the last in row-major order wins (accumulator
-  updates add them all).
+Kernels (C's memory semantics; tinyspec/semantics/loops.py and kernel.py)
+  A kernel body runs as its generated C code does. A PROGRAM runs its LINEAR in the listed order: RANGE opens a loop
+  over 0..bound-1, END closes the innermost open loops (one per range it names), every other node runs each time its
+  place is reached (a PROGRAM without a LINEAR runs its kernel SINK). A kernel SINK runs in the order linearize gives
+  it: every REDUCE(value, ranges...) first becomes lower_reduce's accumulator loop (docs/ir.md), so it accumulates
+  sequentially over those ranges in loop order and a range the value does not use still counts its iterations; a
+  RANGE closed by several ENDs is a separate loop in each; END(x, r0, r1, ...) runs r0 outermost; a node runs inside
+  the loops of the ranges it depends on that no END closes, and outside all others (so a LOAD that names no range
+  of a loop runs once, before it, even when the loop stores to that element; AFTER(storage, deps...) is how a load is
+  placed after stores and inside loops); within a loop body, the order of a depth-first walk from the SINK, sources
+  first. A statement runs once per iteration of its loops, in C's order; every LOAD sees every store that ran before
+  it, so when several iterations write one element the last in that order wins, and a loop that reads what an
+  earlier iteration wrote sees it.
+  LOAD(idx, alt, gate) gives alt where the gate is false and never reads there (0 when the gate is the INDEX's own).
+  STORE(idx, value, gate) writes only where the gate holds. An index outside [0, size) where the gate holds raises
+  EvalError. A BUFFER in a kernel body (a REG or LOCAL accumulator) is one array, as the C declaration at its place
+  is: zeros when its declaration runs (C leaves it uninitialised: a kernel that reads it before storing has no C
+  result to match), then shared by every later iteration; lower_reduce's form initialises it inside the outer loops.
+  Two PARAM slots given the same array are one storage. A SPECIAL (GPU thread index) runs all its threads at once;
+  threads that write an element another thread reads or writes raise EvalError, as their order is undefined.
+  Forms with no such execution raise EvalError naming the node: a loop bound that depends on a loaded value or on
+  another range, a LOAD or STORE whose target is not an INDEX, a RANGE that no END closes or ranges used where
+  their loops are not nested, a REDUCE inside a LINEAR.
+  Execution is vectorized where that provably gives the same result (kernel.py's docstring): a loop whose iterations
+  touch pairwise disjoint elements of everything they write (an accumulator written first in every iteration counts
+  as one private copy per iteration) runs all its iterations at once, the others run in order. A reduction runs one
+  numpy step per reduce iteration over all its outer iterations.
 
 Integers and floats (C semantics, and a fixed choice where C leaves it undefined)
   - Fixed-width ints wrap (two's complement), including NEG, ADD, MUL, SHL, REDUCE and CAST between ints.
@@ -64,7 +73,8 @@ Errors
   dtype and says what is wrong.
 """
 from tinyspec.semantics.alu import EvalError
-from tinyspec.semantics.graph import evaluate, is_kernel_body
+from tinyspec.semantics.graph import evaluate
+from tinyspec.uop import is_kernel_body
 from tinyspec.semantics.kernel import evaluate_kernel
 
 __all__ = ["evaluate", "evaluate_kernel", "EvalError", "is_kernel_body"]

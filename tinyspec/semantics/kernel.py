@@ -1,64 +1,288 @@
-"""Vectorized evaluation of one kernel body (KERNEL stage kernel SINK, or a PROGRAM / LINEAR).
+"""Evaluation of one kernel body (KERNEL-stage kernel SINK, or a PROGRAM / LINEAR) with the memory semantics of C.
 
-Every RANGE (and SPECIAL) is an axis. A value is a `LArr`: a numpy array plus the sorted tuple of the axes it
-depends on, so a value costs only the product of the bounds of the ranges it actually uses. Ops broadcast their
-sources over the union of their axes. Storage is a `Cell`: a PARAM binds the caller's flat array (written in place);
-a BUFFER inside the body (REG or LOCAL) is private, and its contents may depend on the ranges of the loops around
-it, which become extra leading axes of the cell ("labels").
+The body runs as its generated C code does: tinyspec.semantics.loops gives the loops and the statement order (a
+LINEAR's own order; for a kernel SINK the order linearize gives it, with every REDUCE as lower_reduce's accumulator
+loop). Every LOAD sees every store that ran before it; nothing is merged or guessed.
 
-Effects run in topological order (sources first): AFTER, INDEX and the sources of a STORE order them. A STORE runs
-once for all iterations of its ranges at once; see the package docstring for what that means when several
-iterations write the same element.
+Values and vectorization. A value is an `LArr`: a numpy array over the loop axes it depends on. A loop runs either
+sequentially (one pass over its body per iteration, its range a scalar) or vectorized (its range an axis, every
+statement of its body run for all iterations at once); tinyspec.semantics.dependence decides which, each time a loop
+is about to run, and proves the vectorized run gives C's result. A sequential loop still computes, once for all its
+iterations, the arithmetic and the loads of storage it does not write, and hands each iteration its slice.
+
+Storage is a `Cell`: a PARAM binds the caller's flat array (written in place; two slots given the same array share
+it); a BUFFER in the body is fresh zeros each time its declaration runs. A private copy adds a leading axis
+("label") to a cell for each vectorized loop it is private to.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tinyspec.semantics.alu import EvalError, elementwise, reduce_identity, reduce_ufunc
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.semantics.alu import EvalError, elementwise
+from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell, LArr, LoopAnalysis, LoopInfo, Ptr, at_iteration, union_axes
+from tinyspec.semantics.loops import Item, Loop, kernel_items
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
 
 
-class LArr:
-  """A value in a kernel: `data` has one dimension per axis in `axes` (sorted axis keys), size 1 or the bound."""
-  __slots__ = ("data", "axes")
+class KernelEval(LoopAnalysis):
+  """Runs one kernel body on flat argument arrays, writing PARAM-bound arrays in place."""
 
-  def __init__(self, data: np.ndarray, axes: tuple[int, ...]):
-    self.data, self.axes = data, axes
+  def __init__(self, body: UOp, args: list[np.ndarray]):
+    self.items = kernel_items(body)
+    self.args = args
+    self.env: dict[UOp, object] = {}
+    self.keys: dict[UOp, int] = {}
+    self.bounds: dict[int, int] = {}
+    self.vec: list[int] = []      # the axes of the vectorized loops now running, outermost first
+    self.threads: tuple[int, ...] = ()
+    self.cells: list[Cell] = []
+    self.param_cells: dict[int, Cell] = {}
+    self.array_cells: dict[int, Cell] = {}
+    self.ahead: dict[UOp, object] | None = None  # the analysis' own values while it computes a loop's indices ahead
+    self.ahead_info: LoopInfo | None = None
+    self.written: set[UOp] = set()
 
-  def to(self, axes: tuple[int, ...]) -> np.ndarray:
-    """data laid out over `axes` (a sorted superset of self.axes), size-1 where self does not depend on an axis."""
-    if axes == self.axes: return self.data
-    shape, it = [], iter(self.data.shape)
-    for a in axes: shape.append(next(it) if a in self.axes else 1)
-    return self.data.reshape(shape)
+  # ---- running ----
+  def run(self) -> None:
+    with np.errstate(all="ignore"):
+      self._threads()
+      self._block(self.items)
+
+  def _block(self, items: list[Item], skip: dict | None = None) -> None:
+    env, it = self.env, None
+    try:  # one handler for the whole block: a guard per node costs more than most nodes of a loop body
+      for it in items:
+        if isinstance(it, Loop): self._loop(it)
+        elif skip is not None and it in skip: continue
+        elif it.op is not Ops.SPECIAL: env[it] = _HANDLERS.get(it.op, KernelEval._other)(self, it)  # a SPECIAL is bound once
+    except GUARDED as e:
+      raise EvalError(it.range if isinstance(it, Loop) else it, f"cannot be evaluated: {type(e).__name__}: {e}") from e
+
+  def _loop(self, loop: Loop) -> None:
+    r = loop.range
+    n = guard(r, self._bound, r)
+    if n <= 0: return
+    key = self.keys.setdefault(r, len(self.keys))
+    self.bounds[key] = n
+    info = loop.info = loop.info or LoopInfo(loop)
+    small = n * len(info.nodes) <= SMALL_LOOP  # running it costs less than analysing it
+    private = self._plan(loop, key, n) if n > 1 and not small else None
+    if private is None:
+      dt, env = r.dtype.np, self.env
+      pre, frontier = self._hoist(loop, key, n) if n >= HOIST_FROM and not small else (None, [])
+      for v in range(n):
+        env[r] = LArr(np.array(v, dtype=dt), ())
+        for u in frontier: env[u] = at_iteration(pre[u], key, v)
+        self._block(loop.body, pre)
+      return
+    self.env[r] = LArr(np.arange(n, dtype=r.dtype.np), (key,))
+    for c in private: self._add_label(c, key)
+    self.vec.append(key)
+    try: self._block(loop.body)
+    finally: self.vec.pop()
+    for c in self.cells:
+      if key in c.labels: self._drop_label(c, key)
+
+  def _bound(self, r: UOp, b: LArr | None = None) -> int:
+    if len(r.src) != 1: raise EvalError(r, f"takes one source (its bound), has {len(r.src)}")
+    if not r.dtype.is_int: raise EvalError(r, f"dtype {r.dtype.name} is not an integer")
+    if any(u.op is Ops.LOAD for u in walk((r.src[0],))): raise EvalError(r, "has a loop bound that depends on a loaded value")
+    if b is None: b = self._val(r, r.src[0])
+    if not isinstance(b, LArr): raise EvalError(r, f"bound {r.src[0].op.name} is not a value")
+    if b.axes: raise EvalError(r, "bound depends on another range")
+    return max(int(b.data), 0)
+
+  def _threads(self) -> None:
+    """SPECIALs (GPU thread indices) become axes of the whole kernel; their threads must not conflict."""
+    specials, stack = [], list(self.items)
+    while stack:
+      it = stack.pop()
+      if isinstance(it, Loop): stack.extend(it.body)
+      elif it.op is Ops.SPECIAL and it not in specials: specials.append(it)
+    if not specials: return
+    for s in specials:
+      if len(s.src) != 1 or s.src[0].op is not Ops.CONST: raise EvalError(s, "thread count is not a constant")
+      key = self.keys.setdefault(s, len(self.keys))
+      self.bounds[key] = max(int(s.src[0].arg), 0)
+      self.env[s] = LArr(np.arange(self.bounds[key], dtype=s.dtype.np), (key,))
+    self.threads = tuple(self.keys[s] for s in specials)
+    info = LoopInfo(Loop(specials[0], self.items))  # the kernel as one loop over its threads, for the analysis
+    if info.opaque or not self._independent(info, self.threads, list({b for _, _, b, w in info.accesses if w} - info.declared)):
+      raise EvalError(specials[0], "threads write elements other threads read or write, or their indices cannot be computed ahead")
+
+  # ---- cells ----
+  def _add_label(self, c: Cell, key: int) -> None:
+    labels = union_axes(c.labels, (key,))
+    c.data = np.broadcast_to(LArr(c.data, c.labels + (1 << 62,)).to(labels + (1 << 62,)), self._shape(labels) + (c.size,)).copy()
+    c.labels = labels
+
+  def _drop_label(self, c: Cell, key: int) -> None:
+    """Keep the copy of the last iteration of key's loop: what C's one buffer holds after the loop."""
+    pos = c.labels.index(key)
+    c.data = np.ascontiguousarray(c.data[(slice(None),) * pos + (-1,)])
+    c.labels = tuple(k for k in c.labels if k != key)
+
+  # ---- helpers ----
+  def _get(self, u: UOp, s: UOp) -> object:
+    if self.ahead is not None and s in self.ahead: return self.ahead[s]
+    if s in self.env: return self.env[s]
+    raise EvalError(u, f"source {s.op.name} ({s.dtype.name}) has not run before it")
+
+  def _val(self, u: UOp, s: UOp) -> LArr:
+    v = self._get(u, s)
+    if not isinstance(v, LArr): raise EvalError(u, f"source {s.op.name} is not a value")
+    return v
+
+  def _shape(self, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(self.bounds[a] for a in axes)
+
+  def _and(self, a: LArr | None, b: LArr | None) -> LArr | None:
+    if a is None or b is None: return a if b is None else b
+    axes = union_axes(a.axes, b.axes)
+    return LArr(np.logical_and(a.to(axes), b.to(axes)), axes)
+
+  def _eval(self, u: UOp) -> object:
+    return _HANDLERS.get(u.op, KernelEval._other)(self, u)
+
+  def _other(self, u: UOp) -> object:
+    if u.op in GroupOp.Elementwise: return self._elementwise(u)
+    raise EvalError(u, "has no meaning inside a kernel body")
+
+  # ---- handlers ----
+  def _const(self, u: UOp) -> LArr:
+    if u.src: raise EvalError(u, "CONST takes no sources")
+    return LArr(np.array(u.arg, dtype=u.dtype.np), ())
+
+  def _range(self, u: UOp) -> LArr:
+    raise EvalError(u, "is used outside the loop it opens")
+
+  def _elementwise(self, u: UOp) -> LArr:
+    vals = [self._val(u, s) for s in u.src]
+    axes = vals[0].axes
+    if any(v.axes != axes for v in vals):
+      axes = union_axes(*(v.axes for v in vals))
+      if u.op in _BROADCASTS: datas = [v.to(axes) for v in vals]  # the ufunc broadcasts: no copy of the operands
+      else:
+        shape = self._shape(axes)
+        datas = [np.broadcast_to(v.to(axes), shape) for v in vals]
+    else: datas = [v.data for v in vals]
+    return LArr(elementwise(u, datas), axes)
+
+  def _param(self, u: UOp) -> Cell:
+    slot = u.arg.slot
+    if not 0 <= slot < len(self.args): raise EvalError(u, f"slot {slot} is not bound: the kernel has {len(self.args)} args")
+    if slot in self.param_cells: return self.param_cells[slot]
+    a = self.args[slot]
+    if not isinstance(a, np.ndarray) or a.ndim != 1: raise EvalError(u, f"arg {slot} is not a flat numpy array")
+    if a.size != u.arg.size: raise EvalError(u, f"slot {slot} has size {u.arg.size} but its arg has {a.size} elements")
+    if a.dtype != u.dtype.np: raise EvalError(u, f"slot {slot} has dtype {u.dtype.name} but its arg has numpy dtype {a.dtype}")
+    c = self.array_cells.get(id(a))  # one array bound to two slots is one storage
+    if c is None:
+      c = self.array_cells[id(a)] = Cell(a, (), u)
+      self.cells.append(c)
+    self.param_cells[slot] = c
+    return c
+
+  def _buffer(self, u: UOp) -> Cell:
+    # a REG buffer is per thread; any buffer declared inside a vectorized loop is per iteration
+    labels = union_axes(tuple(self.vec), self.threads if u.arg.addrspace is AddrSpace.REG else ())
+    c = Cell(np.zeros(self._shape(labels) + (u.arg.size,), dtype=u.dtype.np), labels, u)
+    self.cells.append(c)
+    return c
+
+  def _after(self, u: UOp) -> object:
+    if not u.src: raise EvalError(u, "has no sources")
+    return self._get(u, u.src[0])
+
+  def _pass(self, u: UOp) -> object:
+    return self._get(u, u.src[0])
+
+  def _index(self, u: UOp) -> Ptr:
+    if len(u.src) not in (2, 3): raise EvalError(u, f"takes (storage, index[, gate]), has {len(u.src)} sources")
+    cell = self._get(u, u.src[0])
+    if not isinstance(cell, Cell): raise EvalError(u, f"source 0 ({u.src[0].op.name}) is not storage")
+    idx = self._val(u, u.src[1])
+    if not u.src[1].dtype.is_int: raise EvalError(u, f"index has dtype {u.src[1].dtype.name}, not an integer")
+    gate = self._val(u, u.src[2]) if len(u.src) == 3 else None
+    return Ptr(cell, idx, gate)
+
+  def _ptr(self, u: UOp) -> Ptr:
+    if not u.src or u.src[0].op is not Ops.INDEX: raise EvalError(u, f"target {u.src[0].op.name if u.src else 'missing'} is not an INDEX")
+    p = self._get(u, u.src[0])
+    if not isinstance(p, Ptr): raise EvalError(u, f"source 0 ({u.src[0].op.name}) is not an INDEX")
+    return p
+
+  def _check_bounds(self, u: UOp, cell: Cell, idx: np.ndarray, mask: np.ndarray | None) -> None:
+    if np.ndim(idx) == 0 and (mask is None or np.ndim(mask) == 0):  # one element: plain ints are much cheaper
+      if (mask is None or bool(mask)) and not 0 <= int(idx) < cell.size:
+        raise EvalError(u, f"index {int(idx)} is out of bounds for {cell.node.op.name} of {cell.size} elements")
+      return
+    bad = (idx < 0) | (idx >= cell.size)
+    if mask is not None: bad = bad & mask
+    if bad.any():
+      v = int(np.asarray(idx)[np.nonzero(bad)][0]) if np.ndim(idx) else int(idx)
+      raise EvalError(u, f"index {v} is out of bounds for {cell.node.op.name} of {cell.size} elements")
+
+  def _load(self, u: UOp) -> LArr:
+    if len(u.src) not in (1, 3): raise EvalError(u, f"takes (index[, alt, gate]), has {len(u.src)} sources")
+    p = self._ptr(u)
+    gate, alt, cell = p.gate, None, p.cell
+    if len(u.src) == 3:
+      alt = self._val(u, u.src[1])
+      gate = self._and(gate, self._val(u, u.src[2]))
+    if cell.data.dtype != u.dtype.np: raise EvalError(u, f"loads {u.dtype.name} from storage of numpy dtype {cell.data.dtype}")
+    if gate is None and not p.idx.axes:  # one element (per private copy): a plain slice
+      self._check_bounds(u, cell, p.idx.data, None)
+      return LArr(cell.data[..., int(p.idx.data)].copy(), cell.labels)
+    axes = union_axes(cell.labels, p.idx.axes, gate.axes if gate is not None else (), alt.axes if alt is not None else ())
+    shape = self._shape(axes)
+    idx = np.broadcast_to(p.idx.to(axes), shape)
+    g = np.broadcast_to(gate.to(axes), shape) if gate is not None else None
+    self._check_bounds(u, cell, idx, g)
+    if g is not None: idx = np.where(g, idx, 0)
+    data = cell.data[(*(self._grid(k, axes) for k in cell.labels), idx)] if cell.size else np.zeros(shape, cell.data.dtype)
+    if g is not None:
+      a = alt.to(axes) if alt is not None else np.zeros((), dtype=data.dtype)
+      data = np.where(g, data, a).astype(data.dtype, copy=False)
+    return LArr(np.broadcast_to(data, shape), axes)
+
+  def _store(self, u: UOp) -> None:
+    if len(u.src) not in (2, 3): raise EvalError(u, f"takes (index, value[, gate]), has {len(u.src)} sources")
+    p = self._ptr(u)
+    gate, cell, value = p.gate, p.cell, self._val(u, u.src[1])
+    if len(u.src) == 3: gate = self._and(gate, self._val(u, u.src[2]))
+    if u.src[1].dtype.np != cell.data.dtype: raise EvalError(u, f"stores {u.src[1].dtype.name} into storage of numpy dtype {cell.data.dtype}")
+    where = set(cell.labels) | set(p.idx.axes)
+    if gate is None and not p.idx.axes and set(value.axes) <= where:
+      self._check_bounds(u, cell, p.idx.data, None)
+      cell.data[..., int(p.idx.data)] = value.to(cell.labels) if value.axes != cell.labels else value.data
+      return None
+    if not set(value.axes) <= where and gate is None:
+      raise EvalError(u, "is run for several iterations that write one element at once (an evaluator fault)")
+    axes = union_axes(cell.labels, p.idx.axes, value.axes, gate.axes if gate is not None else ())
+    shape = self._shape(axes)
+    idx = np.broadcast_to(p.idx.to(axes), shape)
+    g = np.broadcast_to(gate.to(axes), shape) if gate is not None else None
+    self._check_bounds(u, cell, idx, g)
+    grids = [np.broadcast_to(self._grid(k, axes), shape) for k in cell.labels]
+    val = np.broadcast_to(value.to(axes), shape)
+    if g is not None: grids, idx, val = [x[g] for x in grids], idx[g], val[g]
+    cell.data[(*grids, idx)] = val
+    return None
+
+  def _effect(self, u: UOp) -> None:
+    return None
 
 
-def _union(*axs: tuple[int, ...]) -> tuple[int, ...]:
-  return tuple(sorted(set().union(*axs)))
+# ops whose numpy meaning is a plain ufunc (or np.where) that broadcasts its operands itself
+_BROADCASTS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE})
 
-
-class Cell:
-  """Storage in a kernel. data has shape (bounds of labels..., size); only private cells gain labels."""
-  __slots__ = ("data", "labels", "private", "node")
-
-  def __init__(self, data: np.ndarray, labels: tuple[int, ...], private: bool, node: UOp):
-    self.data, self.labels, self.private, self.node = data, labels, private, node
-
-  @property
-  def size(self) -> int: return self.data.shape[-1]
-
-
-class Ptr:
-  """The value of INDEX: an element address of a cell, with an optional gate from the INDEX itself."""
-  __slots__ = ("cell", "idx", "gate")
-
-  def __init__(self, cell: Cell, idx: LArr, gate: LArr | None):
-    self.cell, self.idx, self.gate = cell, idx, gate
-
-
-def _strip_after(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
+_HANDLERS = {
+  Ops.CONST: KernelEval._const, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param, Ops.BUFFER: KernelEval._buffer,
+  Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load, Ops.STORE: KernelEval._store,
+  Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,
+  Ops.CONTIGUOUS: KernelEval._pass, Ops.DETACH: KernelEval._pass,
+}
 
 
 def kernel_sink(body: UOp) -> UOp:
@@ -75,288 +299,12 @@ def kernel_sink(body: UOp) -> UOp:
   raise EvalError(body, "is not a kernel body (a SINK of effects, a LINEAR or a PROGRAM)")
 
 
-class KernelEval:
-  """Runs one kernel body on flat argument arrays, writing PARAM-bound arrays in place."""
-
-  def __init__(self, body: UOp, args: list[np.ndarray]):
-    self.sink = kernel_sink(body)
-    self.args = args
-    self.keys: dict[UOp, int] = {}
-    self.bounds: dict[int, int] = {}
-    self.memo: dict[UOp, object] = {}
-    self.param_cells: dict[int, Cell] = {}
-
-  # ---- helpers ----
-  def _val(self, u: UOp, s: UOp) -> LArr:
-    v = self.memo[s]
-    if not isinstance(v, LArr): raise EvalError(u, f"source {s.op.name} is not a value")
-    return v
-
-  def _shape(self, axes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(self.bounds[a] for a in axes)
-
-  def _reduce(self, u: UOp, op, x: LArr, keys: set[int]) -> LArr:
-    """x reduced over the iterations of `keys`; an axis x does not depend on still counts its iterations."""
-    data, axes = x.data, x.axes
-    fn = reduce_ufunc(u, op, data.dtype)
-    present = tuple(i for i, a in enumerate(axes) if a in keys)
-    if present:
-      data = np.asarray(fn.reduce(data, axis=present, dtype=data.dtype, initial=reduce_identity(op, data.dtype)))
-      axes = tuple(a for a in axes if a not in keys)
-    count = 1
-    for k in keys - set(x.axes): count *= self.bounds[k]
-    if count == 0: data = np.full(data.shape, reduce_identity(op, data.dtype), dtype=data.dtype)
-    elif count > 1 and op is not Ops.MAX:
-      if data.dtype == np.bool_: pass  # OR / AND of one value repeated is that value
-      elif op is Ops.ADD: data = np.asarray(data * data.dtype.type(count) if data.dtype.kind == "f" else data * np.array(count).astype(data.dtype))
-      else: data = np.asarray(np.power(data, count, dtype=data.dtype))
-    return LArr(data, axes)
-
-  # ---- run ----
-  def run(self) -> None:
-    order = _topo(self.sink)
-    direct: dict[UOp, set[UOp]] = {}  # the ranges of the ENDs that enclose each effect through END/GROUP nesting
-    for u in reversed(order):
-      if u.op is Ops.END and u.src:
-        direct.setdefault(u.src[0], set()).update(direct.get(u, set()), u.src[1:])
-      elif u.op in (Ops.GROUP, Ops.SINK):
-        for s in u.src: direct.setdefault(s, set()).update(direct.get(u, set()))
-    with np.errstate(all="ignore"):
-      for u in order:
-        if u in self.memo: continue
-        if u.op is Ops.STORE:
-          # the ranges of the ENDs around a store come after it in topological order; their bounds are needed now
-          for r in direct.get(u, ()): self._ensure(r)
-          self.memo[u] = guard(u, self._store, u, direct.get(u, set()))
-        else: self.memo[u] = guard(u, self._eval, u)
-
-  def _eval(self, u: UOp) -> object:
-    fn = _HANDLERS.get(u.op)
-    if fn is None:
-      if u.op in GroupOp.Elementwise: fn = KernelEval._elementwise
-      else: raise EvalError(u, "has no meaning inside a kernel body")
-    return fn(self, u)
-
-  def _ensure(self, r: UOp) -> None:
-    if r in self.memo: return
-    if r.op is not Ops.RANGE: raise EvalError(r, "END closes something that is not a RANGE")
-    for n in _topo(r):
-      if n not in self.memo:
-        if n.op is Ops.STORE: raise EvalError(r, "a range bound depends on a STORE")
-        self.memo[n] = self._eval(n)
-
-  # ---- handlers ----
-  def _const(self, u: UOp) -> LArr:
-    if u.src: raise EvalError(u, "CONST takes no sources")
-    return LArr(np.array(u.arg, dtype=u.dtype.np), ())
-
-  def _range(self, u: UOp) -> LArr:
-    if len(u.src) != 1: raise EvalError(u, f"takes one source (its bound), has {len(u.src)}")
-    b = self._val(u, u.src[0])
-    if b.axes: raise EvalError(u, "bound depends on another range")
-    if not u.dtype.is_int: raise EvalError(u, f"dtype {u.dtype.name} is not an integer")
-    n = max(int(b.data), 0)
-    key = self.keys.setdefault(u, len(self.keys))
-    self.bounds[key] = n
-    return LArr(np.arange(n, dtype=u.dtype.np), (key,))
-
-  def _elementwise(self, u: UOp) -> LArr:
-    vals = [self._val(u, s) for s in u.src]
-    axes = _union(*(v.axes for v in vals))
-    shape = self._shape(axes)
-    datas = [np.broadcast_to(v.to(axes), shape) for v in vals]
-    return LArr(elementwise(u, datas), axes)
-
-  def _param(self, u: UOp) -> Cell:
-    slot = u.arg.slot
-    if not 0 <= slot < len(self.args): raise EvalError(u, f"slot {slot} is not bound: the kernel has {len(self.args)} args")
-    if slot in self.param_cells: return self.param_cells[slot]
-    a = self.args[slot]
-    if not isinstance(a, np.ndarray) or a.ndim != 1: raise EvalError(u, f"arg {slot} is not a flat numpy array")
-    if a.size != u.arg.size: raise EvalError(u, f"slot {slot} has size {u.arg.size} but its arg has {a.size} elements")
-    if a.dtype != u.dtype.np: raise EvalError(u, f"slot {slot} has dtype {u.dtype.name} but its arg has numpy dtype {a.dtype}")
-    c = self.param_cells[slot] = Cell(a, (), False, u)
-    return c
-
-  def _buffer(self, u: UOp) -> Cell:
-    private = u.arg.addrspace in (AddrSpace.REG, AddrSpace.LOCAL)
-    return Cell(np.zeros(u.arg.size, dtype=u.dtype.np), (), private, u)
-
-  def _after(self, u: UOp) -> object:
-    if not u.src: raise EvalError(u, "has no sources")
-    return self.memo[u.src[0]]
-
-  def _pass(self, u: UOp) -> object:
-    return self.memo[u.src[0]]
-
-  def _index(self, u: UOp) -> Ptr:
-    if len(u.src) not in (2, 3): raise EvalError(u, f"takes (storage, index[, gate]), has {len(u.src)} sources")
-    cell = self.memo[u.src[0]]
-    if not isinstance(cell, Cell): raise EvalError(u, f"source 0 ({u.src[0].op.name}) is not storage")
-    idx = self._val(u, u.src[1])
-    if not u.src[1].dtype.is_int: raise EvalError(u, f"index has dtype {u.src[1].dtype.name}, not an integer")
-    gate = self._val(u, u.src[2]) if len(u.src) == 3 else None
-    return Ptr(cell, idx, gate)
-
-  def _ptr(self, u: UOp) -> tuple[Ptr, LArr | None]:
-    p = self.memo[u.src[0]]
-    if not isinstance(p, Ptr): raise EvalError(u, f"source 0 ({u.src[0].op.name}) is not an INDEX")
-    return p, p.gate
-
-  def _and(self, u: UOp, a: LArr | None, b: LArr | None) -> LArr | None:
-    if a is None or b is None: return a if b is None else b
-    axes = _union(a.axes, b.axes)
-    return LArr(np.logical_and(a.to(axes), b.to(axes)), axes)
-
-  def _grids(self, cell: Cell, axes: tuple[int, ...]) -> list[np.ndarray]:
-    out = []
-    for lab in cell.labels:
-      shape = [1] * len(axes)
-      shape[axes.index(lab)] = self.bounds[lab]
-      out.append(np.arange(self.bounds[lab]).reshape(shape))
-    return out
-
-  def _check_bounds(self, u: UOp, cell: Cell, idx: np.ndarray, mask: np.ndarray | None) -> None:
-    bad = (idx < 0) | (idx >= cell.size)
-    if mask is not None: bad = bad & mask
-    if bad.any():
-      v = int(np.asarray(idx)[np.nonzero(bad)][0]) if np.ndim(idx) else int(idx)
-      raise EvalError(u, f"index {v} is out of bounds for {cell.node.op.name} of {cell.size} elements")
-
-  def _load(self, u: UOp) -> LArr:
-    if len(u.src) not in (1, 3): raise EvalError(u, f"takes (index[, alt, gate]), has {len(u.src)} sources")
-    p, gate = self._ptr(u)
-    alt = None
-    if len(u.src) == 3:
-      alt = self._val(u, u.src[1])
-      gate = self._and(u, gate, self._val(u, u.src[2]))
-    cell = p.cell
-    if cell.data.dtype != u.dtype.np: raise EvalError(u, f"loads {u.dtype.name} from storage of numpy dtype {cell.data.dtype}")
-    axes = _union(cell.labels, p.idx.axes, gate.axes if gate is not None else (), alt.axes if alt is not None else ())
-    shape = self._shape(axes)
-    idx = np.broadcast_to(p.idx.to(axes), shape)
-    g = np.broadcast_to(gate.to(axes), shape) if gate is not None else None
-    self._check_bounds(u, cell, idx, g)
-    if g is not None: idx = np.where(g, idx, 0)
-    data = cell.data[(*self._grids(cell, axes), idx)]
-    if g is not None:
-      a = alt.to(axes) if alt is not None else np.zeros((), dtype=data.dtype)
-      data = np.where(g, data, a).astype(data.dtype, copy=False)
-    return LArr(np.broadcast_to(data, shape), axes)
-
-  def _accumulator(self, u: UOp) -> tuple[Ops, UOp] | None:
-    """(op, x) when u's value is op(LOAD(the element u writes), x) and x does not read the stored buffer."""
-    target, value = u.src[0], u.src[1]
-    if value.op not in (Ops.ADD, Ops.MUL, Ops.MAX) or len(value.src) != 2 or target.op is not Ops.INDEX: return None
-    base = _strip_after(target.src[0])
-    for i in (0, 1):
-      ld, x = value.src[i], value.src[1 - i]
-      if ld.op is Ops.LOAD and len(ld.src) == 1 and ld.src[0].op is Ops.INDEX and ld.src[0].src[1:] == target.src[1:] \
-         and _strip_after(ld.src[0].src[0]) is base:
-        reads = x.toposort(lambda n: n.op is not Ops.CALL)
-        if not any(n.op is Ops.INDEX and _strip_after(n.src[0]) is base for n in reads): return value.op, x
-    return None
-
-  def _store(self, u: UOp, direct: set[UOp]) -> None:
-    if len(u.src) not in (2, 3): raise EvalError(u, f"takes (index, value[, gate]), has {len(u.src)} sources")
-    p, gate = self._ptr(u)
-    if len(u.src) == 3: gate = self._and(u, gate, self._val(u, u.src[2]))
-    cell = p.cell
-    if u.src[1].dtype.np != cell.data.dtype: raise EvalError(u, f"stores {u.src[1].dtype.name} into storage of numpy dtype {cell.data.dtype}")
-    dkeys = {self.keys[r] for r in direct if r in self.keys}
-    acc = self._accumulator(u)
-    value = self._val(u, acc[1] if acc else u.src[1])
-    iaxes = set(p.idx.axes)
-    vaxes = set(value.axes) | set(gate.axes if gate is not None else ())
-    # the iterations that write one element: on kernel-private storage only the ranges of the ENDs right around this
-    # store (outer loops get their own copy of a register); on global storage every range the index does not use
-    red = ((vaxes | dkeys) if acc else vaxes) - iaxes
-    if cell.private: red &= dkeys
-    if acc:
-      op = acc[0]
-      if gate is not None:
-        axes = _union(value.axes, gate.axes)
-        ident = reduce_identity(op, value.data.dtype)
-        value = LArr(np.where(gate.to(axes), value.to(axes), ident).astype(value.data.dtype, copy=False), axes)
-        gate = self._any(gate, red)
-      value = self._reduce(u, op, value, red)
-    else:
-      value, gate = self._last(value, gate, red)
-    keep = set(value.axes) - iaxes
-    labels = _union(cell.labels, tuple(keep)) if cell.private else cell.labels
-    if keep - set(labels):
-      raise EvalError(u, "writes global storage at an index that does not depend on every range its value uses")
-    if labels != cell.labels:
-      cell.data = np.broadcast_to(LArr(cell.data, cell.labels + (-1,)).to(labels + (-1,)), self._shape(labels) + (cell.size,)).copy()
-      cell.labels = labels
-    axes = _union(labels, p.idx.axes, value.axes, gate.axes if gate is not None else ())
-    shape = self._shape(axes)
-    idx = np.broadcast_to(p.idx.to(axes), shape)
-    g = np.broadcast_to(gate.to(axes), shape) if gate is not None else None
-    self._check_bounds(u, cell, idx, g)
-    grids = [np.broadcast_to(x, shape) for x in self._grids(cell, axes)]
-    val = np.broadcast_to(value.to(axes), shape)
-    if g is not None: grids, idx, val = [x[g] for x in grids], idx[g], val[g]
-    if acc: reduce_ufunc(u, acc[0], cell.data.dtype).at(cell.data, (*grids, idx), val)
-    else: cell.data[(*grids, idx)] = val
-    return None
-
-  def _any(self, gate: LArr, keys: set[int]) -> LArr:
-    pos = tuple(i for i, a in enumerate(gate.axes) if a in keys)
-    if not pos: return gate
-    return LArr(np.logical_or.reduce(gate.data, axis=pos), tuple(a for a in gate.axes if a not in keys))
-
-  def _last(self, value: LArr, gate: LArr | None, keys: set[int]) -> tuple[LArr, LArr | None]:
-    """The value of the last iteration over `keys` (in axis order) whose gate holds, and whether any held."""
-    if gate is None:
-      pos = tuple(i for i, a in enumerate(value.axes) if a in keys)
-      if not pos: return value, None
-      sl = tuple(-1 if i in pos else slice(None) for i in range(len(value.axes)))
-      return LArr(value.data[sl], tuple(a for a in value.axes if a not in keys)), None
-    axes = _union(value.axes, gate.axes)
-    rk = tuple(a for a in axes if a in keys)
-    if not rk: return value, gate
-    rest = tuple(a for a in axes if a not in keys)
-    shape = self._shape(axes)
-    perm = tuple(axes.index(a) for a in rest + rk)
-    g = np.broadcast_to(gate.to(axes), shape).transpose(perm).reshape(self._shape(rest) + (-1,))
-    v = np.broadcast_to(value.to(axes), shape).transpose(perm).reshape(self._shape(rest) + (-1,))
-    m = g.shape[-1]
-    if m == 0: return LArr(np.zeros(self._shape(rest), dtype=v.dtype), rest), LArr(np.zeros(self._shape(rest), dtype=bool), rest)
-    last = m - 1 - np.argmax(g[..., ::-1], axis=-1)
-    sel = np.take_along_axis(v, last[..., None], axis=-1)[..., 0]
-    return LArr(sel, rest), LArr(g.any(axis=-1), rest)
-
-  def _reduce_range(self, u: UOp) -> LArr:
-    if isinstance(u.arg, tuple): raise EvalError(u, "tensor-form REDUCE (op, n) inside a kernel body; kernels use REDUCE(value, ranges...)")
-    if not u.src: raise EvalError(u, "has no value")
-    for r in u.src[1:]:
-      if r.op is not Ops.RANGE: raise EvalError(u, f"reduces over a {r.op.name}, not a RANGE")
-    return self._reduce(u, u.arg, self._val(u, u.src[0]), {self.keys[r] for r in u.src[1:]})
-
-  def _effect(self, u: UOp) -> None:
-    return None
-
-
-_HANDLERS = {
-  Ops.CONST: KernelEval._const, Ops.RANGE: KernelEval._range, Ops.SPECIAL: KernelEval._range, Ops.PARAM: KernelEval._param,
-  Ops.BUFFER: KernelEval._buffer, Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load,
-  Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,
-  Ops.REDUCE: KernelEval._reduce_range, Ops.CONTIGUOUS: KernelEval._pass, Ops.DETACH: KernelEval._pass,
-}
-
-
 def guard(u: UOp, fn, *args):
   """fn(*args), with any failure other than EvalError reported as an EvalError naming u."""
   try: return fn(*args)
   except EvalError: raise
-  except (TypeError, ValueError, IndexError, AttributeError, KeyError, OverflowError) as e:
+  except GUARDED as e:
     raise EvalError(u, f"cannot be evaluated: {type(e).__name__}: {e}") from e
-
-
-def _topo(root: UOp) -> list[UOp]:
-  """Sources before users; never enters a CALL's body."""
-  return root.toposort(lambda n: n.op is not Ops.CALL)
 
 
 def evaluate_kernel(body: UOp, args: list[np.ndarray]) -> None:

@@ -1,0 +1,369 @@
+"""The UB and exactness screen of KERNEL_GRAPH cases (fuzz.safety does the same for TENSOR graphs).
+
+Kernels of a kernel-level case may read what they wrote: a loop's iterations feed each other, so a value range is a
+bound over every execution, not over one expression. The screen runs the kernels in graph order and, per kernel:
+
+- every value gets an `Abs`: |v| <= c * W + m, v in [lo, hi], d denominator bits (floats). W bounds the float storage
+  the kernel writes (a load of it is c=1, m=0); storage the kernel only reads has the bound the kernels before it left.
+- every float STORE into written storage has c <= 1, so each store execution raises W by at most its m: after the
+  kernel's T store executions W <= W0 + T * max m. Every float value, with that W, is exact (its bits fit the
+  mantissa, so any summation order gives the same result) and far from overflow.
+- a division or modulo by a range holding 0 (or -1 under the minimum), a shift by a count outside [0, bits), a float
+  to int cast of a value that may leave the target's range, a transcendental op, a REG load no ungated STORE of that
+  register came before, and two args of one call on the same storage (C pointers are `restrict`) are unsafe.
+- the order of the accesses to storage a kernel writes is fixed by dependencies (check_order), not left to the schedule.
+
+Generators screen the cases they make with it; the oracles skip a kernel case it rejects, so a reducer move that
+brings in undefined behaviour or rounding never counts as still failing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+
+INF = float("inf")
+STORED_DBITS = 4        # denominator bits a stored float may carry (inputs and constants carry at most 2)
+FLOAT_LIMIT = 1e6       # magnitude any float value may reach
+
+
+class KernelUnsafe(Exception):
+  """A kernel whose values may hit undefined behaviour or depend on float rounding order."""
+
+
+@dataclass(frozen=True)
+class Abs:
+  """|v| <= c * W + m and lo <= v <= hi; d: denominator bits of a float (0 for ints and bools)."""
+  c: float
+  m: float
+  lo: float
+  hi: float
+  d: int = 0
+
+
+BOOL = Abs(0, 1, 0, 1)
+
+
+def _mant(dt: DType) -> int: return 24 if dt is dtypes.float32 else 53
+
+
+def dbits(v: float) -> int:
+  """Denominator bits of a float (99 when it is no short dyadic rational)."""
+  if not math.isfinite(v): return 99
+  for d in range(13):
+    if float(v) * (1 << d) == int(float(v) * (1 << d)): return d
+  return 99
+
+
+def full(dt: DType) -> Abs:
+  if dt.is_bool: return BOOL
+  if dt.is_int: return Abs(0, max(abs(dt.min), abs(dt.max)), dt.min, dt.max)
+  return Abs(1, 0, -INF, INF, STORED_DBITS)
+
+
+def of_interval(dt: DType, lo: float, hi: float, c: float = 0, d: int = 0) -> Abs:
+  """An int interval, wrapped to the whole dtype when it leaves it; a float Abs as given."""
+  if dt.is_bool: return BOOL
+  if dt.is_int or dt is dtypes.index:
+    if dt is not dtypes.index and (lo < dt.min or hi > dt.max): return full(dt)
+    return Abs(0, max(abs(lo), abs(hi)), lo, hi)
+  return Abs(c, max(abs(lo), abs(hi)) if c == 0 else INF, lo, hi, d)
+
+
+def array_abs(dt: DType, a: np.ndarray | None) -> Abs:
+  """The Abs of a buffer's contents (None: zeros)."""
+  if a is None or a.size == 0: return Abs(0, 0, 0, 0)
+  a = np.asarray(a)
+  if dt.is_bool: return BOOL
+  if dt.is_float:
+    if not np.all(np.isfinite(a)): raise KernelUnsafe("input holds inf or NaN")
+    return Abs(0, float(np.max(np.abs(a))), float(a.min()), float(a.max()), max(dbits(float(v)) for v in np.unique(a)))
+  lo, hi = int(a.min()), int(a.max())
+  return Abs(0, max(abs(lo), abs(hi)), lo, hi)
+
+
+def join(a: Abs, b: Abs) -> Abs:
+  return Abs(max(a.c, b.c), max(a.m, b.m), min(a.lo, b.lo), max(a.hi, b.hi), max(a.d, b.d))
+
+
+def _mul_iv(a: Abs, b: Abs) -> tuple[float, float]:
+  if (a.lo == a.hi == 0) or (b.lo == b.hi == 0): return 0.0, 0.0
+  if INF in (abs(a.lo), abs(a.hi), abs(b.lo), abs(b.hi)): return -INF, INF
+  xs = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+  return min(xs), max(xs)
+
+
+def _storage(u: UOp) -> UOp:
+  while u.op is Ops.AFTER and u.src: u = u.src[0]
+  return u
+
+
+# ---- one value ----
+class KernelAbs:
+  """Abs of the values of one kernel body: `written` storage (PARAMs and REG BUFFERs it stores to) loads as c=1 floats
+  or whole-dtype ints; `read` gives the Abs of every other PARAM slot."""
+
+  def __init__(self, written: set[UOp], read: dict[int, Abs]):
+    self.written, self.read = written, read
+    self.memo: dict[UOp, Abs] = {}
+
+  def of(self, root: UOp) -> Abs:
+    if root not in self.memo:
+      for u in root.toposort(lambda n: n.op is not Ops.CALL):
+        if u not in self.memo: self.memo[u] = self._node(u)
+    return self.memo[root]
+
+  def run(self, nodes: list[UOp]) -> None:
+    """The Abs of every node of a topologically sorted list."""
+    for u in nodes:
+      if u not in self.memo: self.memo[u] = self._node(u)
+
+  def _node(self, u: UOp) -> Abs:
+    op, dt = u.op, u.dtype
+    if dt is dtypes.index or op in (Ops.RANGE, Ops.SPECIAL):
+      return Abs(0, max(abs(u.vmin), abs(u.vmax)), u.vmin, u.vmax)
+    if op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK, Ops.AFTER, Ops.PARAM, Ops.BUFFER, Ops.INDEX) or dt is dtypes.void:
+      return Abs(0, 0, 0, 0)
+    if op is Ops.CONST:
+      v = u.arg
+      if dt.is_float: return Abs(0, abs(v), v, v, dbits(v))
+      return Abs(0, abs(int(v)), int(v), int(v))
+    if op is Ops.LOAD: return self._load(u)
+    if op is Ops.REDUCE: return self._reduce(u)
+    if op in GroupOp.Elementwise: return self._alu(u, [self.memo[s] for s in u.src])
+    raise KernelUnsafe(f"{op.name} is not analysed")
+
+  def _load(self, u: UOp) -> Abs:
+    base = _storage(u.src[0].src[0])
+    if base in self.written: a = full(u.dtype)
+    elif base.op is Ops.PARAM: a = self.read.get(base.arg.slot, full(u.dtype))
+    else: a = full(u.dtype)
+    return join(a, self.memo[u.src[1]]) if len(u.src) == 3 else a
+
+  def _reduce(self, u: UOp) -> Abs:
+    a, n = self.memo[u.src[0]], 1
+    for r in u.src[1:]:
+      if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST: raise KernelUnsafe("REDUCE over a range without a constant bound")
+      n *= max(int(r.src[0].arg), 0)
+    if u.arg is Ops.MAX or n <= 1: return a
+    dt = u.dtype
+    if u.arg is Ops.ADD:
+      lo, hi = min(a.lo, a.lo * n), max(a.hi, a.hi * n)
+      return of_interval(dt, lo, hi, a.c * n, a.d) if not dt.is_float else Abs(a.c * n, a.m * n, lo, hi, a.d)
+    if dt.is_float:
+      if a.c > 0 or a.m > 1: raise KernelUnsafe("float MUL reduction may grow")
+      return Abs(0, 1, -1, 1, a.d * n)
+    m = a.m ** n if a.m < 2 ** 64 else INF
+    return of_interval(dt, -m, m)
+
+  def _alu(self, u: UOp, s: list[Abs]) -> Abs:
+    op, dt = u.op, u.dtype
+    sd = u.src[0].dtype
+    if op in GroupOp.Comparison: return BOOL
+    if op is Ops.WHERE: return join(s[1], s[2])
+    if op is Ops.CAST: return self._cast(dt, sd, s[0])
+    if op is Ops.BITCAST:
+      if dt.is_float or sd.is_float or sd.is_bool: raise KernelUnsafe("BITCAST to or from a float or a bool")
+      return full(dt)
+    if dt.is_bool:
+      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB, Ops.NEG): return BOOL
+      raise KernelUnsafe(f"{op.name} on bool")
+    if dt.is_float: return self._float(u, s)
+    a, b = s[0], (s[1] if len(s) > 1 else None)
+    if op is Ops.NEG: return of_interval(dt, -a.hi, -a.lo)
+    if op is Ops.TRUNC: return a
+    if b is None: raise KernelUnsafe(f"{op.name} on {dt.name}")
+    if op is Ops.ADD: return of_interval(dt, a.lo + b.lo, a.hi + b.hi)
+    if op is Ops.SUB: return of_interval(dt, a.lo - b.hi, a.hi - b.lo)
+    if op is Ops.MUL: return of_interval(dt, *_mul_iv(a, b))
+    if op is Ops.MAX: return of_interval(dt, max(a.lo, b.lo), max(a.hi, b.hi))
+    if op in (Ops.IDIV, Ops.MOD):
+      if b.lo <= 0 <= b.hi: raise KernelUnsafe(f"{op.name} by a range [{b.lo}, {b.hi}] holding 0")
+      if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise KernelUnsafe(f"{op.name} of the minimum by -1")
+      mb = max(abs(b.lo), abs(b.hi))
+      if op is Ops.IDIV: return of_interval(dt, -a.m, a.m) if a.lo < 0 else of_interval(dt, 0, a.hi)
+      return of_interval(dt, 0, min(a.hi, mb - 1)) if a.lo >= 0 else of_interval(dt, -(mb - 1), mb - 1)
+    if op in (Ops.SHL, Ops.SHR):
+      if b.lo < 0 or b.hi >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in [{b.lo}, {b.hi}] outside [0, {dt.bits})")
+      if op is Ops.SHR: return of_interval(dt, 0, a.hi) if a.lo >= 0 else of_interval(dt, min(a.lo, 0), max(a.hi, 0))
+      return full(dt)
+    if op is Ops.AND:
+      nonneg = [x.hi for x in (a, b) if x.lo >= 0]
+      return of_interval(dt, 0, min(nonneg)) if nonneg else full(dt)
+    if op in (Ops.OR, Ops.XOR):
+      if a.lo >= 0 and b.lo >= 0: return of_interval(dt, 0, (1 << int(max(a.hi, b.hi)).bit_length()) - 1)
+      return full(dt)
+    raise KernelUnsafe(f"{op.name} on {dt.name}")
+
+  def _cast(self, dt: DType, sd: DType, a: Abs) -> Abs:
+    if dt.is_bool: return BOOL
+    if dt.is_float:
+      if sd.is_float: return a
+      if a.lo < -(2 ** 24) or a.hi > 2 ** 24: raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
+      return Abs(0, a.m, a.lo, a.hi, 0)
+    if sd.is_float:
+      if not (dt.min <= a.lo and a.hi <= dt.max): raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name} may overflow")
+      return of_interval(dt, math.trunc(a.lo), math.trunc(a.hi))
+    return of_interval(dt, a.lo, a.hi)
+
+  def _float(self, u: UOp, s: list[Abs]) -> Abs:
+    op = u.op
+    a, b = s[0], (s[1] if len(s) > 1 else None)
+    if op is Ops.NEG: return Abs(a.c, a.m, -a.hi, -a.lo, a.d)
+    if op is Ops.TRUNC: return Abs(a.c, a.m, -INF if a.lo == -INF else math.trunc(a.lo), INF if a.hi == INF else math.trunc(a.hi), 0)
+    if b is None or op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
+    d = max(a.d, b.d)
+    if op is Ops.ADD: return Abs(a.c + b.c, a.m + b.m, a.lo + b.lo, a.hi + b.hi, d)
+    if op is Ops.SUB: return Abs(a.c + b.c, a.m + b.m, a.lo - b.hi, a.hi - b.lo, d)
+    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), max(a.lo, b.lo), max(a.hi, b.hi), d)
+    if a.c > 0 and b.c > 0: raise KernelUnsafe("product of two values the kernel writes")
+    # a factor of a written value must be an integer of magnitude <= 1, or repeated products grow or lose bits
+    for x, y in ((a, b), (b, a)):
+      if x.c > 0 and (y.m > 1 or y.d > 0): raise KernelUnsafe("a written value multiplied by more than a sign")
+    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, *_mul_iv(a, b), a.d + b.d)
+
+
+# ---- a kernel, a graph ----
+def _multiplicities(body: UOp) -> dict[UOp, int]:
+  """How often each STORE of a kernel body runs: the product of the bounds of the ENDs around it."""
+  out: dict[UOp, int] = {}
+  stack: list[tuple[UOp, int]] = [(s, 1) for s in body.src]
+  seen: set[tuple[UOp, int]] = set()
+  while stack:
+    u, k = stack.pop()
+    if (u, k) in seen: continue
+    seen.add((u, k))
+    if u.op is Ops.STORE: out[u] = max(out.get(u, 0), k)
+    elif u.op is Ops.GROUP: stack.extend((s, k) for s in u.src)
+    elif u.op is Ops.END and u.src:
+      n = k
+      for r in u.src[1:]: n *= int(r.src[0].arg) if r.op is Ops.RANGE and r.src[0].op is Ops.CONST else 1
+      stack.append((u.src[0], n))
+  return out
+
+
+def _check_reg_loads(nodes: list[UOp]) -> None:
+  """Every LOAD of a REG buffer waits (through its AFTERs) for an ungated STORE of it that does not read it."""
+  loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (a := _storage(u.src[0].src[0])).op is Ops.BUFFER
+           and a.arg.addrspace is AddrSpace.REG]
+  if not loads: return
+  inits = {x for x in nodes if x.op is Ops.STORE and len(x.src) == 2 and x.src[0].op is Ops.INDEX and
+           (acc := _storage(x.src[0].src[0])).op is Ops.BUFFER and not _reads(x.src[1], acc)}
+  for u in loads:
+    st = u.src[0].src[0]
+    acc = _storage(st)
+    deps = [d for a in _afters(st) for d in a.src[1:] if d.op is not Ops.RANGE]
+    ok = any(x in inits and _storage(x.src[0].src[0]) is acc for d in deps for x in d.toposort(lambda n: n.op is not Ops.CALL))
+    if not ok: raise KernelUnsafe(f"a LOAD of REG buffer {acc.arg.id} may run before any STORE initialises it")
+
+
+def _afters(u: UOp) -> list[UOp]:
+  out = []
+  while u.op is Ops.AFTER and u.src:
+    out.append(u)
+    u = u.src[0]
+  return out
+
+
+def _reads(v: UOp, acc: UOp) -> bool:
+  return any(n.op is Ops.INDEX and _storage(n.src[0]) is acc for n in v.toposort(lambda n: n.op is not Ops.CALL))
+
+
+def _enclosing(body: UOp) -> dict[UOp, set[UOp]]:
+  """The RANGEs of the ENDs around each STORE (through SINK, GROUP and END nesting)."""
+  out: dict[UOp, set[UOp]] = {}
+  stack: list[tuple[UOp, frozenset]] = [(s, frozenset()) for s in body.src]
+  while stack:
+    u, rs = stack.pop()
+    if u.op is Ops.STORE: out.setdefault(u, set()).update(rs)
+    elif u.op is Ops.GROUP: stack.extend((x, rs) for x in u.src)
+    elif u.op is Ops.END and u.src: stack.append((u.src[0], rs | frozenset(u.src[1:])))
+  return out
+
+
+def check_order(body: UOp, stores: list[UOp]) -> None:
+  """The meaning of a kernel does not hang on an order the lowering picks: a STORE depends on every range of the ENDs
+  around it (linearize hoists it out of a loop it does not depend on), and of two accesses to one storage, one a
+  STORE, one depends on the other (the schedule orders nothing else)."""
+  deps = {s: set(s.toposort(lambda n: n.op is not Ops.CALL)) for s in stores}
+  for s, rs in _enclosing(body).items():
+    if not rs <= deps[s]:
+      raise KernelUnsafe(f"a STORE under an END over axis {min(r.arg.axis for r in rs - deps[s])} does not depend on that range")
+  by_base: dict[UOp, list[UOp]] = {}
+  for s in stores: by_base.setdefault(_storage(s.src[0].src[0]), []).append(s)
+  for s in stores:
+    for ld in (x for x in deps[s] if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX):
+      for w in by_base.get(_storage(ld.src[0].src[0]), ()):
+        if w is not s and w not in ld.toposort() and ld not in deps[w]:
+          raise KernelUnsafe("a LOAD and a STORE of one storage with no dependency ordering them")
+  for ws in by_base.values():
+    for i, a in enumerate(ws):
+      for b in ws[i + 1:]:
+        if a not in deps[b] and b not in deps[a]: raise KernelUnsafe("two STOREs to one storage with no dependency ordering them")
+
+
+def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
+  """Screen one kernel body whose PARAM slot k holds values with bounds[k]; the bounds of the slots it writes after it."""
+  if body.op is not Ops.SINK: raise KernelUnsafe(f"kernel body {body.op.name} is not analysed")
+  nodes = body.toposort(lambda n: n.op is not Ops.CALL)
+  stores = [u for u in nodes if u.op is Ops.STORE]
+  if any(s.src[0].op is not Ops.INDEX for s in stores): raise KernelUnsafe("STORE not through an INDEX")
+  written = {_storage(s.src[0].src[0]) for s in stores}
+  _check_reg_loads(nodes)
+  check_order(body, stores)
+  ka = KernelAbs(written, {k: v for k, v in bounds.items() if not any(w.op is Ops.PARAM and w.arg.slot == k for w in written)})
+  ka.run(nodes)
+  mult = _multiplicities(body)
+  t = 0
+  max_m = 0.0
+  for s in stores:
+    dt = s.src[1].dtype
+    a = ka.of(s.src[1])
+    if len(s.src) == 3: ka.of(s.src[2])
+    if dt.is_float:
+      if a.c > 1: raise KernelUnsafe(f"a float STORE adds {a.c:g} copies of written values: repeated runs may grow past exactness")
+      if a.d > STORED_DBITS: raise KernelUnsafe(f"a float STORE of values with {a.d} denominator bits")
+      t += mult.get(s, 1)
+      max_m = max(max_m, a.m)
+  w0 = max([0.0] + [bounds[w.arg.slot].m for w in written if w.op is Ops.PARAM and w.arg.slot in bounds and w.dtype.is_float])
+  w = w0 + t * max_m
+  for u, a in ka.memo.items():
+    if not u.dtype.is_float or u.op in (Ops.STORE, Ops.INDEX, Ops.AFTER, Ops.PARAM, Ops.BUFFER): continue
+    mag = a.c * w + a.m if a.c > 0 else a.m
+    if mag > FLOAT_LIMIT or mag * (1 << min(a.d, 60)) >= 2 ** _mant(u.dtype):
+      raise KernelUnsafe(f"{u.op.name} of {u.dtype.name} may reach {mag:.3g} with {a.d} denominator bits: not exact")
+  out: dict[int, Abs] = {}
+  for p in written:
+    if p.op is not Ops.PARAM: continue
+    old = bounds.get(p.arg.slot, Abs(0, 0, 0, 0))
+    # the kernel's writes join what the buffer held before (its stores may leave elements untouched)
+    wb = max(w, old.m)
+    out[p.arg.slot] = Abs(0, wb, -wb, wb, max(STORED_DBITS, old.d)) if p.dtype.is_float else full(p.dtype)
+  return out
+
+
+def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
+  """Why a KERNEL_GRAPH case may hit undefined behaviour or float rounding on these inputs, or None when it cannot."""
+  try:
+    bufs: dict[int, Abs] = {}
+    for call in kernel_calls(root):
+      body = call.src[0]
+      if not is_kernel_body(body) or body.op is not Ops.SINK: raise KernelUnsafe(f"a CALL body {body.op.name} is not analysed")
+      args = [_storage(a) for a in call.src[1:]]
+      if any(a.op is not Ops.BUFFER for a in args): raise KernelUnsafe("a kernel arg that is not a BUFFER")
+      if len({a.arg.id for a in args}) != len(args): raise KernelUnsafe("two args of one kernel on the same BUFFER (its pointers are restrict)")
+      for a in args:
+        if a.arg.id not in bufs: bufs[a.arg.id] = array_abs(a.dtype, inputs.get(a.arg.id))
+      after = check_kernel(body, {k: bufs[a.arg.id] for k, a in enumerate(args)})
+      for k, ab in after.items(): bufs[args[k].arg.id] = ab
+    return None
+  except KernelUnsafe as e:
+    return str(e)
+  except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as e:
+    return f"malformed: {type(e).__name__}: {e}"
