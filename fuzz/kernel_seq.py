@@ -16,21 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType, truncate
 from tinyspec.lower.kernel_map import kernel_calls
-from tinyspec.uop import AddrSpace, Ops, UOp
-
-
-def _wrap(v: int, dt: DType) -> int:
-  if dt is dtypes.index: return v
-  v &= (1 << dt.bits) - 1
-  return v - (1 << dt.bits) if dt.is_signed and v >= 1 << (dt.bits - 1) else v
+from tinyspec.ops import scalar
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
 
 
 def _scalar(v: Any, dt: DType) -> Any:
   if dt.is_bool: return bool(v)
   if dt.is_float: return dt.np.type(v)
-  return _wrap(int(v), dt)
+  return truncate(int(v), dt)
 
 
 def _storage(u: UOp) -> UOp:
@@ -104,48 +99,12 @@ class _Kernel:
 
 
 def alu(op: Ops, dt: DType, sd: DType, s: list[Any]) -> Any:
-  """One op on Python / numpy scalars with C semantics (the points fuzz.kernel_safety keeps generators to)."""
-  if op is Ops.WHERE: return s[1] if s[0] else s[2]
-  if op is Ops.CMPLT: return bool(s[0] < s[1])
-  if op is Ops.CMPNE: return bool(s[0] != s[1])
-  if op is Ops.CMPEQ: return bool(s[0] == s[1])
-  if op is Ops.CAST:
-    x = s[0]
-    if dt.is_bool: return bool(x != 0)
-    if dt.is_float: return dt.np.type(float(x) if not isinstance(x, (int, bool)) else x)
-    if sd.is_float: return _wrap(int(float(x)), dt)
-    return _wrap(int(x), dt)
-  if dt.is_bool:
-    a, b = bool(s[0]), bool(s[-1])
-    return {Ops.AND: a and b, Ops.MUL: a and b, Ops.OR: a or b, Ops.ADD: a or b, Ops.MAX: a or b, Ops.XOR: a != b, Ops.SUB: a != b,
-            Ops.NEG: not a}[op]
-  if dt.is_float:
-    with np.errstate(all="ignore"):
-      a = s[0]
-      if op is Ops.NEG: return dt.np.type(-a)
-      if op is Ops.TRUNC: return dt.np.type(np.trunc(a))
-      b = s[1]
-      if op is Ops.ADD: return dt.np.type(a + b)
-      if op is Ops.SUB: return dt.np.type(a - b)
-      if op is Ops.MUL: return dt.np.type(a * b)
-      if op is Ops.MAX: return dt.np.type(max(a, b))
-    raise ValueError(f"{op.name} on {dt.name}")
-  a = int(s[0])
-  if op is Ops.NEG: return _wrap(-a, dt)
-  b = int(s[1])
-  if op is Ops.ADD: return _wrap(a + b, dt)
-  if op is Ops.SUB: return _wrap(a - b, dt)
-  if op is Ops.MUL: return _wrap(a * b, dt)
-  if op is Ops.MAX: return max(a, b)
-  if op in (Ops.IDIV, Ops.MOD):
-    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
-    return _wrap(q, dt) if op is Ops.IDIV else _wrap(a - q * b, dt)
-  if op is Ops.AND: return _wrap(a & b, dt)
-  if op is Ops.OR: return _wrap(a | b, dt)
-  if op is Ops.XOR: return _wrap(a ^ b, dt)
-  if op is Ops.SHL: return _wrap(a << b, dt)
-  if op is Ops.SHR: return _wrap(a >> b, dt)
-  raise ValueError(f"{op.name} on {dt.name}")
+  """One op on scalars: the op registry's scalar meaning (tinyspec.ops.scalar), so this interpreter shares the op
+  meanings with everything else and nothing of the evaluator's memory model or loop order."""
+  if op in (Ops.CAST, Ops.BITCAST): v = scalar.run(op, dt, s[0], sd)
+  elif op is Ops.WHERE: v = scalar.run(op, dt, *s)
+  else: v = scalar.run(op, sd if op in GroupOp.Comparison else dt, *s)
+  return dt.np.type(v) if dt.is_float else v
 
 
 def _check_contained(body: UOp) -> None:

@@ -102,6 +102,7 @@ def reduce_identity(op: Ops, dt: DType) -> Any:
 
 def cast(v: Any, src: DType, dst: DType) -> Any:
   """C conversion, defined everywhere (see the module docstring)."""
+  if src.kind == "f": v = float(v)  # numpy float scalars too
   if dst.kind == "b": return bool(v != 0)
   if src.kind == "f" and dst.kind in "iux":
     if math.isnan(v): return 0

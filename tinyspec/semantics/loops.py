@@ -22,7 +22,7 @@ import numpy as np
 
 from tinyspec.dtype import dtypes
 from tinyspec.semantics.alu import EvalError, reduce_identity
-from tinyspec.uop import AddrSpace, BufferArg, Ops, UOp, substitute
+from tinyspec.uop import AddrSpace, BufferArg, Ops, UOp, open_ranges, substitute
 
 
 class Loop:
@@ -64,17 +64,6 @@ def from_linear(nodes: tuple[UOp, ...]) -> list[Item]:
 
 
 # ---- KERNEL-stage SINK ----
-def open_ranges(root: UOp) -> dict[UOp, frozenset[UOp]]:
-  """For every node under root, the RANGEs it depends on that no END or REDUCE between it and them closes."""
-  out: dict[UOp, frozenset[UOp]] = {}
-  for u in root.toposort():
-    rs: frozenset[UOp] = frozenset().union(*(out[s] for s in u.src)) if u.src else frozenset()
-    if u.op is Ops.RANGE: rs = rs | {u}
-    elif u.op in (Ops.END, Ops.REDUCE): rs = rs - {s for s in u.src[1:] if s.op is Ops.RANGE}
-    out[u] = rs
-  return out
-
-
 def _identity(red: UOp) -> UOp:
   if red.arg not in (Ops.ADD, Ops.MUL, Ops.MAX): raise EvalError(red, f"reduces with {red.arg!r}, not one of ADD, MUL, MAX")
   return UOp.const(red.dtype, np.asarray(reduce_identity(red.arg, red.dtype.np)).item())
@@ -93,7 +82,7 @@ def expand_reduces(sink: UOp) -> UOp:
       if r.op is not Ops.RANGE: raise EvalError(red, f"reduces over a {r.op.name}, not a RANGE")
     r2 = substitute(red, new) if new else red
     value, rr = r2.src[0], r2.src[1:]
-    outer = sorted(open_ranges(r2)[r2], key=lambda r: r.arg.axis)
+    outer = sorted(open_ranges(r2), key=lambda r: r.arg.axis)
     # a negative id cannot be any real buffer's: the accumulator is private to this evaluation
     acc = UOp(Ops.BUFFER, value.dtype, (), BufferArg(-1 - n, 1, red.device or "CPU", AddrSpace.REG))
     init = (acc.after(*outer) if outer else acc).index(zero).store(_identity(red))
@@ -148,7 +137,7 @@ def schedule(body: UOp) -> list[UOp]:
   """Every node under body in execution order, RANGE opening and END closing properly nested loops."""
   nodes = body.toposort()
   pos = {u: i for i, u in enumerate(nodes)}
-  ctx = _contexts(nodes, open_ranges(body))
+  ctx = _contexts(nodes, {u: open_ranges(u) for u in nodes})
   out: list[UOp] = []
   work: list = [((), nodes)]  # (loop prefix, members) blocks, emitted depth-first from an explicit stack
   while work:
