@@ -1,6 +1,6 @@
 """Imports point one way, down the layers of the design, and no module imports another's `_private` name.
 
-    IR (dtype, uop, rewrite, pyrender, fileio, loadfile) <- op meanings (ops) <- z3 translation (smt) <- spec
+    IR (dtype, uop, loop_order, rewrite, pyrender, fileio, loadfile) <- op meanings (ops) <- z3 translation (smt) <- spec
     <- semantics <- render <- lower <- runtime <- frontend, autograd, viz <- fuzz, prove, bridge <- cli
 
 Every import counts, those inside functions too. The IR's one upward edge is declared below with its reason.
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
-  ("tinyspec.dtype", "tinyspec.uop", "tinyspec.rewrite", "tinyspec.pyrender", "tinyspec.fileio", "tinyspec.loadfile"),
+  ("tinyspec.dtype", "tinyspec.uop", "tinyspec.loop_order", "tinyspec.rewrite", "tinyspec.pyrender", "tinyspec.fileio", "tinyspec.loadfile"),
   ("tinyspec.ops",), ("tinyspec.smt",), ("tinyspec.spec",), ("tinyspec.semantics",), ("tinyspec.render",), ("tinyspec.lower",),
   ("tinyspec.runtime",), ("tinyspec.frontend", "tinyspec.autograd", "tinyspec.viz"),
   ("fuzz", "tinyspec.prove", "tinyspec.bridge"), ("tinyspec.cli",),

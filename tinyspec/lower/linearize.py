@@ -15,40 +15,19 @@ the kernel stays the (KERNEL-legal) kernel SINK it has become so far.
 """
 from __future__ import annotations
 
-import heapq
 import re
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.kernel_map import map_kernels, max_axis
+from tinyspec.lower.kernel_map import map_kernels
+from tinyspec.loop_order import LoopOrderError, one_end_per_range, schedule
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp, open_ranges, substitute
+from tinyspec.uop import Ops, UOp
 
 
 class LinearizeError(ValueError):
   """A kernel whose loops cannot be nested (a RANGE never closed, or used where its loop cannot be open)."""
-
-
-# ---- 1. one END per RANGE ----
-def one_end_per_range(body: UOp) -> UOp:
-  next_axis = max_axis(body) + 1
-  for _ in range(10_000):
-    claimed: dict[UOp, UOp] = {}
-    conflict = None
-    for e in (u for u in body.toposort() if u.op is Ops.END):
-      for r in e.src[1:]:
-        if r.op is not Ops.RANGE: raise LinearizeError(f"END closes a {r.op.name}, not a RANGE")
-        if claimed.setdefault(r, e) is not e: conflict = (e, r)
-      if conflict: break
-    if conflict is None: return body
-    e, r = conflict
-    if any(u.op is Ops.END and r in u.src[1:] for u in e.src[0].toposort()):
-      raise LinearizeError(f"RANGE axis {r.arg.axis} is closed by an END nested inside another END over it")
-    fresh = UOp.range(r.src[0], next_axis, r.arg.kind)
-    next_axis += 1
-    body = substitute(body, {e: substitute(e, {r: fresh})})
-  raise LinearizeError("too many ENDs share RANGEs")
 
 
 # ---- 2. index -> int32 / int64 ----
@@ -85,81 +64,6 @@ def _lowered(body: UOp) -> bool:
   return not any(u.dtype is dtypes.index or _noop_cast(u) for u in body.toposort())
 
 
-# ---- 3. scheduling ----
-def schedule(body: UOp) -> list[UOp]:
-  """Every node under body in an execution order with properly nested loops (see the module doc)."""
-  nodes = body.toposort()
-  pos = {u: i for i, u in enumerate(nodes)}
-  chain: dict[UOp, tuple[UOp, ...]] = {}
-
-  def ctx_of(rs: frozenset[UOp], what: UOp) -> tuple[UOp, ...]:
-    if not rs: return ()
-    for r in rs:
-      if r not in chain: raise LinearizeError(f"{what.op.name} uses RANGE axis {r.arg.axis}, which no END closes")
-    inner = max(rs, key=lambda r: len(chain[r]))
-    base = chain[inner]
-    if not rs <= set(base):
-      raise LinearizeError(f"{what.op.name} depends on RANGEs {sorted(r.arg.axis for r in rs)} that are not nested in one another")
-    return base
-
-  for e in reversed([u for u in nodes if u.op is Ops.END]):  # users first: an END's outer loops are closed by its users
-    base = ctx_of(open_ranges(e), e)
-    for i, r in enumerate(e.src[1:]): chain[r] = base + e.src[1:i + 2]
-  ctx = {u: (chain[u][:-1] if u.op is Ops.RANGE and u in chain else ctx_of(open_ranges(u), u)) for u in nodes}
-  if any(u.op is Ops.RANGE and u not in chain for u in nodes):
-    r = next(u for u in nodes if u.op is Ops.RANGE and u not in chain)
-    raise LinearizeError(f"RANGE axis {r.arg.axis} is never closed by an END")
-
-  out: list[UOp] = []
-  # (prefix, members) blocks, emitted depth-first; an explicit stack keeps deep loop nests off Python's recursion
-  work: list = [((), nodes)]
-  while work:
-    item = work.pop()
-    if isinstance(item, UOp):
-      out.append(item)
-      continue
-    prefix, members = item
-    d = len(prefix)
-
-    def item_of(u: UOp, d=d) -> UOp | tuple:
-      c = ctx[u]
-      if u.op is Ops.RANGE and len(c) == d: return ("loop", u)
-      return u if len(c) == d else ("loop", c[d])
-    mset = set(members)
-    key: dict = {}
-    deps: dict = {}
-    users: dict = {}
-    for u in members:
-      it = item_of(u)
-      key[it] = min(key.get(it, pos[u]), pos[u])
-      deps.setdefault(it, set())
-      for s in u.src:
-        if s in mset and (si := item_of(s)) != it:
-          if si not in deps[it]:
-            deps[it].add(si)
-            users.setdefault(si, []).append(it)
-    ready = [(key[it], i, it) for i, it in enumerate(key) if not deps[it]]
-    order_idx = {it: i for i, it in enumerate(key)}
-    heapq.heapify(ready)
-    ordered = []
-    while ready:
-      _, _, it = heapq.heappop(ready)
-      ordered.append(it)
-      for v in users.get(it, ()):
-        deps[v].discard(it)
-        if not deps[v]: heapq.heappush(ready, (key[v], order_idx[v], v))
-    if len(ordered) != len(key): raise LinearizeError("the kernel's loops depend on one another in a cycle")
-    # push in reverse so the stack pops them in order
-    for it in reversed(ordered):
-      if isinstance(it, UOp): work.append(it)
-      else:
-        r = it[1]
-        inner = prefix + (r,)
-        work.append((inner, [u for u in members if u is not r and ctx[u][:d + 1] == inner]))
-        work.append(r)
-  return out
-
-
 def _kernel_name(call: UOp | None, i: int) -> str:
   base = call.arg if call is not None and isinstance(call.arg, str) and call.arg else "kernel"
   return f"{re.sub(r'[^A-Za-z0-9_]', '_', base)}_{i}"
@@ -169,12 +73,15 @@ def linearize_body(body: UOp, name: str, options: LowerOptions | None = None, tr
   """PROGRAM(sink, LINEAR(...)) for one kernel SINK; the partly lowered kernel SINK when trace's step limit stops it first."""
   if body.op is not Ops.SINK: raise LinearizeError(f"linearize takes a kernel SINK, not {body.op.name}")
   if any(u.op is Ops.REDUCE for u in body.toposort()): raise LinearizeError("kernel still holds a REDUCE; run lower_reduce first")
-  body = one_end_per_range(body)
+  try: body = one_end_per_range(body)
+  except LoopOrderError as e: raise LinearizeError(str(e)) from e
   idt = index_dtype_for(body, options.int_dtype if options else None)
   trace = trace or Trace()
   body = trace.rewrite(body, lower_index_pm, idt)
   if trace.exhausted and not _lowered(body): return body
-  return UOp(Ops.PROGRAM, src=(body, UOp(Ops.LINEAR, src=tuple(schedule(body)))), arg=name)
+  try: order = schedule(body)
+  except LoopOrderError as e: raise LinearizeError(str(e)) from e
+  return UOp(Ops.PROGRAM, src=(body, UOp(Ops.LINEAR, src=tuple(order))), arg=name)
 
 
 def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:

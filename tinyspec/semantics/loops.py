@@ -16,11 +16,11 @@ it, built here by the same rules (so the evaluator needs no lowering pass, and a
 from __future__ import annotations
 
 import functools
-import heapq
 
 import numpy as np
 
 from tinyspec.dtype import dtypes
+from tinyspec.loop_order import LoopOrderError, one_end_per_range, schedule
 from tinyspec.semantics.alu import EvalError, reduce_identity
 from tinyspec.uop import AddrSpace, BufferArg, Ops, UOp, open_ranges, substitute
 
@@ -92,97 +92,10 @@ def expand_reduces(sink: UOp) -> UOp:
   return substitute(sink, new)
 
 
-def one_end_per_range(body: UOp) -> UOp:
-  """body where every RANGE is closed by one END: later ENDs over a shared RANGE get a fresh copy of it."""
-  next_axis = max((u.arg.axis for u in body.toposort() if u.op is Ops.RANGE), default=-1) + 1
-  for _ in range(10_000):
-    claimed: dict[UOp, UOp] = {}
-    conflict = None
-    for e in (u for u in body.toposort() if u.op is Ops.END):
-      for r in e.src[1:]:
-        if r.op is not Ops.RANGE: raise EvalError(e, f"closes a {r.op.name}, not a RANGE")
-        if claimed.setdefault(r, e) is not e: conflict = (e, r)
-      if conflict: break
-    if conflict is None: return body
-    e, r = conflict
-    if any(u.op is Ops.END and r in u.src[1:] for u in e.src[0].toposort()):
-      raise EvalError(e, f"closes RANGE axis {r.arg.axis} around an END nested inside it that closes it too")
-    fresh = UOp.range(r.src[0], next_axis, r.arg.kind)
-    next_axis += 1
-    body = substitute(body, {e: substitute(e, {r: fresh})})
-  raise EvalError(body, "has too many ENDs sharing RANGEs")
-
-
-def _contexts(nodes: list[UOp], place: dict[UOp, frozenset[UOp]]) -> dict[UOp, tuple[UOp, ...]]:
-  """For every node, the loops it runs in, outermost first (a RANGE's own loop not included)."""
-  chain: dict[UOp, tuple[UOp, ...]] = {}
-
-  def ctx_of(rs: frozenset[UOp], what: UOp) -> tuple[UOp, ...]:
-    if not rs: return ()
-    for r in rs:
-      if r not in chain: raise EvalError(what, f"uses RANGE axis {r.arg.axis}, which no END closes")
-    base = chain[max(rs, key=lambda r: len(chain[r]))]
-    if not rs <= set(base): raise EvalError(what, f"depends on RANGEs {sorted(r.arg.axis for r in rs)} that are not nested in one another")
-    return base
-
-  for e in reversed([u for u in nodes if u.op is Ops.END]):  # users first: an END's outer loops are closed by its users
-    base = ctx_of(place[e], e)
-    for i, r in enumerate(e.src[1:]): chain[r] = base + e.src[1:i + 2]
-  for u in nodes:
-    if u.op is Ops.RANGE and u not in chain: raise EvalError(u, "is never closed by an END")
-  return {u: (chain[u][:-1] if u.op is Ops.RANGE else ctx_of(place[u], u)) for u in nodes}
-
-
-def schedule(body: UOp) -> list[UOp]:
-  """Every node under body in execution order, RANGE opening and END closing properly nested loops."""
-  nodes = body.toposort()
-  pos = {u: i for i, u in enumerate(nodes)}
-  ctx = _contexts(nodes, {u: open_ranges(u) for u in nodes})
-  out: list[UOp] = []
-  work: list = [((), nodes)]  # (loop prefix, members) blocks, emitted depth-first from an explicit stack
-  while work:
-    item = work.pop()
-    if isinstance(item, UOp):
-      out.append(item)
-      continue
-    prefix, members = item
-    d = len(prefix)
-
-    def item_of(u: UOp, d=d) -> UOp | tuple:
-      c = ctx[u]
-      if u.op is Ops.RANGE and len(c) == d: return ("loop", u)
-      return u if len(c) == d else ("loop", c[d])
-    mset = set(members)
-    key: dict = {}
-    deps: dict = {}
-    users: dict = {}
-    for u in members:
-      it = item_of(u)
-      key[it] = min(key.get(it, pos[u]), pos[u])
-      deps.setdefault(it, set())
-      for s in u.src:
-        if s in mset and (si := item_of(s)) != it and si not in deps[it]:
-          deps[it].add(si)
-          users.setdefault(si, []).append(it)
-    order_idx = {it: i for i, it in enumerate(key)}
-    ready = [(key[it], order_idx[it], it) for it in key if not deps[it]]
-    heapq.heapify(ready)
-    ordered = []
-    while ready:
-      _, _, it = heapq.heappop(ready)
-      ordered.append(it)
-      for v in users.get(it, ()):
-        deps[v].discard(it)
-        if not deps[v]: heapq.heappush(ready, (key[v], order_idx[v], v))
-    if len(ordered) != len(key): raise EvalError(body, "has loops that depend on one another in a cycle")
-    for it in reversed(ordered):
-      if isinstance(it, UOp): work.append(it)
-      else:
-        r = it[1]
-        inner = prefix + (r,)
-        work.append((inner, [u for u in members if u is not r and ctx[u][:d + 1] == inner]))
-        work.append(r)
-  return out
+def _order(body: UOp) -> list[UOp]:
+  """The nodes of a kernel SINK in the order linearize gives them (tinyspec.loop_order), as EvalError when impossible."""
+  try: return schedule(one_end_per_range(body))
+  except LoopOrderError as e: raise EvalError(body, str(e)) from e
 
 
 @functools.lru_cache(maxsize=1024)
@@ -196,5 +109,5 @@ def kernel_items(body: UOp) -> list[Item]:
   if body.op is Ops.LINEAR:
     if not body.src: raise EvalError(body, "is empty")
     return from_linear(body.src)
-  if body.op is Ops.SINK: return from_linear(tuple(schedule(one_end_per_range(expand_reduces(body)))))
+  if body.op is Ops.SINK: return from_linear(tuple(_order(expand_reduces(body))))
   raise EvalError(body, "is not a kernel body (a SINK of effects, a LINEAR or a PROGRAM)")
