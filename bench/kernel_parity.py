@@ -61,18 +61,7 @@ def differ(a: list, b: list) -> str | None:
 def compile_batch(lowered: list[UOp], cc: str | None) -> dict:
   """PROGRAM -> C function for the kernels of every lowered graph, compiled as one object (names made unique)."""
   prgs = list(dict.fromkeys(c.src[0] for g in lowered for c in kernel_calls(g)))
-  texts, names = [], {}
-  for j, prg in enumerate(prgs):
-    a = prg.src[2].arg
-    names[prg] = f"{a.name}_b{j}"
-    texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
-  lib = cpu.load_source("\n".join(texts), cc)
-  fns = {}
-  for prg, n in names.items():
-    fn = getattr(lib, n)
-    fn.restype = None
-    fns[prg] = fn
-  return fns
+  return cpu.compile_programs(prgs, cc)
 
 
 def first_lines(e: Exception) -> str:

@@ -14,7 +14,6 @@ The list of passes is a parameter, so a pipeline with one rule changed can be ch
 """
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections import Counter
@@ -218,19 +217,8 @@ class Checker:
     prgs = list(dict.fromkeys(c.src[0] for g in finals for c in kernel_calls_of(g)))
     prgs = [p for p in prgs if p.op is Ops.PROGRAM and len(p.src) > 2 and p.src[2].op is Ops.SOURCE and p.src[2].arg.lang == "c"]
     if not prgs: return {}
-    texts, names = [], {}
-    for j, prg in enumerate(prgs):
-      a = prg.src[2].arg
-      names[prg] = f"{a.name}_f{j}"
-      texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
     try:
-      with _Timer(self.stats, "compile"): lib = cpu.load_source("\n".join(texts), self.config.cc)
-      fns = {}
-      for prg, n in names.items():
-        fn = getattr(lib, n)
-        fn.restype = None
-        fns[prg] = fn
-      return fns
+      with _Timer(self.stats, "compile"): return cpu.compile_programs(prgs, self.config.cc)
     except Exception:
       return {}  # one bad kernel spoils the batch: each case then compiles on its own, so the error is its own
 

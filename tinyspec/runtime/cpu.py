@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -111,6 +112,23 @@ def load_source(source: str, compiler: str | None = None) -> ctypes.CDLL:
       return lib
     lib = _libs[key] = ctypes.CDLL(str(compile_source(source, compiler)))
     return lib
+
+def compile_programs(prgs: list[UOp], compiler: str | None = None) -> dict[UOp, ctypes._CFuncPtr]:
+  """PROGRAM -> C function for many rendered PROGRAMs compiled as one object: programs of different graphs share
+  entry names (kernel_0...), so each is renamed apart in the combined source. One compile for a whole batch."""
+  texts, names = [], {}
+  for j, prg in enumerate(prgs):
+    a = prg.src[2].arg
+    names[prg] = f"{a.name}_b{j}"
+    texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
+  lib = load_source("\n".join(texts), compiler)
+  fns = {}
+  for prg, n in names.items():
+    fn = getattr(lib, n)
+    fn.restype = None
+    fns[prg] = fn
+  return fns
+
 
 
 def clear_memory_cache() -> None:
