@@ -139,8 +139,6 @@ def test_neg_of_negative_float_constant():
   np.testing.assert_array_equal(cpu.run(root, {2: np.ones(2, np.float32)}, opts=())[0], [2.0, 2.0])
 
 
-@pytest.mark.xfail(strict=True, reason="simplify folds acc | 0xFFFF to a constant: the update STORE loses the LOAD that ordered it after "
-                   "the REG init, and the schedule then runs it first")
 def test_folding_an_update_keeps_it_after_the_init():
   from tinyspec.lower.base import Trace
   from tinyspec.lower.pipeline import PASSES, make_options

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.kernel_map import map_kernels, max_axis
+from tinyspec.lower.ordering import pin_order, unpin_order
 from tinyspec.lower.simplify import SIMPLIFY_PM, simplify_body
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
@@ -181,4 +182,4 @@ def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
   return map_kernels(root, lambda call, body: optimize_body(body, opts, trace))
 
 
-OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, _run, (split_pm, unroll_pm, global_pm, SIMPLIFY_PM))
+OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, _run, (split_pm, unroll_pm, global_pm, pin_order, SIMPLIFY_PM, unpin_order))

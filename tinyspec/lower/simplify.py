@@ -12,6 +12,7 @@ from typing import Any
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.kernel_map import map_kernels
+from tinyspec.lower.ordering import pin_order, unpin_order
 from tinyspec.ops import accepts, scalar
 from tinyspec.ops.intervals import raw_interval
 from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
@@ -224,12 +225,15 @@ SIMPLIFY_PM.name = "simplify"
 
 
 def simplify_body(body: UOp, trace: Trace | None = None) -> UOp:
-  """One kernel body (or any integer expression) simplified to a fixed point."""
-  return (trace or Trace()).rewrite(body, SIMPLIFY_PM)
+  """One kernel body (or any integer expression) simplified to a fixed point, every store kept after the effects
+  its value read through (lower.ordering): folding may drop the loads that carried that order."""
+  trace = trace or Trace()
+  return trace.rewrite(trace.rewrite(trace.rewrite(body, pin_order), SIMPLIFY_PM), unpin_order)
 
 
 def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
   return map_kernels(root, lambda call, body: simplify_body(body, trace))
 
 
-SIMPLIFY = Pass("simplify", Stage.KERNEL, Stage.KERNEL, _run, (fold_constants, identities, bounds_rules, combine_terms, gates))
+SIMPLIFY = Pass("simplify", Stage.KERNEL, Stage.KERNEL, _run,
+                (pin_order, fold_constants, identities, bounds_rules, combine_terms, gates, unpin_order))
