@@ -29,7 +29,7 @@ stamp=.venv/.tinyspec-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # pip's own chatter goes to a log, shown only when the install fails
   log=.venv/install.log
-  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[dev,tinygrad]'; } >"$log" 2>&1; then
     cat "$log"; echo "setup: pip install failed (log above, kept in $log)"; exit 1
   fi
   touch "$stamp"
