@@ -1,0 +1,187 @@
+"""The tinygrad bridge: capture, translation (golden forms derived from tinygrad's graphs by hand), coverage over
+examples/tinygrad, the version guard, Untranslatable, and the `tinyspec tinygrad check` verb's exit codes."""
+from __future__ import annotations
+
+import functools
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
+
+from tinyspec.bridge.tinygrad import RULES, TinygradVersionError, Untranslatable, capture, translate  # noqa: E402
+from tinyspec.bridge.tinygrad.check import main as check_main, run_check  # noqa: E402
+from tinyspec.bridge.tinygrad.table import rules_markdown  # noqa: E402
+from tinyspec.bridge.tinygrad.translate import STAGES, Rule  # noqa: E402
+from tinyspec.bridge.tinygrad.version import REQUIRED, version_problem  # noqa: E402
+from tinyspec.dtype import dtypes  # noqa: E402
+from tinyspec.spec import Stage, check  # noqa: E402
+from tinyspec.uop import AxisType, Ops, UOp  # noqa: E402
+
+pytestmark = pytest.mark.tinygrad
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples" / "tinygrad").glob("*.py"))
+
+
+@functools.cache
+def captured(name: str):
+  return capture(runpy.run_path(str(ROOT / "examples" / "tinygrad" / f"{name}.py"))["program"])
+
+
+def nodes(root: UOp, op: Ops) -> list[UOp]:
+  return [u for u in root.toposort() if u.op is op]
+
+
+# ---- the version guard ----
+def test_version_guard_names_found_and_required():
+  assert version_problem(REQUIRED) is None
+  msg = version_problem("0.13.0")
+  assert "0.13.0" in msg and f"tinygrad=={REQUIRED}" in msg and "\n" not in msg
+  assert "no tinygrad" in version_problem(None)
+
+
+def test_importing_the_bridge_with_another_version_raises():
+  code = ("import importlib.metadata as m; m.version = lambda name: '0.13.0'\n"
+          "try:\n  import tinyspec.bridge.tinygrad\nexcept ImportError as e: print(type(e).__name__, e)\n")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+  assert out.startswith(TinygradVersionError.__name__) and "found tinygrad 0.13.0" in out and REQUIRED in out
+
+
+# ---- golden translations, derived from tinygrad's own forms ----
+def test_weak_const_and_implicit_broadcast_become_explicit():
+  # x * 2.0 on a (2, 3) float tensor: tinygrad's MUL takes a weakfloat CONST of shape () and broadcasts it; tinyspec
+  # needs a float32 CONST expanded (prepended dims) to (2, 3)
+  from tinygrad import Tensor
+  cap = capture(lambda: Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)) * 2.0)
+  root = translate(cap).graphs["tensor"][0][1]
+  mul = root.src[0]
+  assert mul.op is Ops.MUL and mul.dtype is dtypes.float32 and mul.shape == (2, 3)
+  c = mul.src[1]
+  assert c.op is Ops.EXPAND and c.arg == (2, 3) and c.src[0] is UOp.const(dtypes.float32, 2.0)
+  assert check(root, Stage.TENSOR) == []
+
+
+def test_floor_division_is_truncating_division_corrected():
+  # tinygrad's FLOORDIV (Python //) on int32 has no tinyspec op: it is IDIV (C, truncating) minus one where the
+  # remainder is nonzero and its sign differs from the divisor's
+  from tinygrad import Tensor
+  cap = capture(lambda: Tensor(np.array([-7, 7], np.int32)) // Tensor(np.array([2, 2], np.int32)))
+  w = translate(cap).graphs["tensor"][0][1].src[0]
+  assert w.op is Ops.WHERE and w.dtype is dtypes.int32
+  adj, lower, q = w.src
+  assert q.op is Ops.IDIV and lower.op is Ops.SUB and lower.src[0] is q
+  assert adj.op is Ops.AND and {s.op for s in adj.src} == {Ops.CMPNE}
+
+
+def test_matmul_reduce_kernel():
+  # the 4x5 @ 5x3 matmul kernel: out[i*3+j] = REDUCE_ADD over k<5 of a[i*5+k] * b[k*3+j]; tinygrad's INDEX reads
+  # become LOAD(INDEX), REDUCE's (ADD, 0) arg with ranges as sources becomes the range form with arg ADD
+  t = translate(captured("matmul"))
+  kernels = [g for _, g in t.graphs["kernel"]]
+  (red,) = [r for k in kernels for r in nodes(k, Ops.REDUCE)]
+  assert red.arg is Ops.ADD and red.dtype is dtypes.float32
+  mul, rng = red.src
+  assert rng.op is Ops.RANGE and rng.arg.kind is AxisType.REDUCE and rng.src[0] is UOp.const(dtypes.index, 5)
+  assert mul.op is Ops.MUL and all(s.op is Ops.LOAD and s.src[0].op is Ops.INDEX and s.src[0].src[0].op is Ops.PARAM for s in mul.src)
+  assert {s.src[0].src[0].arg.size for s in mul.src} == {20, 15}
+
+
+def test_kernel_graph_binds_params_to_buffers():
+  # tinygrad's kernel graph is the callified function's body: its top-level PARAMs become the call's BUFFERs, and
+  # every kernel CALL arg is storage
+  t = translate(captured("matmul"))
+  kg = t.kernel_graph()
+  calls = nodes(kg, Ops.CALL)
+  assert calls and all(a.op is Ops.BUFFER or (a.op is Ops.AFTER and a.src[0].op is Ops.BUFFER) for c in calls for a in c.src[1:])
+  assert check(kg, Stage.KERNEL_GRAPH) == []
+
+
+def test_untranslatable_names_op_and_stage():
+  # layernorm's last program divides with FDIV, which tinyspec has no op for
+  with pytest.raises(Untranslatable) as e: translate(captured("layernorm"))
+  assert (e.value.op, e.value.stage) == ("FDIV", "program") and "FDIV at program" in str(e.value)
+  t = translate(captured("layernorm"), strict=False)
+  assert t.untranslatable("program") == {"FDIV": "no rule: tinyspec has no form for this op"}
+
+
+# ---- coverage over the example programs ----
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_coverage_floor(path):
+  t = translate(captured(path.stem), strict=False)
+  for stage, (done, total) in t.coverage().items():
+    assert total > 0 and done / total >= 0.97, f"{path.stem} {stage}: {done}/{total}"
+
+
+def test_rules_table_is_documented_word_for_word():
+  doc = (ROOT / "docs" / "tinygrad.md").read_text()
+  assert rules_markdown() in doc
+  assert set(STAGES) == {"tensor", "callified", "kernel_graph", "kernel", "program"}
+
+
+# ---- the check verb ----
+def test_check_verb_exit_codes(capsys, tmp_path):
+  assert check_main(str(ROOT / "examples" / "tinygrad" / "matmul.py")) == 0
+  out = capsys.readouterr().out
+  assert "all holds" in out and "reproduces tinygrad's outputs" in out
+  assert check_main(str(tmp_path / "missing.py")) == 2
+  bad = tmp_path / "noprogram.py"
+  bad.write_text("x = 1\n")
+  assert check_main(str(bad)) == 2
+
+
+def test_a_broken_translation_is_caught(monkeypatch, capsys):
+  # the spec check is not vacuous: a translation that drops tinygrad's END (the loop closing a STORE) gives kernels
+  # whose STOREs depend on unclosed ranges
+  monkeypatch.setitem(RULES, "END", Rule("END", "dropped", lambda tr, u, want: tr(u.src[0])))
+  rep = run_check(runpy.run_path(str(ROOT / "examples" / "tinygrad" / "matmul.py"))["program"])
+  assert not rep.ok and rep.violations["kernel"]
+  assert check_main(str(ROOT / "examples" / "tinygrad" / "matmul.py")) == 1
+  assert "violation" in capsys.readouterr().out
+
+
+def test_a_mutated_kernel_violates_the_spec():
+  t = translate(captured("matmul"))
+  k = next(g for _, g in t.graphs["kernel"] if nodes(g, Ops.REDUCE))
+  assert check(k, Stage.KERNEL) == []
+  store = nodes(k, Ops.STORE)[0]
+  idx = store.src[0]
+  oob = idx.replace(src=(idx.src[0], UOp(Ops.ADD, dtypes.index, (idx.src[1], UOp.const(dtypes.index, 100)))))
+  from tinyspec.uop import substitute
+  bad = substitute(k, {idx: oob})
+  assert any(v.rule.startswith("kernel.") for v in check(bad, Stage.KERNEL))
+
+
+def test_capture_restores_tinygrad():
+  import tinygrad.codegen as codegen
+  import tinygrad.schedule.rangeify as rangeify
+  import tinygrad.tensor as tensor_mod
+  before = (tensor_mod.transform_to_call, codegen.do_to_program, rangeify.get_kernel_graph.__closure__[0].cell_contents)
+  captured("softmax")
+  capture(runpy.run_path(str(ROOT / "examples" / "tinygrad" / "softmax.py"))["program"])
+  assert (tensor_mod.transform_to_call, codegen.do_to_program, rangeify.get_kernel_graph.__closure__[0].cell_contents) == before
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_examples_hold(path):
+  # every example's numbers agree both ways; every example but the precompiled one is legal everywhere, and the
+  # precompiled one breaks only at the callified stage (tinygrad's storage-passing precompiled CALL: a spec gap)
+  rep = run_check(runpy.run_path(str(path))["program"])
+  assert rep.ran == {"kernel ASTs": True, "programs": True} and all(r is None for r in rep.numbers.values()), rep.numbers
+  bad = {s for s, vs in rep.violations.items() if vs}
+  assert bad == ({"callified"} if path.stem == "precompiled" else set())
+
+
+def test_precompiled_schedule_becomes_a_nested_kernel_graph():
+  # tinygrad's precompiled call at the kernel graph is CALL(LINEAR(CALL(kernel, ...)...), args); tinyspec's form is
+  # CALL(SINK(AFTER(PARAM_out, CALL(kernel, ...))), args): order by AFTER, outputs as PARAMs of the nested graph
+  t = translate(captured("precompiled"), strict=False)
+  kg = t.kernel_graph()
+  (outer,) = [c for c in nodes(kg, Ops.CALL) if c.src[0].op is Ops.SINK and all(e.op is Ops.AFTER for e in c.src[0].src)]
+  inner = outer.src[0]
+  assert all(e.src[0].op in (Ops.PARAM, Ops.AFTER) and e.src[-1].op is Ops.CALL for e in inner.src)
+  assert all(a.op is Ops.PARAM or a.op is Ops.AFTER for c in inner.toposort() if c.op is Ops.CALL for a in c.src[1:])
+  assert check(kg, Stage.KERNEL_GRAPH) == []

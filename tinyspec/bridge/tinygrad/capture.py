@@ -1,0 +1,153 @@
+"""Capture: run a tinygrad program and record its graph at every stage, plus tinygrad's own numbers.
+
+Hooks (tinygrad 0.14.0's module attributes, wrapped for the capture and restored in `finally`):
+
+| stage | hook |
+|---|---|
+| tensor graph | `UOp.sink(*[t.uop for t in outputs])`, taken before realize |
+| callified graph | `tinygrad.tensor.transform_to_call` (argument and result, with its buffer map) |
+| kernel graph | `tinygrad.schedule.rangeify.get_kernel_graph` (argument and result; the function its rewrite_group decorator calls) |
+| kernel AST, program | `tinygrad.codegen.do_to_program` (argument; result PROGRAM(sink, LINEAR, SOURCE, BINARY)) |
+
+While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
+entries are put back afterwards), PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default
+(scalar programs: default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the
+chosen device: CPU when a clang exists, else PYTHON (tinygrad's emulator, the referee).
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+
+@dataclass
+class Capture:
+  """Everything one run of a tinygrad program showed. Graphs are tinygrad UOps (translate them with `translate`)."""
+  device: str
+  tensor: Any                                   # SINK of the outputs' uops, before realize
+  callified: list[tuple[Any, Any, dict]] = field(default_factory=list)  # (argument sink, CALL, buffer map) per transform_to_call
+  kernel_graphs: list[tuple[Any, Any]] = field(default_factory=list)   # (argument, result) per get_kernel_graph
+  programs: list[tuple[Any, Any]] = field(default_factory=list)        # (kernel AST, PROGRAM) per do_to_program of a kernel
+  inputs: dict[Any, np.ndarray] = field(default_factory=dict)         # tinygrad BUFFER uop -> its contents before the run
+  outputs: list[np.ndarray] = field(default_factory=list)             # tinygrad's realized numbers, one per output
+  output_storage: list[Any] = field(default_factory=list)             # per output: the BUFFER it was realized into
+
+  @property
+  def kernels(self) -> list[Any]:
+    """Every kernel AST (a SINK with KernelInfo) of the captured kernel graphs, in first-seen order."""
+    seen: dict[Any, None] = {}
+    for _, kg in self.kernel_graphs:
+      for u in kg.toposort():
+        if u.op.name == "CALL" and u.src[0].op.name == "SINK" and type(u.src[0].arg).__name__ == "KernelInfo": seen[u.src[0]] = None
+    return list(seen)
+
+  def sources(self) -> list[str]:
+    """The rendered source of every captured program."""
+    return [prg.src[2].arg for _, prg in self.programs if len(prg.src) > 2 and prg.src[2].op.name == "SOURCE"]
+
+
+def default_device() -> str:
+  """CPU when a clang exists (tinygrad's CPU backend compiles with it), else PYTHON."""
+  return "CPU" if shutil.which("clang") else "PYTHON"
+
+
+@contextlib.contextmanager
+def _wrapped(module: Any, name: str, make: Callable[[Callable], Callable]) -> Iterator[None]:
+  orig = getattr(module, name)
+  setattr(module, name, make(orig))
+  try: yield
+  finally: setattr(module, name, orig)
+
+
+@contextlib.contextmanager
+def _wrapped_cell(fn: Any, cell: str, make: Callable[[Callable], Callable]) -> Iterator[None]:
+  """Wrap the function a decorated tinygrad function calls (its closure cell `cell`), in place. tinygrad's pattern
+  matchers copy the globals of their functions when first compiled, so replacing a module attribute that a pattern's
+  function calls (get_kernel_graph, called by lower_sink_to_linear) is not seen once compiled; the decorated function
+  object itself is what they hold, so its cell is what gets wrapped."""
+  c = fn.__closure__[fn.__code__.co_freevars.index(cell)]
+  orig = c.cell_contents
+  c.cell_contents = make(orig)
+  try: yield
+  finally: c.cell_contents = orig
+
+
+@contextlib.contextmanager
+def _emptied(cache: dict) -> Iterator[None]:
+  saved = dict(cache)
+  cache.clear()
+  try: yield
+  finally:
+    cache.clear()
+    cache.update(saved)
+
+
+def _read_buffer(u: Any) -> np.ndarray | None:
+  try:
+    buf = u.buffer
+    if not buf.is_allocated(): return None
+    return np.array(buf.numpy(), copy=True)
+  except Exception:
+    return None
+
+
+def capture(program: Callable[[], Any], device: str | None = None, noopt: bool = True) -> Capture:
+  """Run `program()` (returning a tinygrad Tensor or a tuple of them) under tinygrad, realize its outputs and record
+  every stage. The program runs with DEV=device (default: `default_device()`)."""
+  import tinygrad.codegen as codegen
+  import tinygrad.schedule as schedule
+  import tinygrad.schedule.rangeify as rangeify
+  import tinygrad.tensor as tensor_mod
+  from tinygrad import Tensor
+  from tinygrad.helpers import Context
+  from tinygrad.uop.ops import UOp as TgUOp
+
+  device = device or default_device()
+  with Context(DEV=device, SCACHE=0, PARALLEL=0, NOOPT=int(noopt)):
+    outs = program()
+    outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+    if not outs or not all(isinstance(t, Tensor) for t in outs):
+      raise TypeError(f"program() must return a tinygrad Tensor or a tuple of them, not {type(outs).__name__}")
+    cap = Capture(device=device, tensor=TgUOp.sink(*[t.uop for t in outs]))
+
+    def on_call(orig):
+      def wrapper(big_sink):
+        ret = orig(big_sink)
+        call, bmap = ret
+        cap.callified.append((big_sink, call, dict(bmap)))
+        for a in call.src[1:]:
+          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
+        return ret
+      return wrapper
+
+    def on_kernel_graph(orig):
+      def wrapper(sink):
+        ret = orig(sink)
+        cap.kernel_graphs.append((sink, ret))
+        return ret
+      return wrapper
+
+    def on_program(orig):
+      def wrapper(ast, renderer):
+        ret = orig(ast, renderer)
+        if ast.tag is None: cap.programs.append((ast, ret))  # tag set: the device's own runtime programs (signal, wait, ...)
+        return ret
+      return wrapper
+
+    with contextlib.ExitStack() as stack:
+      stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
+      stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
+      stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
+      stack.enter_context(_emptied(codegen.to_program_cache))
+      stack.enter_context(_emptied(schedule.schedule_cache))
+      Tensor.realize(*outs)
+    # tinygrad's numbers, and which storage each output was realized into
+    cap.outputs = [t.numpy() for t in outs]
+    if cap.callified:
+      bmap = cap.callified[0][2]
+      cap.output_storage = [bmap.get(u, u).base for u in cap.tensor.src]
+  return cap

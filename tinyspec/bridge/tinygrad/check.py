@@ -1,0 +1,171 @@
+"""`tinyspec tinygrad check FILE.py`: capture a tinygrad program, translate every stage, check each against tinyspec's
+spec, and evaluate the kernel graph with tinyspec's evaluator against tinygrad's numbers (a) with tinygrad's kernel
+ASTs as the kernel bodies and (b) with its linearized programs as the bodies, where they translate.
+
+FILE uses tinygrad's Tensor API and defines `program()` returning the tensor (or tuple of tensors) to realize.
+Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input.
+"""
+from __future__ import annotations
+
+import runpy
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from tinyspec.bridge.tinygrad.capture import Capture, capture
+from tinyspec.bridge.tinygrad.translate import STAGES, Translation, translate
+from tinyspec.spec import Stage, Violation, check
+from tinyspec.uop import Ops, UOp
+
+SPEC_STAGE = {"tensor": Stage.TENSOR, "callified": Stage.TENSOR, "kernel_graph": Stage.KERNEL_GRAPH,
+              "kernel": Stage.KERNEL, "program": Stage.PROGRAM}
+
+
+class BadInput(Exception):
+  """FILE cannot be read as a tinygrad program (exit 2)."""
+
+
+@dataclass
+class Report:
+  """What the check found: per stage the violations (graph index, violation), the numeric comparisons and notes."""
+  capture: Capture
+  translation: Translation
+  violations: dict[str, list[tuple[int, Violation]]] = field(default_factory=dict)
+  numbers: dict[str, str | None] = field(default_factory=dict)   # mode -> None (matches) or the mismatch / why not run
+  ran: dict[str, bool] = field(default_factory=dict)              # mode -> whether it was evaluated at all
+  as_programs: tuple[int, int] = (0, 0)                           # (kernels run as their translated PROGRAM, all kernels)
+
+  @property
+  def ok(self) -> bool:
+    return not any(self.violations.values()) and all(v is None for m, v in self.numbers.items() if self.ran.get(m))
+
+
+def load_program(path: str | Path) -> Callable[[], Any]:
+  p = Path(path)
+  if not p.is_file(): raise BadInput(f"{p}: no such file")
+  try: ns = runpy.run_path(str(p))
+  except Exception as e: raise BadInput(f"{p}: cannot execute: {type(e).__name__}: {e}") from e
+  fn = ns.get("program")
+  if not callable(fn): raise BadInput(f"{p}: defines no program() function")
+  return fn
+
+
+def compare(got: list, want: list[np.ndarray]) -> str | None:
+  """None when every output agrees (floats within a tight tolerance, integers and bools exactly), else a sentence."""
+  for i, (g, w) in enumerate(zip(got, want)):
+    if g is None: return f"output {i}: the evaluator gave no value"
+    g = np.asarray(g).reshape(w.shape)
+    if w.dtype.kind == "f":
+      if not np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True):
+        bad = np.argwhere(~np.isclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True))[0]
+        return f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
+    elif not np.array_equal(g.astype(w.dtype), w):
+      bad = np.argwhere(g.astype(w.dtype) != w)[0]
+      return f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
+  return None
+
+
+def evaluate_outputs(t: Translation, kg: UOp) -> list:
+  """Evaluate a translated kernel graph and read each output's storage."""
+  from tinyspec.semantics import evaluate
+  vals = evaluate(kg, dict(t.inputs))
+  by_id: dict[int, Any] = {}
+  for entry, v in zip(kg.src, vals):
+    base = entry
+    while base.op is Ops.AFTER: base = base.src[0]
+    if base.op is Ops.BUFFER: by_id[base.arg.id] = v
+  return [None if b is None else by_id.get(b.arg.id, t.inputs.get(b.arg.id)) for b in t.outputs]
+
+
+def run_check(program: Callable[[], Any], device: str | None = None) -> Report:
+  """Capture, translate (counting coverage), check every translated graph and evaluate the kernel graph both ways."""
+  cap = capture(program, device=device)
+  t = translate(cap, strict=False)
+  rep = Report(cap, t)
+  for stage in STAGES:
+    rep.violations[stage] = [(i, v) for i, (_, g) in enumerate(t.graphs[stage]) if g is not None for v in check(g, SPEC_STAGE[stage])]
+  main = t.main_kernel_graph
+  kg_ok = main is not None and t.graphs["kernel_graph"][main][1] is not None
+  for mode, with_programs in (("kernel ASTs", False), ("programs", True)):
+    if not kg_ok:
+      rep.ran[mode], rep.numbers[mode] = False, "the kernel graph did not translate"
+      continue
+    if with_programs and not t.programs:
+      rep.ran[mode], rep.numbers[mode] = False, "no program translated"
+      continue
+    try:
+      kg = t.kernel_graph(with_programs=with_programs)
+      if with_programs:
+        bodies = [u.src[0] for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op in (Ops.PROGRAM, Ops.SINK)]
+        rep.as_programs = (sum(b.op is Ops.PROGRAM for b in bodies), len(bodies))
+      got = evaluate_outputs(t, kg)
+      rep.ran[mode], rep.numbers[mode] = True, compare(got, cap.outputs)
+    except Exception as e:
+      rep.ran[mode], rep.numbers[mode] = True, f"the evaluator failed: {type(e).__name__}: {e}"
+  return rep
+
+
+def format_report(rep: Report, name: str) -> str:
+  t = rep.translation
+  lines = [f"{name}: tinygrad on {rep.capture.device}, {len(rep.capture.kernels)} kernel(s), {len(rep.capture.programs)} program(s)"]
+  cov = t.coverage()
+  for stage in STAGES:
+    done, total = cov[stage]
+    graphs = t.graphs[stage]
+    skipped = sum(g is None for _, g in graphs)
+    pct = 100.0 * done / total if total else 100.0
+    vs = rep.violations.get(stage, [])
+    lines.append(f"{stage:>13}: {len(graphs):3d} graph(s), {total:5d} nodes, {pct:6.2f}% translated"
+                 + (f", {skipped} not checked (untranslatable)" if skipped else "")
+                 + (f", {len(vs)} violation(s)" if vs else ", legal" if len(graphs) > skipped else ""))
+    for op, why in t.untranslatable(stage).items(): lines.append(f"               untranslatable {op}: {why}")
+  n = 0
+  for stage in STAGES:
+    for i, v in rep.violations.get(stage, []):
+      n += 1
+      lines.append(f"{n}. ({stage} #{i}) {v}")
+  for mode, res in rep.numbers.items():
+    what = mode if mode != "programs" else f"programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernels; the rest as ASTs)"
+    if not rep.ran.get(mode): lines.append(f"numbers, kernel graph with {mode}: not run ({res})")
+    elif res is None: lines.append(f"numbers, kernel graph with {what}: tinyspec's evaluator reproduces tinygrad's outputs")
+    else: lines.append(f"numbers, kernel graph with {what}: MISMATCH: {res}")
+  if rep.ok: lines.append(f"{name}: all holds")
+  else:
+    by_rule = Counter(v.rule for vs in rep.violations.values() for _, v in vs)
+    rules = ", ".join(f"{r} x{k}" if k > 1 else r for r, k in by_rule.items())
+    mismatches = sum(1 for m, r in rep.numbers.items() if rep.ran.get(m) and r is not None)
+    lines.append(f"{name}: {sum(by_rule.values())} violation(s)" + (f" ({rules})" if rules else "") + f", {mismatches} mismatch(es)")
+  return "\n".join(lines)
+
+
+def draw(rep: Report, name: str, output: str | None = None) -> str | None:
+  """Draw the first violating stage's graph with tinyspec's viz, violations highlighted."""
+  from tinyspec import viz
+  for stage in STAGES:
+    vs = rep.violations.get(stage, [])
+    if not vs: continue
+    i = vs[0][0]
+    g = rep.translation.graphs[stage][i][1]
+    mine = [v for j, v in vs if j == i]
+    out = Path(output) if output else Path(f"{Path(name).stem}_{stage}.svg")
+    return str(viz.render(g, out, mine, title=f"{name}: {len(mine)} violation(s) at {stage} (tinygrad)"))
+  return None
+
+
+def main(file: str, device: str | None = None, show: bool = False, output: str | None = None) -> int:
+  """The verb: print the report; exit 0 when all holds, 1 on a violation or mismatch, 2 on unreadable input."""
+  import sys
+  try: program = load_program(file)
+  except BadInput as e:
+    print(f"tinyspec: {e}", file=sys.stderr)
+    return 2
+  try: rep = run_check(program, device=device)
+  except Exception as e:
+    print(f"tinyspec: {file}: tinygrad could not run program(): {type(e).__name__}: {e}", file=sys.stderr)
+    return 2
+  print(format_report(rep, file))
+  if show and (path := draw(rep, file, output)) is not None: print(path)
+  return 0 if rep.ok else 1

@@ -1,0 +1,334 @@
+"""Translate: tinygrad 0.14 UOps of every captured stage to tinyspec UOps.
+
+Every decision (a tinygrad op or form -> its tinyspec form) is one entry of `RULES`, the table in table.py; docs/tinygrad.md
+holds the same table (`rules_markdown()` writes it, a test holds the two word for word). This module holds the machinery
+the rules run in (`Tr`, one graph of one stage; `Translation`, every stage of a capture) and the helpers they share. A node no rule covers, or a
+form a rule refuses, raises `Untranslatable(op, stage, why)`; with `strict=False` it is recorded instead (and stands
+as a CONST 0 placeholder, so the rest of the stage is still counted), so coverage = translated / all nodes per stage.
+A stage with any untranslatable node is never checked or evaluated: placeholders are for counting only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tinyspec.dtype import DType, dtypes
+from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
+
+STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")
+
+
+class Untranslatable(Exception):
+  """A tinygrad node with no tinyspec form: names the op, the stage and why."""
+  def __init__(self, op: str, stage: str, why: str):
+    self.op, self.stage, self.why = op, stage, why
+    super().__init__(f"{op} at {stage}: {why}")
+
+
+# ---- dtypes ----
+DTYPES: dict[str, DType] = {"bool": dtypes.bool, "char": dtypes.int8, "signed char": dtypes.int8, "short": dtypes.int16,
+                            "int": dtypes.int32, "long": dtypes.int64, "uchar": dtypes.uint8, "unsigned char": dtypes.uint8,
+                            "ushort": dtypes.uint16, "unsigned short": dtypes.uint16, "uint": dtypes.uint32,
+                            "unsigned int": dtypes.uint32, "ulong": dtypes.uint64, "unsigned long": dtypes.uint64,
+                            "float": dtypes.float32, "double": dtypes.float64, "void": dtypes.void, "index": dtypes.index}
+WEAK_DEFAULT = {"weakint": dtypes.index, "weakfloat": dtypes.float32}
+AXIS = {"LOOP": AxisType.LOOP, "WEAK": AxisType.LOOP, "GLOBAL": AxisType.GLOBAL, "REDUCE": AxisType.REDUCE,
+        "UPCAST": AxisType.UNROLL, "UNROLL": AxisType.UNROLL, "GROUP_REDUCE": AxisType.REDUCE}
+SAME_NAME_ALU = ("NEG", "EXP2", "LOG2", "SIN", "SQRT", "TRUNC", "ADD", "SUB", "MUL", "MAX", "CMPLT", "CMPNE", "CMPEQ",
+                 "AND", "OR", "XOR", "SHL", "SHR", "WHERE")
+
+
+def is_weak(dt: Any) -> bool: return dt.name in WEAK_DEFAULT
+
+
+def rules() -> dict:
+  """The rule table (table.py imports this module's machinery, so it is looked up when first needed)."""
+  from tinyspec.bridge.tinygrad.table import RULES
+  return RULES
+
+
+@dataclass
+class Rule:
+  """One translation decision: the tinygrad form it covers, the tinyspec form it gives, and the function."""
+  tinygrad: str
+  tinyspec: str
+  fn: Callable[[Any, Any, Any], UOp]
+
+
+class Tr:
+  """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
+  def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
+               bodies: dict[Any, UOp] | None = None):
+    self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
+    self.memo: dict[tuple, UOp] = {}
+    self.local_buffers: dict[Any, UOp] = {}
+    self.axes: dict[Any, int] = {}
+
+  def fail(self, u: Any, why: str) -> UOp:
+    if self.t.strict: raise Untranslatable(u.op.name, self.stage, why)
+    self.t.failed.setdefault(self.stage, {})[u] = why
+    return UOp.const(dtypes.int32, 0)
+
+  def dtype(self, u: Any, want: DType | None = None) -> DType:
+    if is_weak(u.dtype): return want if want is not None else WEAK_DEFAULT[u.dtype.name]
+    if type(u.dtype).__name__ != "DType" or u.dtype.name not in DTYPES:
+      raise Untranslatable(u.op.name, self.stage, f"dtype {u.dtype} has no tinyspec form")
+    return DTYPES[u.dtype.name]
+
+  def __call__(self, u: Any, want: DType | None = None) -> UOp:
+    key = (u, want if is_weak(u.dtype) else None)
+    if (ret := self.memo.get(key)) is not None: return ret
+    rule = rules().get(u.op.name)
+    if rule is None: ret = self.fail(u, "no rule: tinyspec has no form for this op")
+    else:
+      try:
+        ret = rule.fn(self, u, want)
+        self.seen(u)
+      except Untranslatable as e:
+        if self.t.strict: raise
+        ret = self.fail(u, e.why)
+    self.memo[key] = ret
+    return ret
+
+  def seen(self, *us: Any) -> None:
+    self.t.visited.setdefault(self.stage, set()).update(us)
+
+  def value(self, u: Any, want: DType | None = None) -> UOp:
+    """A source used as a value: in a kernel an INDEX read becomes LOAD(INDEX) (tinygrad adds its LOADs late)."""
+    if self.kernel and u.op.name == "INDEX": return self.load(u, want)
+    return self(u, want)
+
+  def load(self, u: Any, want: DType | None = None) -> UOp:
+    idx, gate = index_and_gate(self, u)
+    if gate is None: return UOp(Ops.LOAD, idx.dtype, (idx,))
+    return UOp(Ops.LOAD, idx.dtype, (idx, UOp.const(idx.dtype, 0), gate))
+
+  def shape(self, u: Any) -> tuple[int, ...]:
+    shp = u.shape
+    if not all(isinstance(s, int) for s in shp): raise Untranslatable(u.op.name, self.stage, f"symbolic shape {shp}")
+    return tuple(shp)
+
+
+@dataclass
+class Translation:
+  """tinyspec graphs of a capture's stages. `graphs[stage]` lists (tinygrad root, tinyspec root or None when untranslatable)."""
+  strict: bool = True
+  graphs: dict[str, list[tuple[Any, UOp | None]]] = field(default_factory=lambda: {s: [] for s in STAGES})
+  totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
+  failed: dict[str, dict[Any, str]] = field(default_factory=dict)
+  buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER
+  inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
+  programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
+  outputs: list[UOp | None] = field(default_factory=list)  # per output: the tinyspec BUFFER it was realized into
+  bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
+  missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
+  visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
+  device: str = "CPU"
+
+  def coverage(self) -> dict[str, tuple[int, int]]:
+    """Per stage: (translated nodes, all nodes)."""
+    return {s: (self.totals[s] - self.missed.get(s, 0), self.totals[s]) for s in STAGES}
+
+  def untranslatable(self, stage: str) -> dict[str, str]:
+    """op name -> why, for the nodes of stage that did not translate."""
+    return {u.op.name: why for u, why in self.failed.get(stage, {}).items()}
+
+  @property
+  def main_kernel_graph(self) -> int | None:
+    """The index of the program's own kernel graph: the one whose PARAMs the callified CALL binds."""
+    return next((i for i, (_, call) in enumerate(self.bound_graphs) if call is not None), None)
+
+  def kernel_graph(self, with_programs: bool = False, index: int | None = None) -> UOp:
+    """The kernel graph `index` (default: the program's own), its PARAMs bound to the callified CALL's args;
+    with_programs: each kernel whose program translated runs as that PROGRAM instead of its AST."""
+    kg, call = self.bound_graphs[self.main_kernel_graph if index is None else index]
+    bind = {} if call is None else {i: Tr(self, "callified")(a) for i, a in enumerate(call.src[1:])}
+    tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None)
+    return tr(kg)
+
+  def kernel(self, body: Any, stage: str) -> UOp:
+    """A kernel body (a SINK with KernelInfo) in range form, with its own kernel-local buffers."""
+    return Tr(self, stage, kernel=True)(body)
+
+
+# ---- helpers used by rules ----
+def param_size(tr: Tr, u: Any) -> int:
+  return math.prod(tr.shape(u))
+
+
+def device_of(tr: Tr, arg: Any) -> str:
+  dev = getattr(arg, "device", None)
+  if isinstance(dev, tuple): raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
+  return dev if dev else tr.t.device
+
+
+def addrspace_of(arg: Any) -> AddrSpace:
+  name = getattr(getattr(arg, "addrspace", None), "name", "GLOBAL")
+  return {"GLOBAL": AddrSpace.GLOBAL, "LOCAL": AddrSpace.LOCAL, "REG": AddrSpace.REG}.get(name, None)
+
+
+def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
+  """INDEX(buf, idx) or INDEX(buf, WHERE(cond, idx, Invalid)) -> (tinyspec INDEX, gate or None)."""
+  if len(u.src) > 2: return multi_index(tr, u), None
+  if len(u.src) != 2: return tr.fail(u, "INDEX with no index source"), None
+  buf, idx = u.src
+  gate = None
+  tr.seen(u)
+  if idx.op.name == "WHERE" and is_invalid(idx.src[2]):
+    tr.seen(idx, idx.src[2])
+    gate, idx = tr(idx.src[0]), idx.src[1]
+  elif is_invalid(idx):
+    return tr.fail(u, "an INDEX whose index is Invalid everywhere"), None
+  return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), tr(idx, dtypes.index))), gate
+
+
+def multi_index(tr: Tr, u: Any) -> UOp:
+  """INDEX(buf, i0, ..., in-1) on a shaped buffer (a precompiled function's PARAM): one flat row-major index."""
+  buf, idxs = u.src[0], u.src[1:]
+  shape = tr.shape(buf)
+  if buf.op.name == "RESHAPE" and buf.src[0].op.name in ("PARAM", "BUFFER"):
+    tr.seen(buf)
+    buf = buf.src[0]   # a row-major view of flat storage: index the storage itself
+  if len(idxs) != len(shape) or any(i.op.name == "WHERE" for i in idxs):
+    raise Untranslatable("INDEX", tr.stage, f"INDEX with {len(idxs)} index sources on a buffer of shape {shape}")
+  flat = tr(idxs[0], dtypes.index)
+  for i, d in zip(idxs[1:], shape[1:]):
+    flat = UOp(Ops.ADD, dtypes.index, (UOp(Ops.MUL, dtypes.index, (flat, UOp.const(dtypes.index, d))), tr(i, dtypes.index)))
+  tr.seen(u)
+  return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), flat))
+
+
+def is_invalid(u: Any) -> bool: return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
+
+
+def broadcast(tr: Tr, x: UOp, shape: tuple[int, ...]) -> UOp:
+  """tinygrad broadcasts elementwise sources implicitly (numpy's rule); tinyspec needs explicit RESHAPE/EXPAND/PERMUTE."""
+  if tr.kernel or x.shape == shape or x.shape is None: return x
+  xs = (1,) * (len(shape) - len(x.shape)) + tuple(x.shape)
+  if len(xs) != len(shape) or any(a not in (1, b) for a, b in zip(xs, shape)):
+    raise Untranslatable("broadcast", tr.stage, f"shape {x.shape} does not broadcast to {shape}")
+  keep = [i for i, (a, b) in enumerate(zip(xs, shape)) if a == b]
+  new = [i for i in range(len(shape)) if i not in keep]
+  y = x if tuple(x.shape) == tuple(shape[i] for i in keep) else x.reshape(tuple(shape[i] for i in keep))
+  y = y.expand(tuple(shape[i] for i in new))   # tinyspec EXPAND prepends: axes new..., keep...
+  order = new + keep
+  perm = tuple(order.index(i) for i in range(len(shape)))
+  return y if perm == tuple(range(len(shape))) else y.permute(perm)
+
+
+def alu(tr: Tr, u: Any, op: Ops, srcs: tuple[UOp, ...], dt: DType) -> UOp:
+  if not tr.kernel:
+    shape = tr.shape(u)
+    srcs = tuple(broadcast(tr, s, shape) for s in srcs)
+  return UOp(op, dt, srcs)
+
+
+def operand_dtype(tr: Tr, u: Any, want: DType | None) -> DType:
+  """The dtype weak sources resolve to: the op's own (resolved from the consumer when weak itself); for comparisons the
+  first non-weak source's."""
+  srcs = u.src[1:] if u.op.name == "WHERE" else u.src
+  if u.dtype.name == "bool" or u.op.name in ("CMPLT", "CMPNE", "CMPEQ"):
+    strong = [s for s in srcs if not is_weak(s.dtype)]
+    return tr.dtype(strong[0]) if strong else WEAK_DEFAULT[srcs[0].dtype.name]
+  return tr.dtype(u, want)
+
+
+# ---- whole captures ----
+def _folded(root: Any) -> set:
+  """Shape/offset/size sources (STACK and CONST under a movement op's, PARAM's or BUFFER's shape sources)."""
+  out = set()
+  for u in root.toposort():
+    n = u.op.name
+    start = 1 if n in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else 0 if n in ("PARAM", "BUFFER") else None
+    if start is None: continue
+    for s in u.src[start:]:
+      for x in s.toposort():
+        if x.op.name in ("STACK", "CONST", "CAST"): out.add(x)
+  return out
+
+
+def callified(t: Translation, call: Any) -> UOp:
+  """tinygrad's callified graph CALL(SINK(assigns...), buffers...) is a function of storage whose body is a tensor graph;
+  tinyspec has no void CALL of a tensor graph, so the body is inlined: PARAM slot k becomes the call's arg k, and the
+  result is the tensor graph SINK(assigns...) over BUFFERs, checked at TENSOR."""
+  outer = Tr(t, "callified")
+  if call.op.name != "CALL" or call.src[0].op.name != "SINK": return outer(call)
+  bind = {i: outer(a) for i, a in enumerate(call.src[1:])}
+  t.visited.setdefault("callified", set()).add(call)
+  return Tr(t, "callified", bind=bind)(call.src[0])
+
+
+def called(kg: UOp) -> UOp:
+  """A precompiled function's own kernel graph has PARAMs for its args: it is the body of a CALL, so it is checked as
+  SINK(CALL(kg, BUFFER per PARAM slot)) with fresh BUFFERs of the PARAMs' sizes and dtypes."""
+  params: dict[int, UOp] = {}
+  for u in kg.toposort(gate=lambda x: x.op is not Ops.CALL):
+    if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
+  for c in (x for x in kg.toposort(gate=lambda x: x.op is not Ops.CALL) if x.op is Ops.CALL):
+    for a in c.src[1:]:
+      b = a
+      while b.op is Ops.AFTER: b = b.src[0]
+      if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
+  if not params or sorted(params) != list(range(len(params))): return kg
+  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
+  call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
+  outs = []
+  for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
+    while e.op is Ops.AFTER: e = e.src[0]
+    if e.op is Ops.PARAM and e.arg.slot not in outs: outs.append(e.arg.slot)
+  return UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.AFTER, bufs[k].dtype, (bufs[k], call)) for k in outs) or (call,))
+
+
+def _fits(kg: Any, call: Any) -> bool:
+  """Every top-level PARAM of kernel graph kg (outside kernel bodies) names an arg of call with its dtype."""
+  args = call.src[1:]
+  seen, todo = set(), [kg]
+  while todo:
+    u = todo.pop()
+    if u in seen: continue
+    seen.add(u)
+    if u.op.name == "PARAM":
+      if u.arg.slot >= len(args) or args[u.arg.slot].dtype != u.dtype: return False
+      continue
+    todo.extend(u.src[1:] if u.op.name == "CALL" else u.src)
+  return True
+
+
+def translate(cap: Any, strict: bool = True) -> Translation:
+  """Translate every captured stage. strict: raise Untranslatable on the first node with no tinyspec form; else record
+  it (see `Translation.coverage`, `Translation.untranslatable`) and give that graph as None."""
+  t = Translation(strict=strict, device=cap.device)
+
+  def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
+    before = len(t.failed.get(stage, {}))
+    out = make()
+    ok = len(t.failed.get(stage, {})) == before
+    nodes = set(root.toposort())
+    done = nodes & (t.visited.get(stage, set()) | _folded(root))
+    t.totals[stage] += len(nodes)
+    t.missed[stage] = t.missed.get(stage, 0) + len(nodes - done)
+    t.graphs[stage].append((root, out if ok else None))
+    return out if ok else None
+
+  one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))
+  calls = [c for _, c, _ in cap.callified]
+  for c in calls: one("callified", c, lambda c=c: callified(t, c))
+  # the kernel graph of a callified body binds its PARAMs to that CALL's args
+  for kg_in, kg in cap.kernel_graphs:
+    call = next((c for c in calls if c.src[0] is kg_in), None)
+    t.bound_graphs.append((kg, call))
+  # with precompiled functions tinygrad lowers their bodies first and schedules the program's own graph last, from a
+  # sink rewritten on the way: bind that last graph to the callified CALL when its top-level PARAMs fit the CALL's args
+  if calls and t.bound_graphs and all(c is None for _, c in t.bound_graphs) and _fits(t.bound_graphs[-1][0], calls[-1]):
+    t.bound_graphs[-1] = (t.bound_graphs[-1][0], calls[-1])
+  for i, (kg, call) in enumerate(t.bound_graphs):
+    one("kernel_graph", kg, lambda i=i, call=call: t.kernel_graph(index=i) if call is not None else called(t.kernel_graph(index=i)))
+  for k in cap.kernels: one("kernel", k, lambda k=k: Tr(t, "kernel", kernel=True)(k))
+  for ast, prg in cap.programs:
+    out = one("program", prg, lambda prg=prg: Tr(t, "program")(prg))
+    if out is not None: t.programs[ast] = out
+  for data_of, data in cap.inputs.items():
+    if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
+  t.outputs = [t.buffers.get(s) for s in cap.output_storage]
+  return t
