@@ -38,7 +38,7 @@ def throughput(cases: int, seed: int, backends: tuple[str, ...], cc: str | None)
     for start in range(0, cases, batch):
       runner.run_batch(list(range(start, min(cases, start + batch))), {})
     wall = time.perf_counter() - t
-    return wall, dict(runner.checker.stats.phase)
+    return wall, dict(runner.session.phase)
 
 
 def report(name: str, cases: int, wall: float, phase: dict[str, float]) -> None:

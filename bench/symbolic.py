@@ -4,7 +4,7 @@
 
 The same expressions are built on both sides from one JSON description (tinyspec generates them, the peer rebuilds
 them with tinygrad's UOp): RANGEs, bounded variables, constants, ADD, MUL, IDIV, MOD, MAX, NEG, WHERE, CMPLT, AND.
-  1. simplify throughput on 1,000 div/mod index expressions: tinyspec graph_rewrite(SIMPLIFY_PM) against tinygrad
+  1. simplify throughput on 1,000 div/mod index expressions: tinyspec graph_rewrite(pm_simplify) against tinygrad
      graph_rewrite(symbolic) (what UOp.simplify runs), in microseconds per input node;
   2. scaling on an ADD chain of 200, 500 and 2,000 terms;
   3. symbolic fuzz cases per second with the z3 oracle at the same depth: tinyspec's checker (random rows first,
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 from fuzz.symbolic import ExprGen, SymbolicChecker, SymCase  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
-from tinyspec.lower.simplify import SIMPLIFY_PM  # noqa: E402
+from tinyspec.lower.simplify import pm_simplify  # noqa: E402
 from tinyspec.rewrite import graph_rewrite  # noqa: E402
 from tinyspec.uop import Ops, UOp  # noqa: E402
 
@@ -76,7 +76,7 @@ def node_count(e: UOp) -> int: return len(e.toposort())
 # ---- tinyspec side ----
 def time_simplify(exprs: list[UOp]) -> float:
   t = time.perf_counter()
-  for e in exprs: graph_rewrite(e, SIMPLIFY_PM)
+  for e in exprs: graph_rewrite(e, pm_simplify)
   return time.perf_counter() - t
 
 
@@ -167,7 +167,7 @@ def main() -> None:
   ts_chain = {}
   for n, e in chains.items():
     x = fresh(e)
-    t = time.perf_counter(); graph_rewrite(x, SIMPLIFY_PM); ts_chain[n] = time.perf_counter() - t
+    t = time.perf_counter(); graph_rewrite(x, pm_simplify); ts_chain[n] = time.perf_counter() - t
   chk = SymbolicChecker(z3_timeout_ms=a.timeout_ms)
   nrng = np.random.default_rng(a.seed)
   t = time.perf_counter()

@@ -10,7 +10,7 @@ from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, Ran
 from tinyspec.dtype import dtypes
 
 SIGNATURE = ('spec', 'optimize', 'split_end_ranges')
-EXPECT = 'fails'
+EXPECT = 'passes'
 KIND = 'kernel'
 OPTIONS = {'callify': 'inline', 'realize': 'minimal', 'opts': (('split', 0, 2),)}
 BACKENDS = ('reference',)

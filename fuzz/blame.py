@@ -147,9 +147,8 @@ def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Bla
 def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
   """The rule whose function is on the traceback of an exception raised inside pass p, innermost first."""
   codes = {}
-  for m in p.matchers:
-    for r in m.rules:
-      if (c := getattr(r.fn, "__code__", None)) is not None: codes[c] = r.name
+  for r in p.rules():
+    if (c := getattr(r.fn, "__code__", None)) is not None: codes[c] = r.name
   found = None
   while tb is not None:
     if tb.tb_frame.f_code in codes: found = codes[tb.tb_frame.f_code]
@@ -158,7 +157,7 @@ def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
 
 
 def _pass_location(p: Pass) -> str:
-  code = getattr(p.run, "__code__", None)
+  code = getattr(p.fn, "__code__", None)
   if code is None: return "<unknown>"
   import os
   return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"

@@ -1,12 +1,13 @@
-"""A fuzz campaign: generate cases, check every oracle, minimize and store findings, report coverage.
+"""The campaign engine: number cases, run them on a target in worker processes, store and report findings.
 
-Cases are numbered; case i of seed s is generated from (s, i) and the weights of its epoch (EPOCH cases), which
-depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file in the
-corpus directory (seed, next case, the current epoch, coverage, weights, findings) is rewritten atomically after
-every epoch and on exit, so a restarted campaign resumes where it stopped. Cases run in worker processes with a
-deadline: a worker that dies (a segfault in generated code) or hangs is a finding, and a new worker takes over.
-A finding is reduced and written to the corpus by the worker before the campaign reports it, so a SIGKILL at any
-moment loses nothing already reported.
+One engine for every target (fuzz.targets: the reference pipeline, the symbolic simplifier; `--target NAME`). Cases
+are numbered; case i of seed s is drawn by the target from (s, i) and the weights of its epoch (target.epoch cases),
+which depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file
+in the corpus directory (target, seed, next case, the current epoch, coverage, weights, findings) is rewritten
+atomically after every epoch and on exit, so a restarted campaign resumes where it stopped. Cases run in worker
+processes with a deadline: a worker that dies (a segfault in generated code) or hangs is a finding, and a new worker
+takes over. A finding is reduced and written to the corpus by the worker before the campaign reports it, so a
+SIGKILL at any moment loses nothing already reported.
 """
 from __future__ import annotations
 
@@ -16,20 +17,18 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
+from fuzz.corpus import entry_path
+from fuzz.coverage import Coverage
+from fuzz.reference_target import EPOCH
+from fuzz.targets import FindingLike, Reported, Summary, Target, get_target
 from tinyspec.fileio import atomic_write
-from fuzz.corpus import entry_path, same_bug, write_entry
-from fuzz.coverage import Coverage, steer
-from fuzz.oracles import Checker, Config, Finding
-from fuzz.reduce import node_count, reduce_case
-from fuzz.reduce_isolated import reduce_crash
-from fuzz.strategies import Case, case_for, default_weights
 
-EPOCH = 32
+__all__ = ["EPOCH", "CampaignConfig", "Campaign", "CaseRunner", "Reported", "Summary", "Target", "run_campaign"]
 
 
 @dataclass
@@ -52,104 +51,51 @@ class CampaignConfig:
   stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
   weights: dict[str, float] | None = None  # generator weights to start from (fuzz.strategies.default_weights names)
   report: str | None = None             # a directory for the HTML report (fuzz.report), kept up to date as the campaign runs
+  target: str | Target = "reference"    # what is fuzzed: a name of fuzz.targets.TARGET_NAMES, or a Target
 
 
-@dataclass
-class Reported:
-  """A finding as the campaign reports it: where it is stored and how small it got."""
-  signature: tuple[str, str, str]
-  path: str
-  new: bool
-  case: int
-  nodes: int
-  message: str
-  blame: str = ""
-  found_nodes: int = 0                  # the size of the case as generated, before reduction
+def state_name(target: Target, seed: int) -> str:
+  """The state file of a campaign: one per target and seed in a corpus directory."""
+  return f".fuzz-state-{seed}.json" if target.name == "reference" else f".fuzz-state-{target.name}-{seed}.json"
 
 
-@dataclass
-class Summary:
-  seed: int
-  cases: int
-  seconds: float
-  findings: list[Reported] = field(default_factory=list)
-  rules_total: int = 0
-  rules_fired: list[str] = field(default_factory=list)
-  never_fired: list[str] = field(default_factory=list)
-  phase: dict[str, float] = field(default_factory=dict)
-  interrupted: bool = False
-
-  def text(self) -> str:
-    rate = self.cases / self.seconds if self.seconds > 0 else 0.0
-    lines = [f"fuzz summary: seed {self.seed}, {self.cases} cases in {self.seconds:.1f}s ({rate:.1f}/s)"
-             + (" (interrupted)" if self.interrupted else ""),
-             f"rule coverage: {len(self.rules_fired)}/{self.rules_total} rules fired"]
-    if self.phase:
-      tot = sum(self.phase.values()) or 1.0
-      lines.append("time by phase: " + ", ".join(f"{k} {v:.1f}s ({100 * v / tot:.0f}%)" for k, v in sorted(self.phase.items(), key=lambda x: -x[1])))
-    if self.never_fired:
-      lines.append(f"rules never fired ({len(self.never_fired)}):")
-      lines.extend(f"  {r}" for r in self.never_fired)
-    if self.findings:
-      lines.append(f"findings ({len(self.findings)}):")
-      for f in self.findings:
-        lines.append(f"  {'/'.join(f.signature)}: {f.path} ({f.nodes} nodes{', new' if f.new else ', known'})")
-    else:
-      lines.append("findings: none")
-    return "\n".join(lines)
-
-
-# ---- one case (in a worker or in-process) ----
+# ---- one batch of cases (in a worker or in-process) ----
 class CaseRunner:
+  """Draws, checks, shrinks and stores cases of the campaign's target, in the process it is made in."""
+
   def __init__(self, cfg: CampaignConfig):
     self.cfg = cfg
-    config = Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc)
-    self.checker = Checker(config)
-    self.reducer_checker = Checker(replace(config, metamorphic=False))
+    self.target = get_target(cfg.target)
+    self.session = self.target.session(cfg)
 
   def run(self, index: int, weights: dict[str, float]) -> dict[str, Any]:
     return self.run_batch([index], weights)[0]
 
   def run_batch(self, indices: Sequence[int], weights: dict[str, float]) -> list[dict[str, Any]]:
-    """Generate and check cases (CPU kernels of the batch compiled together); store each finding."""
-    st = self.checker.stats
-    phase_before = Counter(st.phase)
+    """Generate and check cases; store each finding."""
+    s = self.session
+    phase_before, counts_before = Counter(s.phase), Counter(s.counts())
     t = time.perf_counter()
-    cases = [case_for(self.cfg.seed, i, weights) for i in indices]
-    st.phase["generate"] += time.perf_counter() - t
-    all_findings = self.checker.check_batch(cases)
-    fired = [{"/".join(k): v for k, v in c.items()} for c in self.checker.case_fired]
-    reported = [[self.store(case, f) for f in findings] for case, findings in zip(cases, all_findings)]
-    phase = dict(st.phase - phase_before)
-    # times are per batch: the first case carries them
-    return [{"index": case.index, "features": sorted(case.features), "fired": fired[k], "phase": phase if k == 0 else {},
-             "reported": rep} for k, (case, rep) in enumerate(zip(cases, reported))]
+    cases = [s.draw(self.cfg.seed, i, weights) for i in indices]
+    s.phase["generate"] += time.perf_counter() - t
+    checked = s.check_batch(cases)
+    reported = [[self.store(case, f) for f in findings] for case, (findings, _) in zip(cases, checked)]
+    phase, counts = dict(s.phase - phase_before), {k: v - counts_before.get(k, 0) for k, v in s.counts().items()}
+    # times and counts are per batch: the first case carries them
+    return [{"index": i, "features": sorted(s.features(case)), "fired": fired, "phase": phase if k == 0 else {},
+             "counts": counts if k == 0 else {}, "reported": rep}
+            for k, (i, case, (_, fired), rep) in enumerate(zip(indices, cases, checked, reported))]
 
-  def store(self, case: Case, f: Finding) -> Reported:
+  def store(self, case: Any, f: FindingLike) -> Reported:
+    """A finding of a signature the corpus has is known (reported, not shrunk); else it is shrunk and stored."""
+    s, index = self.session, getattr(case, "index", None) or 0
     path = entry_path(self.cfg.corpus, f.signature)
-    if path.exists(): return Reported(f.signature, str(path), False, case.index or 0, node_count(case.root), f.message)
+    if path.exists(): return Reported(f.signature, str(path), False, index, s.size(case), f.message)
     t = time.perf_counter()
-    small, final = self.reduce(case, f)
-    self.checker.stats.phase["reduce"] += time.perf_counter() - t
-    blame = final.blame.describe(6) if final.blame is not None else ""
-    path, new = write_entry(self.cfg.corpus, small, f.signature, message=final.message, backends=self.cfg.backends,
-                            per_rewrite=self.cfg.per_rewrite, blame=blame)
-    return Reported(f.signature, str(path), new, case.index or 0, node_count(small.root), final.message, blame, node_count(case.root))
-
-  def reduce(self, case: Case, f: Finding) -> tuple[Case, Finding]:
-    start = replace(case, options=dict(f.options) if f.options else dict(case.options))
-    if f.oracle == "input": return start, f
-    last: dict[str, Finding] = {}
-    def fails(c: Case) -> bool:
-      for g in self.reducer_checker.check(c):
-        if same_bug(g.signature, f.signature):
-          last["f"] = g
-          return True
-      return False
-    if not fails(start): return case, f  # flaky under its own options: keep it as found
-    small = reduce_case(start, fails, max_seconds=self.cfg.reduce_seconds)
-    fails(small)
-    return small, last.get("f", f)
+    small, final = s.shrink(case, f)
+    s.phase["reduce"] += time.perf_counter() - t
+    path, new, blame = s.store(small, final, f.signature)
+    return Reported(f.signature, str(path), new, index, s.size(small), final.message, blame, s.size(case))
 
 
 # ---- workers ----
@@ -194,14 +140,18 @@ class _Worker:
 # ---- the campaign ----
 class Campaign:
   def __init__(self, cfg: CampaignConfig, out: TextIO | None = None):
-    self.cfg = cfg
+    self.target = get_target(cfg.target)
+    self.cfg = cfg = replace(cfg, target=self.target)  # the workers fork with this one target object
+    self.epoch = self.target.epoch
     self.out = out or sys.stdout
     self.tty = hasattr(self.out, "isatty") and self.out.isatty()
     Path(cfg.corpus).mkdir(parents=True, exist_ok=True)
-    self.state_path = Path(cfg.corpus) / f".fuzz-state-{cfg.seed}.json"
-    self.rules = Checker(Config(passes=cfg.passes)).all_rules()
+    self.state_path = Path(cfg.corpus) / state_name(self.target, cfg.seed)
+    self.rules = self.target.rules(cfg)
     self.coverage = Coverage(self.rules)
-    self.weights = {**default_weights(), **(cfg.weights or {})}
+    self.weights = self.target.initial_weights(cfg)
+    self.counts: Counter = Counter()
+    self.crash_session = None
     self.epoch_start = 0
     self.done_in_epoch: set[int] = set()
     self.epoch_results: dict[int, tuple[frozenset, dict]] = {}
@@ -222,21 +172,23 @@ class Campaign:
     except (OSError, ValueError) as e:
       print(f"fuzz: ignoring unreadable state file {self.state_path}: {e}", file=sys.stderr)
       return
-    if s.get("seed") != self.cfg.seed: return
+    if s.get("seed") != self.cfg.seed or s.get("target", "reference") != self.target.name: return
     self.epoch_start = int(s.get("epoch_start", 0))
     self.done_in_epoch = set(s.get("done_in_epoch", []))
     self.epoch_results = {int(k): (frozenset(v[0]), v[1]) for k, v in s.get("epoch_results", {}).items()}
     self.coverage.load(s.get("coverage", {}))
-    self.weights = {**default_weights(), **(self.cfg.weights or {}), **s.get("weights", {})}
+    self.weights = {**self.target.initial_weights(self.cfg), **s.get("weights", {})}
     self.prior_cases = int(s.get("cases", 0))
     self.known = {tuple(x) for x in s.get("signatures", [])}  # type: ignore[misc]
     self.phase.update(s.get("phase", {}))
+    self.counts.update(s.get("counts", {}))
 
   def save_state(self) -> None:
     s = {"seed": self.cfg.seed, "epoch_start": self.epoch_start, "done_in_epoch": sorted(self.done_in_epoch),
          "epoch_results": {str(k): [sorted(v[0]), v[1]] for k, v in self.epoch_results.items()},
          "coverage": self.coverage.to_json(), "weights": self.weights, "cases": self.prior_cases + self.cases,
          "signatures": sorted(list(s) for s in self.known), "phase": dict(self.phase)}
+    if self.target.name != "reference": s.update(target=self.target.name, counts=dict(self.counts))
     atomic_write(self.state_path, json.dumps(s, indent=1, sort_keys=True))
 
   # ---- case numbering ----
@@ -244,7 +196,7 @@ class Campaign:
     """Up to n case numbers to run next: a case suspected of killing a worker runs alone."""
     if self.suspects: return [self.suspects.pop(0)]
     out: list[int] = []
-    for i in range(self.epoch_start, self.epoch_start + EPOCH):
+    for i in range(self.epoch_start, self.epoch_start + self.epoch):
       if len(out) >= n: break
       if i not in self.done_in_epoch and i not in self.running and i not in self.suspects: out.append(i)
     return out
@@ -256,14 +208,15 @@ class Campaign:
       self.report(Reported(("crash", "campaign", res["error"].split(":")[0]), "-", True, i, 0, res["error"]))
     else:
       self.phase.update(res["phase"])
+      self.counts.update(res.get("counts", {}))
       self.epoch_results[i] = (frozenset(res["features"]), res["fired"])
       for r in res["reported"]: self.report(r if isinstance(r, Reported) else Reported(**r))
     self.done_in_epoch.add(i)
-    if len(self.done_in_epoch) >= EPOCH and not self.running:
+    if len(self.done_in_epoch) >= self.epoch and not self.running:
       epoch = [self.epoch_results[k] for k in sorted(self.epoch_results)]
-      self.weights = steer(self.weights, self.coverage, epoch)
+      self.weights = self.target.steer(self.weights, self.coverage, epoch)
       for _, fired in epoch: self.coverage.add(fired)
-      self.epoch_start += EPOCH
+      self.epoch_start += self.epoch
       self.done_in_epoch, self.epoch_results = set(), {}
       self.save_state()
       self.report_due = True
@@ -280,7 +233,8 @@ class Campaign:
   def status_text(self, elapsed: float) -> str:
     fired = len(set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f})
     rate = self.cases / elapsed if elapsed > 0 else 0.0
-    return (f"fuzz: {elapsed:6.0f}s  {self.prior_cases + self.cases} cases ({rate:.1f}/s)  "
+    name = "fuzz" if self.target.name == "reference" else f"fuzz {self.target.name}"
+    return (f"{name}: {elapsed:6.0f}s  {self.prior_cases + self.cases} cases ({rate:.1f}/s)  "
             f"rules {fired}/{len(self.rules)}  findings {len(self.findings)}")
 
   def clear_status(self) -> None:
@@ -328,7 +282,7 @@ class Campaign:
     self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
     cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
     return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
-                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted)
+                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts))
 
   def _run_inline(self, time_left, t0: float) -> None:
     runner = CaseRunner(self.cfg)
@@ -343,8 +297,8 @@ class Campaign:
       self.status(time.monotonic() - t0)
 
   def batch_size(self) -> int:
-    """Cases per job: with CPU parity, kernels of a batch share one compiler run; without, one case keeps jobs short."""
-    n = self.cfg.batch if "cpu" in self.cfg.backends else 1
+    """Cases per job (the target's choice), no more than the case budget has left."""
+    n = self.target.batch_size(self.cfg)
     if self.cfg.max_cases is not None: n = min(n, max(1, self.cfg.max_cases - self.prior_cases - self.cases - len(self.running)))
     return max(1, n)
 
@@ -394,24 +348,19 @@ class Campaign:
   def worker_crash(self, index: int, weights: dict, why: str) -> dict[str, Any]:
     """A worker died or hung on a case: reduce it (each candidate checked in a child process that must end the same
     way, within the reduce budget) and store it."""
+    if self.crash_session is None: self.crash_session = self.target.session(self.cfg)
+    s = self.crash_session
     sig = ("crash", "worker", why)
-    case = case_for(self.cfg.seed, index, weights)
+    case = s.draw(self.cfg.seed, index, weights)
     msg = f"the worker running case {index} {'hung' if why == 'timeout' else 'died'} ({why})"
     small = case
     if not entry_path(self.cfg.corpus, sig).exists():
       t = time.perf_counter()
-      small = self.reduce_crash(case, why)
+      small = s.shrink_crash(case, why)
       self.phase["reduce"] += time.perf_counter() - t
-    path, new = write_entry(self.cfg.corpus, small, sig, message=msg, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
-    return {"index": index, "features": sorted(case.features), "fired": {}, "phase": {},
-            "reported": [Reported(sig, str(path), new, index, node_count(small.root), msg, found_nodes=node_count(case.root))]}
-
-  def reduce_crash(self, case: Case, why: str) -> Case:
-    cfg = self.cfg
-    checker = Checker(Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc))
-    # a candidate that outlives this is a hang; a crash shows long before
-    timeout = min(cfg.case_timeout, max(1.0, cfg.reduce_seconds / 8))
-    return reduce_crash(case, checker.check, why, timeout, cfg.reduce_seconds)[0]
+    path, new = s.store_crash(small, sig, msg)
+    return {"index": index, "features": sorted(s.features(case)), "fired": {}, "phase": {},
+            "reported": [Reported(sig, str(path), new, index, s.size(small), msg, found_nodes=s.size(case))]}
 
 
 def run_campaign(cfg: CampaignConfig, out: TextIO | None = None) -> Summary:

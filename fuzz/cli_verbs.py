@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 BACKENDS = ("reference", "cpu", "opencl")
+TARGET_NAMES = ("reference", "symbolic")  # fuzz.targets.TARGET_NAMES, without importing the fuzzer to build the parser
 
 
 def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +24,9 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--fresh", action="store_true", help="start from case 0 instead of resuming the seed's saved state")
   p.add_argument("--report", default=None, metavar="DIR",
                  help="keep a static HTML report in DIR (DIR/index.html: summary, progress plot, findings with pictures, rule coverage)")
+  p.add_argument("--target", default=None, choices=TARGET_NAMES,
+                 help="what to fuzz: reference (default: random graphs through the reference pipeline, every oracle) or symbolic "
+                 "(the integer simplifier alone, as --symbolic)")
 
 
 def parse_backends(s: str) -> tuple[str, ...]:
@@ -32,8 +36,23 @@ def parse_backends(s: str) -> tuple[str, ...]:
   return out if "reference" in out else ("reference", *out)
 
 
+def target_of(args: argparse.Namespace) -> tuple[str | None, str]:
+  """(the target name, "") or (None, why the arguments name none): --symbolic is --target symbolic."""
+  name = getattr(args, "target", None)
+  if getattr(args, "symbolic", False):
+    if name not in (None, "symbolic"): return None, f"--symbolic and --target {name} name two targets"
+    name = "symbolic"
+  return name or "reference", ""
+
+
 def fuzz_main(args: argparse.Namespace) -> int:
+  """A campaign of the chosen target (fuzz.targets) on the one engine (fuzz.campaign)."""
   from fuzz.campaign import CampaignConfig, run_campaign
+  from fuzz.targets import get_target
+  name, why = target_of(args)
+  if name is None:
+    print(f"tinyspec fuzz: {why}", file=sys.stderr)
+    return 2
   try: backends = parse_backends(args.backends)
   except argparse.ArgumentTypeError as e:
     print(f"tinyspec fuzz: {e}", file=sys.stderr)
@@ -41,6 +60,16 @@ def fuzz_main(args: argparse.Namespace) -> int:
   if args.workers < 0:
     print("tinyspec fuzz: --workers must be 0 or more", file=sys.stderr)
     return 2
+  options = {}
+  if name == "symbolic":
+    depth, z3_timeout_ms = getattr(args, "depth", 4), getattr(args, "z3_timeout_ms", 300)
+    if depth < 1:
+      print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
+      return 2
+    if backends != ("reference",) or args.per_rewrite:
+      print("tinyspec fuzz: --backends and --per-rewrite are options of the reference target, not of symbolic", file=sys.stderr)
+      return 2
+    options = {"depth": depth, "z3_timeout_ms": z3_timeout_ms}
   seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
   if args.report:
     try: Path(args.report).mkdir(parents=True, exist_ok=True)
@@ -55,7 +84,7 @@ def fuzz_main(args: argparse.Namespace) -> int:
       backends = tuple(b for b in backends if b != "opencl")
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
                        per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
-                       report=args.report)
+                       report=args.report, target=get_target(name, **options))
   summary = run_campaign(cfg)
   print(summary.text(), flush=True)
   if args.report: print(f"report: {Path(args.report) / 'index.html'}", flush=True)
@@ -140,20 +169,10 @@ def _draw(entry, findings, out: str) -> None:
   print(pic.path)
 
 
-# ---- --symbolic: the integer simplifier alone ----
+# ---- --target symbolic: the integer simplifier alone ----
 def add_symbolic_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--symbolic", action="store_true",
-                 help="fuzz the integer simplifier alone: random view index expressions, simplified, checked equal and within bounds")
+                 help="--target symbolic: fuzz the integer simplifier alone (random view index expressions, simplified, checked "
+                 "equal and within bounds)")
   p.add_argument("--depth", type=int, default=4, help="expression depth of --symbolic cases (default 4)")
   p.add_argument("--z3-timeout-ms", type=int, default=300, help="z3 timeout per --symbolic case in ms (default 300)")
-
-
-def symbolic_main(args: argparse.Namespace) -> int:
-  from fuzz.symbolic import symbolic_campaign
-  seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
-  if args.depth < 1:
-    print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
-    return 2
-  summ = symbolic_campaign(seconds, args.seed, max_cases=args.max_cases, depth=args.depth, z3_timeout_ms=args.z3_timeout_ms, out=sys.stdout)
-  print(summ.text(), flush=True)
-  return 1 if summ.findings else 0

@@ -8,7 +8,7 @@ import numpy as np
 from tinyspec.autograd import GradientError, gradient, graph_nodes
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Trace
-from tinyspec.lower.callify import run as callify
+from tinyspec.lower.callify import CALLIFY
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
 
@@ -42,7 +42,7 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
       t = t if t.dtype is dtypes.float64 else t.cast(dtypes.float64)  # entries of several float types add up in float64
       total = t if total is None else total + t
     return total
-  inlined = callify(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
+  inlined = CALLIFY.run(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
   sides: list[Any] = []
   for ents in (entries, inlined.src):
     try: sides.append(gradient(loss_of(ents), bufs))

@@ -465,9 +465,23 @@ class RmwGen:
     if nk > 1: self.features.add("rmw:multi_kernel")
     return UOp(Ops.SINK, src=tuple(version[b] for b in written_any))
 
+  def opts(self) -> tuple | None:
+    """The optimize choices: the heuristic's (None), none, or splits and unrolls of loops that may carry a value from
+    one iteration to the next (an opt naming an axis a kernel lacks, or a factor that does not divide, is skipped)."""
+    r = self.rng
+    pick = r.random()
+    if pick < 0.55: return None
+    if pick < 0.75: return ()
+    out = []
+    for _ in range(r.choice([1, 1, 2])):
+      axis = r.randint(0, 2)
+      out.append(("split", axis, r.choice([2, 3, 4])) if r.random() < 0.5 else ("unroll", axis))
+    self.features.update(f"opt:{o[0]}" for o in out)
+    return tuple(out)
+
   def case(self) -> Case:
     root = self.graph()
-    opts = None if self.rng.random() < 0.7 else ()
+    opts = self.opts()
     return Case(root, self.inputs, {"callify": "inline", "realize": "minimal", "opts": opts}, "kernel", features=frozenset(self.features))
 
 

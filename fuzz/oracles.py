@@ -26,6 +26,7 @@ from fuzz.blame import Blame, bisect, blame_at, crash_rule, creator_on_path, loc
 from fuzz.kernel_safety import kernel_unsafe_reason
 from fuzz.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
+from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.uop import Ops, UOp
 
@@ -126,14 +127,6 @@ def lower_options(opts: dict[str, Any], backend: str = "c") -> LowerOptions:
   return LowerOptions(**kw, backend=backend)
 
 
-def start_index(passes: Sequence[Pass], case: Case) -> int:
-  """Where the lowering of a case starts: a kernel-level case skips the passes that take TENSOR graphs."""
-  if case.kind == "tensor": return 0
-  for i, p in enumerate(passes):
-    if p.stage_in is not Stage.TENSOR: return i
-  return len(passes)
-
-
 def _evaluate(root: UOp, inputs: dict[int, np.ndarray], runner: Any = None) -> Any:
   from tinyspec.semantics import evaluate
   return evaluate(root, {k: v.copy() for k, v in inputs.items()}, kernel_runner=runner)
@@ -147,7 +140,7 @@ class Checker:
     self.config = config or Config()
     self.passes = self.config.pipeline()
     self.stats = Stats()
-    self.rule_keys = {(p.name, r.name) for p in self.passes for m in p.matchers for r in m.rules}
+    self.rule_keys = {(p.name, r.name) for p in self.passes for r in p.rules()}
 
   def all_rules(self) -> list[str]:
     return sorted(f"{p}/{r}" for p, r in self.rule_keys)
@@ -250,7 +243,7 @@ class Checker:
     lo = lower_options(opts, backend)
     g, prev = case.root, ref
     outs: list[tuple[Pass, UOp, UOp]] = []
-    for p in self.passes[start_index(self.passes, case):]:
+    for p in self.passes[start_index(self.passes, case.root, case.kind):]:
       def obs(rule, before, after, _p=p.name): st.fired[(_p, rule.name)] += 1
       try:
         with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, obs)

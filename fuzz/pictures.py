@@ -17,9 +17,10 @@ from typing import Any, Sequence
 
 from fuzz.blame import Blame, run_steps
 from fuzz.corpus import Entry, same_bug
-from fuzz.oracles import Checker, Config, Finding, lower_options, start_index
+from fuzz.oracles import Checker, Config, Finding, lower_options
 from tinyspec import viz
 from tinyspec.lower.base import Pass
+from tinyspec.lower.start import start_index
 from tinyspec.spec import check
 from tinyspec.uop import Ops, UOp
 
@@ -75,7 +76,7 @@ def lower_until(entry: Entry, passes: list[Pass], options: dict[str, Any], name:
   that is not a pass of the pipeline."""
   lo = lower_options(options)
   g = entry.case.root
-  for p in passes[start_index(passes, entry.case):]:
+  for p in passes[start_index(passes, entry.case.root, entry.case.kind):]:
     try: out = run_steps(p, g, lo, None)[0]
     except Exception:
       return g, None, (p if p.name == name else None)
@@ -103,6 +104,9 @@ def draw_entry(entry: Entry, out: str | os.PathLike, passes: Sequence[Pass] | No
   """Draw the entry's failure to out (svg, png, pdf or dot). findings: those of a replay already made (else the entry
   is replayed here on the reference evaluator, unless its case killed a worker); message: the failure as recorded,
   used when the replay does not show it."""
+  if entry.case.kind not in ("tensor", "kernel"):  # an entry of another fuzz target (fuzz.targets) draws its own way
+    from fuzz.targets import target_for_kind
+    return target_for_kind(entry.case.kind).draw(entry, out, passes, message=message)
   sig = entry.signature
   pl = passes_of(passes)
   replayed = findings is not None or sig[1] not in NOT_REPLAYED

@@ -17,6 +17,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 from fuzz.corpus import entry_path
@@ -32,8 +33,7 @@ def rule_locations(passes: Sequence | None) -> dict[str, tuple[str, str, str]]:
   from fuzz.pictures import passes_of
   out = {}
   for p in passes_of(passes):
-    for m in p.matchers:
-      for r in m.rules: out.setdefault(f"{p.name}/{r.name}", (p.name, r.name, r.location))
+    for r in p.rules(): out.setdefault(f"{p.name}/{r.name}", (p.name, r.name, r.location))
   return out
 
 
@@ -67,12 +67,14 @@ class CampaignReport:
   """The report of one campaign in out_dir. update() gathers what the campaign knows and rewrites the page."""
 
   def __init__(self, out_dir: str | os.PathLike, seed: int, passes: Sequence | None = None, continue_history: bool = False,
-               refresh: int | None = 30):
+               refresh: int | None = 30, target: Any = None):
     self.dir = Path(out_dir)
     self.dir.mkdir(parents=True, exist_ok=True)
     (self.dir / "pictures").mkdir(exist_ok=True)
     self.seed, self.passes, self.refresh = seed, passes, refresh
-    self.locations = rule_locations(passes)
+    self.target = target  # the campaign's fuzz.targets.Target (None: the reference pipeline of passes)
+    self.target_name = "reference" if target is None else target.name
+    self.locations = rule_locations(passes) if target is None else target.rule_locations(SimpleNamespace(passes=passes))
     self.history: list[tuple[float, int, int]] = []
     self.offset = 0.0
     if continue_history: self._load_history()
@@ -88,14 +90,14 @@ class CampaignReport:
 
   def _load_history(self) -> None:
     h = self._load_json(self.dir / "history.json", {})
-    if h.get("seed") != self.seed: return
+    if h.get("seed") != self.seed or h.get("target", "reference") != self.target_name: return
     self.history = [(float(t), int(c), int(f)) for t, c, f in h.get("samples", [])]
     if self.history: self.offset = self.history[-1][0]
 
   def record(self, elapsed: float, cases: int, findings: int) -> None:
     self.history.append((self.offset + elapsed, cases, findings))
     if len(self.history) > MAX_SAMPLES: self.history = self.history[:-1:2] + self.history[-1:]
-    atomic_write(self.dir / "history.json", json.dumps({"seed": self.seed, "samples": self.history}))
+    atomic_write(self.dir / "history.json", json.dumps({"seed": self.seed, "target": self.target_name, "samples": self.history}))
 
   # ---- findings ----
   def picture_for(self, path: str, message: str) -> dict[str, Any]:
@@ -110,7 +112,9 @@ class CampaignReport:
     try:
       from fuzz.corpus import load_entry
       from fuzz.pictures import draw_entry
-      pic = draw_entry(load_entry(p), self.dir / rel, self.passes, message=message)
+      entry = load_entry(p)
+      if self.target is not None and entry.case.kind in self.target.kinds: pic = self.target.draw(entry, self.dir / rel, self.passes, message=message)
+      else: pic = draw_entry(entry, self.dir / rel, self.passes, message=message)
       os.chmod(pic.path, 0o644)
       info = {"mtime": mtime, "picture": rel, "kind": pic.kind, "note": pic.note, "rule": pic.rule, "pass_name": pic.pass_name,
               "location": pic.location, "step": pic.step, "total": pic.total}
@@ -172,17 +176,18 @@ class CampaignReport:
       h = header_of(path)
       findings.append(self.finding_row(tuple(sig), str(path), h["message"], h["blame"], h["case"], None, False))
     total = c.prior_cases + c.cases
+    backends, mode = c.target.describe(cfg) if getattr(c, "target", None) is not None else (tuple(cfg.backends), "")
     return ReportData(seed=cfg.seed, status=status, updated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
                       elapsed=self.offset + elapsed, cases=total, rate=c.cases / elapsed if elapsed > 0 else 0.0,
-                      backends=tuple(cfg.backends), per_rewrite=bool(cfg.per_rewrite), corpus=str(cfg.corpus), rules=rules,
-                      findings=findings, refresh=self.refresh)
+                      backends=tuple(backends), per_rewrite=bool(cfg.per_rewrite), corpus=str(cfg.corpus), rules=rules,
+                      findings=findings, refresh=self.refresh, target=self.target_name, mode=mode)
 
 
 def for_campaign(campaign: Any) -> CampaignReport:
   """The report a campaign keeps in its cfg.report directory; a resumed campaign continues the history there."""
   cfg = campaign.cfg
   return CampaignReport(cfg.report, cfg.seed, cfg.passes, continue_history=campaign.prior_cases > 0,
-                        refresh=max(10, int(round(cfg.status_every))))
+                        refresh=max(10, int(round(cfg.status_every))), target=getattr(campaign, "target", None))
 
 
 __all__ = ["CampaignReport", "for_campaign", "rule_locations", "header_of", "repro_command", "FindingRow", "ReportData", "RuleRow"]

@@ -55,6 +55,8 @@ class ReportData:
   findings: list[FindingRow] = field(default_factory=list)
   history: list[tuple[float, int, int]] = field(default_factory=list)  # (elapsed s, cases, findings)
   refresh: int | None = None  # seconds between reloads of an open page while the campaign runs
+  target: str = "reference"   # what the campaign fuzzes (fuzz.targets)
+  mode: str = ""              # what it checks ("": the reference pipeline's, from per_rewrite)
 
 
 def duration(s: float) -> str:
@@ -188,10 +190,10 @@ SCRIPT = """window.addEventListener("load", function () {
 
 def _summary(d: ReportData) -> str:
   fired = sum(1 for r in d.rules if r.count)
-  rows = [("seed", str(d.seed)), ("elapsed", duration(d.elapsed)), ("cases", str(d.cases)), ("cases/s", f"{d.rate:.1f}"),
+  rows = [("target", d.target), ("seed", str(d.seed)), ("elapsed", duration(d.elapsed)), ("cases", str(d.cases)), ("cases/s", f"{d.rate:.1f}"),
           ("findings", str(len(d.findings))), ("backends", ", ".join(d.backends)),
           ("rule coverage", f"{fired}/{len(d.rules)} rules fired" if d.rules else "-"),
-          ("mode", "spec checked after every rule application" if d.per_rewrite else "spec checked after every pass"),
+          ("mode", d.mode or ("spec checked after every rule application" if d.per_rewrite else "spec checked after every pass")),
           ("corpus", d.corpus)]
   body = "".join(f'<tr data-key="{escape(k)}"><td>{escape(k)}</td><td class="value">{escape(v)}</td></tr>' for k, v in rows)
   return f'<section id="summary-section"><h2>Summary</h2><table id="summary">{body}</table></section>'

@@ -349,11 +349,11 @@ def opaque_race(root: UOp) -> str | None:
   DETACH become one node, so two args on distinct nodes may share storage there."""
   if not any(u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE for u in root.toposort()): return None
   from tinyspec.lower.base import LowerOptions, Trace
-  from tinyspec.lower.callify import run as callify
-  from tinyspec.lower.rangeify import PREPARE
+  from tinyspec.lower.callify import CALLIFY
+  from tinyspec.lower.rangeify import pm_prepare
   from tinyspec.rewrite import graph_rewrite
-  if (r := _opaque_race(graph_rewrite(root, PREPARE))) is not None: return r
-  return _opaque_race(graph_rewrite(callify(root, LowerOptions(callify="inline"), Trace()), PREPARE))
+  if (r := _opaque_race(graph_rewrite(root, pm_prepare))) is not None: return r
+  return _opaque_race(graph_rewrite(CALLIFY.run(root, LowerOptions(callify="inline"), Trace()), pm_prepare))
 
 
 def _opaque_race(root: UOp) -> str | None:

@@ -1,17 +1,16 @@
 """Deliberately broken copies of the reference pipeline, one real rule changed in each: the fuzzer's own test bed.
 
-`broken_pipeline(bug)` is the reference pipeline with one rule of one pass swapped (PatternMatcher.replace_rule).
-The pass's run is wrapped so that, while it runs, the module-level table it rewrites with is the broken copy; the
-original table is back when the pass returns, so other pipelines in the same process are untouched.
+`broken_pipeline(bug)` is the reference pipeline with one rule of one pass swapped: that pass is replaced by
+`Pass.replace_rule(rule, fn)`, a new Pass whose tables hold the broken rule, and its run rewrites with those tables.
+Nothing is swapped in any module: the reference passes and the pass modules' tables stay as they are, and a broken
+pipeline is rebuilt from the bug's name alone (`broken_pipeline("mod_off_by_one")`, e.g. in a worker process).
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.rewrite import PatternMatcher
+from tinyspec.lower.base import Pass
 from tinyspec.uop import GroupOp, Ops, UOp
 
 
@@ -19,9 +18,7 @@ from tinyspec.uop import GroupOp, Ops, UOp
 class SeededBug:
   name: str
   pass_name: str
-  module: str        # the module whose global table the pass rewrites with
-  table: str         # that global's name
-  rule: str          # the rule changed
+  rule: str          # the rule changed, in whichever of the pass's tables holds it
   fn: Callable       # its broken function
   description: str
 
@@ -31,24 +28,12 @@ def reference_passes() -> list[Pass]:
   return list(PASSES)
 
 
-def swap_rule(p: Pass, module: str, table: str, rule: str, fn: Callable) -> Pass:
-  """A copy of pass p whose run rewrites with `module.table` where `rule` has function fn."""
-  mod = importlib.import_module(module)
-  old: PatternMatcher = getattr(mod, table)
-  new = old.replace_rule(rule, fn)
-  def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-    saved = getattr(mod, table)
-    setattr(mod, table, new)
-    try: return p.run(root, options, trace)
-    finally: setattr(mod, table, saved)
-  matchers = tuple(new if any(r.name == rule for r in m.rules) else m for m in p.matchers)
-  return Pass(p.name, p.stage_in, p.stage_out, run, matchers)
-
-
-def broken_pipeline(bug: SeededBug, passes: list[Pass] | None = None) -> list[Pass]:
+def broken_pipeline(bug: SeededBug | str, passes: list[Pass] | None = None) -> list[Pass]:
+  """passes (default: the reference pipeline) with the bug's pass replaced by a copy holding the broken rule."""
+  if isinstance(bug, str): bug = BUGS_BY_NAME[bug]
   passes = reference_passes() if passes is None else passes
   if bug.pass_name not in {p.name for p in passes}: raise KeyError(f"no pass {bug.pass_name!r} in the pipeline")
-  return [swap_rule(p, bug.module, bug.table, bug.rule, bug.fn) if p.name == bug.pass_name else p for p in passes]
+  return [p.replace_rule(bug.rule, bug.fn) if p.name == bug.pass_name else p for p in passes]
 
 
 # ---- the broken rule functions ----
@@ -124,24 +109,24 @@ def _after_dropped(a: UOp, v: UOp) -> UOp:
 
 
 SEEDED_BUGS: list[SeededBug] = [
-  SeededBug("mod_off_by_one", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "mod_below_divisor", mod_below_divisor_off_by_one,
+  SeededBug("mod_off_by_one", "simplify", "mod_below_divisor", mod_below_divisor_off_by_one,
             "x % c folds to x when x's bounds reach c (an off-by-one in a div/mod fold)"),
-  SeededBug("pad_gate_dropped", "rangeify", "tinyspec.lower.rangeify", "INDEXING", "index_through_pad", _pad_without_gate,
+  SeededBug("pad_gate_dropped", "rangeify", "index_through_pad", _pad_without_gate,
             "PAD loads the clamped element instead of zero (a dropped PAD gate)"),
-  SeededBug("permute_wrong_map", "rangeify", "tinyspec.lower.rangeify", "INDEXING", "index_through_permute", _permute_forward_map,
+  SeededBug("permute_wrong_map", "rangeify", "index_through_permute", _permute_forward_map,
             "PERMUTE indexes with the permutation instead of its inverse"),
-  SeededBug("gettuple_wrong_output", "callify", "tinyspec.lower.callify", "INLINE", "inline_gettuple_of_call", _gettuple_next_output,
+  SeededBug("gettuple_wrong_output", "callify", "inline_gettuple_of_call", _gettuple_next_output,
             "GETTUPLE(call, i) inlines output i + 1"),
-  SeededBug("reduce_skips_last", "lower_reduce", "tinyspec.lower.lower_reduce", "lower_reduce_pm", "reduce_to_accumulator", _reduce_skips_last,
+  SeededBug("reduce_skips_last", "lower_reduce", "reduce_to_accumulator", _reduce_skips_last,
             "the accumulator loop stops one element early"),
-  SeededBug("after_dependency_dropped", "rangeify", "tinyspec.lower.rangeify", "PREPARE", "after_through_view", _after_dropped,
+  SeededBug("after_dependency_dropped", "rangeify", "after_through_view", _after_dropped,
             "AFTER(view(x), store) becomes view(x): the assign is lost"),
-  SeededBug("view_as_kernel_arg", "rangeify", "tinyspec.lower.rangeify", "CALL_ARGS", "call_arg_after_view", _after_kept_over_view,
+  SeededBug("view_as_kernel_arg", "rangeify", "call_arg_after_view", _after_kept_over_view,
             "a kernel arg RESHAPE(AFTER(buf, kernels)) becomes AFTER(RESHAPE(buf), kernels): the view is left as a call arg"),
-  SeededBug("cast_fold_wrong_dtype", "simplify", "tinyspec.lower.simplify", "SIMPLIFY_PM", "fold_const_cast", _fold_cast_source_dtype,
+  SeededBug("cast_fold_wrong_dtype", "simplify", "fold_const_cast", _fold_cast_source_dtype,
             "CAST(CONST) folds to a constant of the source dtype"),
 ]
 
 BUGS_BY_NAME = {b.name: b for b in SEEDED_BUGS}
 
-__all__ = ["SeededBug", "SEEDED_BUGS", "BUGS_BY_NAME", "broken_pipeline", "swap_rule", "reference_passes", "mod_below_divisor_off_by_one"]
+__all__ = ["SeededBug", "SEEDED_BUGS", "BUGS_BY_NAME", "broken_pipeline", "reference_passes", "mod_below_divisor_off_by_one"]

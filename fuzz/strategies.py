@@ -74,7 +74,8 @@ class Case:
   root: UOp
   inputs: dict[int, np.ndarray]
   options: dict[str, Any] = field(default_factory=dict)
-  kind: str = "tensor"               # tensor: a TENSOR graph; kernel: a KERNEL_GRAPH (lowering starts after rangeify)
+  kind: str = "tensor"               # tensor: a TENSOR graph; kernel: a KERNEL_GRAPH (lowering starts after rangeify,
+                                     # tinyspec.lower.start); symbolic: an index expression of fuzz.symbolic
   seed: int | None = None
   index: int | None = None
   features: frozenset = frozenset()

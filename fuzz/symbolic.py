@@ -12,14 +12,22 @@ goes to z3 with a small timeout, as bit vectors wide enough that nothing wraps f
 (tinyspec.prove.evalsem).
 A difference is blamed on the first rule application whose result differs from the node it replaced at the
 failing assignment.
+
+SymbolicTarget is this fuzzer as a target of the campaign engine (fuzz.campaign; `tinyspec fuzz --target symbolic`,
+or `--symbolic`): workers, resuming, the report, and the corpus. A finding is shrunk (subexpressions replaced by one
+of their operands or a constant while the same rule still breaks) and stored as a corpus entry of KIND "symbolic":
+graph() is the expression, inputs() the failing assignment {leaf number: value}. Replaying it (`tinyspec repro`,
+`pytest -m spec`) simplifies the expression with today's rules and checks it at that assignment, then as a fresh case.
 """
 from __future__ import annotations
 
 import math
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import z3
@@ -31,7 +39,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher, Rule, graph_rewrite
 from tinyspec.semantics.alu import cast as np_cast
 from tinyspec.semantics.alu import elementwise
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, substitute
 
 IDX = dtypes.index
 N_RANDOM = 256  # random assignments per case, besides each leaf's two ends
@@ -174,64 +182,121 @@ class SymFinding:
   message: str
   rule: str = "-"                  # the blamed rule application (equal findings)
   by: str = "random"               # "random", "exhaustive" (every assignment was tried) or "z3"
+  step: int = 0                    # the blamed application: its number (from 1) of `total`, its rule's file:line,
+  total: int = 0                   # and the node it matched and the node it returned
+  location: str = ""
+  before: UOp | None = None
+  after: UOp | None = None
 
   @property
   def signature(self) -> tuple[str, str, str]: return (self.oracle, "simplify", self.rule)
 
+  def blame_text(self) -> str:
+    """The blame line of a corpus header, in the form the report reads (fuzz.report.BLAMED)."""
+    if not self.step: return ""
+    return f"blamed: rule '{self.rule}' of pass simplify at {self.location}, application {self.step} of {self.total}"
 
-def _leaf_name(u: UOp) -> str:
-  if u.op is Ops.RANGE: return f"r{u.arg.axis}"
-  return f"v{u.src[0].arg.axis - SLOT_AXIS if u.src[0].op is Ops.RANGE else u.src[0].src[0].arg.axis - SLOT_AXIS}"
+  def describe(self) -> str:
+    out = f"{'/'.join(self.signature)}: {self.message}"
+    return out + (f"\n  {self.blame_text()}" if self.step else "")
+
+
+def leaf_number(u: UOp) -> int:
+  """A leaf's number: the position it was made at (ranges and slots share one numbering)."""
+  if u.op is Ops.RANGE: return u.arg.axis
+  inner = u.src[0] if u.src[0].op is Ops.RANGE else u.src[0].src[0]
+  return inner.arg.axis - SLOT_AXIS
+
+
+def leaf_name(u: UOp) -> str: return f"{'r' if u.op is Ops.RANGE else 'v'}{leaf_number(u)}"
+
+
+_leaf_name = leaf_name  # the name tests and older callers use
+
+
+def leaves_of(e: UOp) -> list[Leaf]:
+  """The leaves of an expression, by number: its RANGEs (outside slots) and its slots (DETACH, exact bounds)."""
+  out = {}
+  for u in e.toposort(gate=lambda x: x.op is not Ops.DETACH):
+    if u.op is Ops.DETACH: out[u] = Leaf(u, int(u.vmin), int(u.vmax))
+    elif u.op is Ops.RANGE and u.arg.axis < SLOT_AXIS: out[u] = Leaf(u, 0, int(u.src[0].arg) - 1)
+  return sorted(out.values(), key=lambda lf: leaf_number(lf.node))
 
 
 def _row(env: dict[UOp, np.ndarray], i: int) -> dict[UOp, np.ndarray]:
   return {k: v[i:i + 1] for k, v in env.items()}
 
 
-def blame(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) -> str:
+def blame_index(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) -> int | None:
   """The first rule application whose result has another value than the node it replaced, at this assignment."""
-  for rule, before, after in steps:
+  for k, (_, before, after) in enumerate(steps):
     try: v = evaluate_all([before, after], env_row)
     except ValueError: continue  # a rewrite inside a leaf (a slot's own RANGE + lo): not part of the expression's value
-    if before.dtype.kind in "iuxb" and not np.array_equal(v[before], v[after]): return rule.name
-  return "-"
+    if before.dtype.kind in "iuxb" and not np.array_equal(v[before], v[after]): return k
+  return None
+
+
+def blame(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) -> str:
+  """The name of the blamed rule ("-" when no application changes the value)."""
+  k = blame_index(steps, env_row)
+  return "-" if k is None else steps[k][0].name
+
+
+def simplify_table() -> PatternMatcher:
+  """The integer simplifier the symbolic fuzzer checks by default: the simplify pass's table."""
+  from tinyspec.lower import simplify as S
+  return S.pm_simplify
 
 
 class SymbolicChecker:
   def __init__(self, pm: PatternMatcher | None = None, z3_timeout_ms: int = 300, bounds: bool = True, use_z3: bool = True,
                exhaustive_max: int = N_EXHAUSTIVE):
-    if pm is None:
-      from tinyspec.lower.simplify import SIMPLIFY_PM
-      pm = SIMPLIFY_PM
-    self.pm, self.z3_timeout_ms, self.bounds, self.use_z3, self.exhaustive_max = pm, z3_timeout_ms, bounds, use_z3, exhaustive_max
+    self.pm = simplify_table() if pm is None else pm
+    self.z3_timeout_ms, self.bounds, self.use_z3, self.exhaustive_max = z3_timeout_ms, bounds, use_z3, exhaustive_max
     self.z3_queries = self.z3_unknown = 0
+    self.fired: Counter = Counter()  # rule name -> applications, in the last simplify
 
   def simplify(self, e: UOp) -> tuple[UOp, list[tuple[Rule, UOp, UOp]]]:
     steps: list[tuple[Rule, UOp, UOp]] = []
     out = graph_rewrite(e, self.pm, observer=lambda r, b, a: steps.append((r, b, a)), max_steps=10_000)
+    self.fired = Counter(r.name for r, _, _ in steps)
     return out, steps
 
-  def check(self, case: SymCase, rng: np.random.Generator) -> list[SymFinding]:
+  def equal_finding(self, case: SymCase, s: UOp, steps: list, row: dict[UOp, np.ndarray], by: str) -> SymFinding:
+    """The difference at one assignment (row: one value per leaf), blamed."""
     e = case.expr
-    s, steps = self.simplify(e)
-    complete = domain_size(case.leaves) <= self.exhaustive_max
-    env = exhaustive(case.leaves) if complete else assignments(case.leaves, rng)
+    vals = evaluate_all([e, s], row)
+    a = {leaf_name(k): int(v[0]) for k, v in row.items()}
+    k = blame_index(steps, row)
+    f = SymFinding("equal", case, s, s, a, f"{int(vals[e][0])} before simplify, {int(vals[s][0])} after, at {a}"
+                   + (" (found by z3)" if by == "z3" else ""), by=by)
+    if k is not None:
+      r, before, after = steps[k]
+      f.rule, f.step, f.total, f.location, f.before, f.after = r.name, k + 1, len(steps), r.location, before, after
+    return f
+
+  def check_rows(self, case: SymCase, s: UOp, steps: list, env: dict[UOp, np.ndarray], by: str) -> list[SymFinding]:
+    """Both oracles at every row of env."""
+    e = case.expr
     vals = evaluate_all([e, s], env)
     bad = np.nonzero(vals[e] != vals[s])[0]
-    if len(bad):
-      i = int(bad[0])
-      a = {_leaf_name(k): int(v[i]) for k, v in env.items()}
-      return [SymFinding("equal", case, s, s, a, f"{int(vals[e][i])} before simplify, {int(vals[s][i])} after, at {a}", blame(steps, _row(env, i)),
-                         by="exhaustive" if complete else "random")]
+    if len(bad): return [self.equal_finding(case, s, steps, _row(env, int(bad[0])), by)]
     if self.bounds:
       for u, v in vals.items():
         if u.dtype is not IDX or u in env: continue
         out = np.nonzero((v < u.vmin) | (v > u.vmax))[0]
         if len(out):
           i = int(out[0])
-          a = {_leaf_name(k): int(x[i]) for k, x in env.items()}
-          return [SymFinding("bounds", case, s, u, a, f"{u.op.name} takes {int(v[i])} outside its bounds [{u.vmin}, {u.vmax}] at {a}")]
-    if not self.use_z3 or e is s or complete: return []
+          a = {leaf_name(k): int(x[i]) for k, x in env.items()}
+          return [SymFinding("bounds", case, s, u, a, f"{u.op.name} takes {int(v[i])} outside its bounds [{u.vmin}, {u.vmax}] at {a}", by=by)]
+    return []
+
+  def check(self, case: SymCase, rng: np.random.Generator) -> list[SymFinding]:
+    s, steps = self.simplify(case.expr)
+    complete = domain_size(case.leaves) <= self.exhaustive_max
+    env = exhaustive(case.leaves) if complete else assignments(case.leaves, rng)
+    if fs := self.check_rows(case, s, steps, env, "exhaustive" if complete else "random"): return fs
+    if not self.use_z3 or case.expr is s or complete: return []
     return self.check_z3(case, s, steps, env)
 
   def check_z3(self, case: SymCase, s: UOp, steps: list, env: dict[UOp, np.ndarray]) -> list[SymFinding]:
@@ -239,7 +304,7 @@ class SymbolicChecker:
     e = case.expr
     # bit vectors wide enough that nothing wraps first, with a short timeout; integers decide the rest
     try:
-      f = ExactForm(analyze((e, s), {lf.node: (lf.lo, lf.hi) for lf in case.leaves}), "bv", {lf.node: _leaf_name(lf.node) for lf in case.leaves})
+      f = ExactForm(analyze((e, s), {lf.node: (lf.lo, lf.hi) for lf in case.leaves}), "bv", {lf.node: leaf_name(lf.node) for lf in case.leaves})
     except Unsupported: f = None
     if f is not None:
       solver = z3.Solver()
@@ -249,22 +314,16 @@ class SymbolicChecker:
       if r == z3.unsat: return []
       if r == z3.sat:
         m = solver.model()
-        return [self._z3_finding(case, s, steps, {lf.node: np.array([f.value(m, lf.node)], dtype=np.int64) for lf in case.leaves})]
+        row = {lf.node: np.array([f.value(m, lf.node)], dtype=np.int64) for lf in case.leaves}
+        return [self.equal_finding(case, s, steps, row, "z3")]
     return self._check_z3_int(case, s, steps)
-
-  def _z3_finding(self, case: SymCase, s: UOp, steps: list, row: dict[UOp, np.ndarray]) -> SymFinding:
-    e = case.expr
-    vals = evaluate_all([e, s], row)
-    a = {_leaf_name(k): int(v[0]) for k, v in row.items()}
-    return SymFinding("equal", case, s, s, a, f"{int(vals[e][0])} before simplify, {int(vals[s][0])} after, at {a} (found by z3)",
-                      blame(steps, row), "z3")
 
   def _check_z3_int(self, case: SymCase, s: UOp, steps: list) -> list[SymFinding]:
     t = EvalTranslator()
     leaves = {}
     for lf in case.leaves:
       if lf.node.op is Ops.DETACH:
-        v = z3.Int(_leaf_name(lf.node))
+        v = z3.Int(leaf_name(lf.node))
         t.memo[lf.node] = t.vars[lf.node] = v
         t.constraints += [v >= lf.lo, v <= lf.hi]
       leaves[lf.node] = t(lf.node)
@@ -277,53 +336,182 @@ class SymbolicChecker:
     if r != z3.sat: return []
     m = solver.model()
     row = {k: np.array([model_int(m, v, IDX)], dtype=np.int64) for k, v in leaves.items()}
-    return [self._z3_finding(case, s, steps, row)]
+    return [self.equal_finding(case, s, steps, row, "z3")]
+
+
+# ---- shrinking ----
+def _candidates(u: UOp) -> list[UOp]:
+  """What a subexpression may become: one of its operands of its dtype, else a deeper subexpression of it, else a
+  small constant."""
+  below = [x for x in reversed(u.toposort(gate=lambda x: x.op is not Ops.DETACH)) if x is not u and x.dtype is u.dtype]
+  out = list(dict.fromkeys([x for x in u.src if x.dtype is u.dtype] + below))
+  if u.op is not Ops.CONST:
+    out += [UOp.const(u.dtype, v) for v in ((False, True) if u.dtype is dtypes.bool else (0, 1))]
+  return out
+
+
+def shrink_expr(case: SymCase, fails: Callable[[SymCase], bool], max_seconds: float = 10.0) -> SymCase:
+  """A locally minimal case that still fails: each subexpression (outermost first) replaced by an operand or a
+  constant while fails() holds, until no replacement keeps it failing or the time is up."""
+  t0 = time.monotonic()
+  cur = case
+  progress = True
+  while progress and time.monotonic() - t0 < max_seconds:
+    progress = False
+    for u in reversed(cur.expr.toposort(gate=lambda x: x.op is not Ops.DETACH)):
+      if u.op in (Ops.RANGE, Ops.DETACH): continue
+      for c in _candidates(u):
+        e = c if u is cur.expr else substitute(cur.expr, {u: c})
+        if e.dtype is not IDX: continue
+        cand = SymCase(e, leaves_of(e), cur.seed, cur.index)
+        if fails(cand):
+          cur, progress = cand, True
+          break
+      if progress or time.monotonic() - t0 >= max_seconds: break
+  return cur
+
+
+def rows_rng(seed: int | None, index: int | None) -> np.random.Generator:
+  """The random assignments of case (seed, index): the same in any process, so a campaign's cases do not depend on
+  which worker ran them."""
+  return np.random.default_rng(random.Random(f"tinyspec-symbolic-rows:{seed}:{index}").getrandbits(64))
+
+
+# ---- corpus entries ----
+KIND = "symbolic"
+
+
+def entry_case(case: SymCase, assignment: dict[str, int] | None = None) -> Any:
+  """The corpus form of a case (fuzz.strategies.Case of KIND "symbolic"): the expression as the graph, the failing
+  assignment as the inputs {leaf number: [value]}."""
+  from fuzz.strategies import Case
+  assignment = assignment or {}
+  inputs = {leaf_number(lf.node): np.array([assignment[leaf_name(lf.node)]], dtype=np.int64)
+            for lf in case.leaves if leaf_name(lf.node) in assignment}
+  return Case(case.expr, inputs, {}, KIND, case.seed, case.index)
+
+
+def from_entry_case(c: Any) -> tuple[SymCase, dict[UOp, np.ndarray] | None]:
+  """(the case, its stored assignment as one row per leaf, None when it stores none) of a corpus Case."""
+  case = SymCase(c.root, leaves_of(c.root), c.seed, c.index)
+  if not case.leaves or any(leaf_number(lf.node) not in c.inputs for lf in case.leaves): return case, None
+  return case, {lf.node: np.asarray(c.inputs[leaf_number(lf.node)], dtype=np.int64).reshape(1) for lf in case.leaves}
+
+
+def replay_case(c: Any, signature: Sequence[str], pm: PatternMatcher | None = None, z3_timeout_ms: int = 1000) -> tuple[bool, list[SymFinding]]:
+  """(still fails, findings) of a stored case: the stored assignment first, then every oracle as on a fresh case."""
+  from fuzz.corpus import same_bug
+  case, row = from_entry_case(c)
+  chk = SymbolicChecker(pm, z3_timeout_ms)
+  findings: list[SymFinding] = []
+  if row is not None:
+    s, steps = chk.simplify(case.expr)
+    findings = chk.check_rows(case, s, steps, row, "stored assignment")
+  if not findings: findings = chk.check(case, rows_rng(case.seed, case.index))
+  fails = any(same_bug(f.signature, signature) or same_bug(f.signature[:2], tuple(signature)[:2]) for f in findings)
+  return fails, findings
+
+
+def draw_case(c: Any, signature: Sequence[str], out: str | Path, pm: PatternMatcher | None = None, message: str = "") -> Any:
+  """The picture of a stored case (fuzz.pictures.Picture): the blamed rule application before and after, else the
+  expression."""
+  from fuzz.pictures import Picture
+  from tinyspec import viz
+  fails, findings = replay_case(c, signature, pm)
+  f = next((f for f in findings if f.signature == tuple(signature)), findings[0] if findings else None)
+  if f is not None and f.before is not None and f.after is not None:
+    viz.save(viz.draw_rewrite(f.before, f.after, f"simplify/{f.rule}", f.location), out)
+    return Picture(Path(out), "rewrite", f"rule application {f.step} of {f.total} in simplify ({f.rule}): the matched node and what replaced it",
+                   tuple(signature), fails, f.rule, "simplify", f.location, f.step, f.total)  # type: ignore[arg-type]
+  why = "no rule application is to blame" if f is not None else "the entry no longer fails"
+  msg = f.message if f is not None else message
+  viz.render(c.root, out, title=f"{'/'.join(signature)}: {msg.splitlines()[0] if msg else ''}")
+  return Picture(Path(out), "graph", f"{why}: the expression, with nothing to highlight", tuple(signature), fails)  # type: ignore[arg-type]
+
+
+# ---- the campaign target ----
+class SymbolicSession:
+  """A symbolic checker in one process (fuzz.targets.Session)."""
+
+  def __init__(self, target: SymbolicTarget, cfg: Any):
+    self.target, self.cfg = target, cfg
+    self.checker = SymbolicChecker(target.pm, target.z3_timeout_ms, use_z3=target.use_z3)
+    self.phase: Counter = Counter()
+
+  def draw(self, seed: int, index: int, weights: dict[str, float]) -> SymCase: return case_for(seed, index, self.target.depth)
+  def features(self, case: SymCase) -> frozenset[str]: return frozenset(f"op:{u.op.name}" for u in case.expr.toposort())
+  def size(self, case: SymCase) -> int: return len(case.expr.toposort())
+  def counts(self) -> dict[str, int]: return {"z3 queries": self.checker.z3_queries, "z3 unknown": self.checker.z3_unknown}
+
+  def check(self, case: SymCase) -> list[SymFinding]: return self.checker.check(case, rows_rng(case.seed, case.index))
+
+  def check_batch(self, cases: Sequence[SymCase]) -> list[tuple[list[SymFinding], dict[str, int]]]:
+    out = []
+    for case in cases:
+      t = time.perf_counter()
+      fs = self.check(case)
+      self.phase["check"] += time.perf_counter() - t
+      out.append((fs, {f"simplify/{k}": n for k, n in self.checker.fired.items()}))
+    return out
+
+  def shrink(self, case: SymCase, f: SymFinding) -> tuple[SymCase, SymFinding]:
+    from fuzz.corpus import same_bug
+    last: dict[str, SymFinding] = {}
+    def fails(c: SymCase) -> bool:
+      for g in self.check(c):
+        if same_bug(g.signature, f.signature):
+          last["f"] = g
+          return True
+      return False
+    small = shrink_expr(case, fails, self.cfg.reduce_seconds)
+    if small is case: return case, f
+    fails(small)
+    return small, last.get("f", f)
+
+  def shrink_crash(self, case: SymCase, why: str) -> SymCase: return case  # a crash is stored as found
+
+  def store(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
+    from fuzz.corpus import write_entry
+    blame = f.blame_text()
+    path, new = write_entry(self.cfg.corpus, entry_case(case, f.assignment), signature, message=f.message, blame=blame)
+    return path, new, blame
+
+  def store_crash(self, case: SymCase, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
+    from fuzz.corpus import write_entry
+    return write_entry(self.cfg.corpus, entry_case(case), signature, message=message)
 
 
 @dataclass
-class SymbolicSummary:
-  seed: int
-  cases: int
-  seconds: float
-  findings: list[SymFinding] = field(default_factory=list)
-  z3_queries: int = 0
-  z3_unknown: int = 0
-  nodes: int = 0
+class SymbolicTarget:
+  """The integer simplifier (pm: its rule table, default the simplify pass's) on random view index expressions."""
+  pm: PatternMatcher | None = None
+  depth: int = 4
+  z3_timeout_ms: int = 300
+  use_z3: bool = True
+  name: str = "symbolic"
+  epoch: int = 256          # no weights to steer: an epoch only spaces out the state file's saves
+  batch: int = 8            # cases per worker job: a case takes milliseconds
+  kinds: tuple[str, ...] = (KIND,)
 
-  def text(self) -> str:
-    rate = self.cases / self.seconds if self.seconds > 0 else 0.0
-    lines = [f"symbolic fuzz summary: seed {self.seed}, {self.cases} cases in {self.seconds:.1f}s ({rate:.1f}/s), "
-             f"{self.z3_queries} z3 queries ({self.z3_unknown} unknown)"]
-    if not self.findings: lines.append("findings: none")
-    else:
-      lines.append(f"findings ({len(self.findings)}):")
-      seen = set()
-      for f in self.findings:
-        if f.signature in seen: continue
-        seen.add(f.signature)
-        lines.append(f"  {'/'.join(f.signature)} (case {f.case.index}, by {f.by}): {f.message}")
-    return "\n".join(lines)
+  def table(self) -> PatternMatcher: return simplify_table() if self.pm is None else self.pm
+  def session(self, cfg: Any) -> SymbolicSession: return SymbolicSession(self, cfg)
+  def rules(self, cfg: Any) -> list[str]: return list(self.rule_locations(cfg))
 
+  def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]:
+    out: dict[str, tuple[str, str, str]] = {}
+    for r in self.table().rules: out.setdefault(f"simplify/{r.name}", ("simplify", r.name, r.location))
+    return out
 
-def symbolic_campaign(seconds: float = 60.0, seed: int = 0, pm: PatternMatcher | None = None, max_cases: int | None = None,
-                      depth: int = 4, z3_timeout_ms: int = 300, stop_when: Callable[[SymFinding], bool] | None = None,
-                      use_z3: bool = True, out: TextIO | None = None) -> SymbolicSummary:
-  """Run symbolic cases until the time or case budget is spent (or a finding satisfies stop_when)."""
-  chk = SymbolicChecker(pm, z3_timeout_ms, use_z3=use_z3)
-  rng = np.random.default_rng(seed)
-  t0 = time.perf_counter()
-  summ = SymbolicSummary(seed, 0, 0.0)
-  i = 0
-  while time.perf_counter() - t0 < seconds and (max_cases is None or i < max_cases):
-    case = case_for(seed, i, depth)
-    i += 1
-    summ.nodes += len(case.expr.toposort())
-    fs = chk.check(case, rng)
-    for f in fs:
-      if out is not None and f.signature not in {g.signature for g in summ.findings}:
-        print(f"finding: {'/'.join(f.signature)} (case {case.index}): {f.message}", file=out, flush=True)
-      summ.findings.append(f)
-    if stop_when is not None and any(stop_when(f) for f in fs): break
-  summ.cases, summ.seconds = i, time.perf_counter() - t0
-  summ.z3_queries, summ.z3_unknown = chk.z3_queries, chk.z3_unknown
-  return summ
+  def initial_weights(self, cfg: Any) -> dict[str, float]: return {}
+  def steer(self, weights: dict[str, float], coverage: Any, epoch: list) -> dict[str, float]: return weights
+  def batch_size(self, cfg: Any) -> int: return self.batch
+
+  def describe(self, cfg: Any) -> tuple[tuple[str, ...], str]:
+    return (("numpy", "z3") if self.use_z3 else ("numpy",),
+            f"index expressions of depth {self.depth} simplified, checked equal and within bounds")
+
+  def replay(self, entry: Any, passes: Sequence | None = None) -> tuple[bool, list]:
+    return replay_case(entry.case, entry.signature, self.pm)
+
+  def draw(self, entry: Any, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
+    return draw_case(entry.case, entry.signature, out, self.pm, message)

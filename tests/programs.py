@@ -19,7 +19,7 @@ import numpy as np
 
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, function, inputs_of
-from tinyspec.uop import UOp
+from tinyspec.uop import Ops, UOp
 
 
 @dataclass(frozen=True)
@@ -571,3 +571,99 @@ def sum_of_squares_mean():
 
 assert len(PROGRAMS) >= 40, len(PROGRAMS)
 __all__ = ["Program", "PROGRAMS", "float_programs", "check_outputs", "c_div", "c_mod", "math"]
+
+
+# ---- hand-built tensor graphs: views, assigns, value calls, opaque kernel calls, copies (all lowering modes) ----
+T32 = dtypes.float32  # the IR dtype (F32 above is numpy's)
+
+
+def sink(*xs: UOp) -> UOp: return UOp(Ops.SINK, dtypes.void, xs)
+def tup(*xs: UOp) -> UOp: return UOp(Ops.TUPLE, dtypes.void, xs)
+def call(body: UOp, *args: UOp) -> UOp: return UOp(Ops.CALL, dtypes.void, (body, *args))
+def fconst(v: float, shape: tuple = ()) -> UOp:
+  c = UOp.const(T32, v)
+  return c.expand(shape) if shape else c
+
+
+class Local:
+  """A hand-built program: its tensor graph, inputs {buffer id: array} and the numpy results (None for effects)."""
+  def __init__(self, name: str, root: UOp, inputs: dict, expected: list):
+    self.name, self.root, self.inputs, self.expected, self.exact = name, root, inputs, expected, False
+
+
+def _hand_built_programs() -> list[Local]:
+  rng = np.random.default_rng(0)
+  out = []
+  av, bv, cv = rng.standard_normal(6).astype(np.float32), rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+  a, b, c = UOp.buffer(T32, 6), UOp.buffer(T32, 3), UOp.buffer(T32, 3)
+  ins = {a.arg.id: av, b.arg.id: bv, c.arg.id: cv}
+  A, B = av.reshape(2, 3), bv
+  x = a.reshape((2, 3))
+
+  s = (x + b.expand((2,))).permute((1, 0)).pad(((1, 5), (0, 4)))
+  nps = np.pad((A + B).T, ((1, 1), (0, 2)))
+  out.append(Local("views_and_reduce", sink(s, s.reduce(Ops.ADD, 1), x.flip((True, False)).shrink(((0, 1), (1, 2)))), ins,
+                   [nps, nps.sum(axis=0), A[::-1][0:1, 1:3]]))
+  out.append(Local("reduce_max_of_reduce", sink(x.reduce(Ops.MAX, 1).reduce(Ops.ADD, 1)), ins, [np.array(A.max(axis=0).sum())]))
+  out.append(Local("input_is_output", sink(a, x, b.reshape((1, 3))), ins, [av, av, bv]))
+  out.append(Local("contiguous_then_view", sink(UOp(Ops.CONTIGUOUS, T32, (x * x,)).permute((1, 0))), ins, [(A * A).T]))
+
+  # assign: x1 = x + 1 in place; the old contents are read by another value listed before and after it
+  a1 = a.after(a.store(a + fconst(1.0, (6,))))
+  out.append(Local("assign_read_old_then_new", sink(a + a1, a1), ins, [av + av + 1, av + 1]))
+  out.append(Local("assign_new_then_old", sink(a1, a * fconst(2.0, (6,))), ins, [av + 1, av * 2]))
+  out.append(Local("assign_non_pointwise", sink(a.after(a.store(a.flip((True,))))), ins, [av[::-1]]))
+  # a partial write through a view, then a read of the whole buffer
+  part = x.shrink(((1, 1), (0, 3)))
+  a2 = a.after(a.reshape((2, 3)).shrink(((1, 1), (0, 3))).store(part * fconst(3.0, (1, 3))))
+  out.append(Local("assign_through_shrink", sink(a2), ins, [np.concatenate([av[:3], av[3:] * 3])]))
+  # two assigns that each need the other's old contents: only a snapshot can order them
+  c1 = c.after(c.store(fconst(5.0, (3,))))
+  b1 = b.after(b.store(fconst(7.0, (3,))))
+  out.append(Local("assign_cycle_needs_snapshot", sink(b + c1, c + b1), ins, [bv + 5, cv + 7]))
+  # a chain of assigns, and an effect entry
+  b2 = b1.after(b1.store(b1 * b1))
+  out.append(Local("assign_chain", sink(b2, c.store(b2 + c)), ins, [np.full(3, 49, np.float32), None]))
+
+  # value calls: two outputs, an arg that is a strided view, a nested call whose PARAM 0 is another call's PARAM 0
+  p0, p1 = UOp.param(0, T32, 6), UOp.param(1, T32, 3)
+  body = tup((p0.reshape((2, 3)) * p1.expand((2,))).reduce(Ops.ADD, 1), p0 + p0)
+  cl = call(body, x.permute((1, 0)).reshape((6,)), b)
+  At = A.T.reshape(6)
+  out.append(Local("call_two_outputs", sink(cl.gettuple(0), cl.gettuple(1) + a), ins, [(At.reshape(2, 3) * B).sum(0), At + At + av]))
+  inner = call(tup(p0.reshape((2, 3)).permute((1, 0)) * fconst(2.0, (3, 2))), p0 + fconst(1.0, (6,)))
+  outer = call(tup(inner.gettuple(0).reduce(Ops.ADD, 1), p0), a)
+  out.append(Local("call_nested", sink(outer.gettuple(0), outer.gettuple(1)), ins, [((A + 1).T * 2).sum(0), av]))
+
+  # an opaque kernel call that adds 1 to its arg in place; the old contents are read too
+  p4 = UOp.param(0, T32, 3)
+  r = UOp.range(3, 0)
+  kbody = sink(p4.index(r).store(p4.index(r).load() + UOp.const(T32, 1.0)).end(r))
+  kcall = call(kbody, c)
+  cnew = c.after(kcall)
+  out.append(Local("opaque_kernel_call", sink(cnew * cnew, c + c, kcall), ins, [(cv + 1) ** 2, cv + cv, None]))
+  # a store through a PAD view writes only the elements that are not padding
+  pad_target = a.reshape((2, 3)).shrink(((0, 2), (1, 2))).pad(((0, 2), (1, 3)))
+  ap = a.after(pad_target.store(fconst(9.0, (2, 3))))
+  out.append(Local("store_through_pad_view", sink(ap), ins, [np.where(np.arange(6) % 3 != 0, 9, av).astype(np.float32)]))
+
+  out.append(Local("copy", sink(UOp(Ops.COPY, T32, (x + x,), "CPU:1"), UOp(Ops.COPY, T32, (a,), "CPU:1")), ins, [A + A, av]))
+  iv = np.arange(-6, 6, dtype=np.int32)
+  ib = UOp.buffer(dtypes.int32, 12)
+  ix = ib.reshape((3, 4))
+  out.append(Local("int_idiv_mod", sink((ix // UOp.const(dtypes.int32, 3).expand((3, 4))).reduce(Ops.ADD, 1), ix.pad(((1, 5), (2, 7)))),
+                   {ib.arg.id: iv}, [np.trunc(iv.reshape(3, 4) / 3).astype(np.int32).sum(0), np.pad(iv.reshape(3, 4), ((1, 1), (2, 1)))]))
+  out[-1].exact = True
+  out.append(Local("scalar_and_empty", sink(fconst(2.5), x.shrink(((0, 0), (0, 3))), x.reduce(Ops.ADD, 2)), ins,
+                   [np.array(2.5, np.float32), np.zeros((0, 3), np.float32), A.sum()]))
+  return out
+
+
+def _programs() -> list[tuple[str, Callable]]:
+  """(name, builder) of every parity program: the shared suite, then the hand-built ones above."""
+  local = [(p.name, (lambda p=p: p)) for p in _hand_built_programs()]
+  return sorted(PROGRAMS.items()) + local
+
+
+ALL_PROGRAMS = _programs()
+MODES = [("inline", "minimal"), ("inline", "all"), ("precompile", "minimal"), ("precompile", "all")]

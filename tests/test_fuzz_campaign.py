@@ -51,11 +51,11 @@ def test_summary_lists_coverage(tmp_path):
   assert len(s.rules_fired) + len(s.never_fired) == s.rules_total and s.rules_fired
 
 
-def _segfault(root, options, trace):
+def _segfault(root, options, trace, tables):
   os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def _hang(root, options, trace):
+def _hang(root, options, trace, tables):
   time.sleep(3600)
 
 

@@ -50,7 +50,7 @@ PM = PatternMatcher([
   ("add_zero", UPat(Ops.ADD, src=[UPat.var("x"), UPat.const(dtypes.int32, 0)]), lambda x: x),
   ("mul_one", UPat(Ops.MUL, src=[UPat.var("x"), UPat.const(dtypes.int32, 1)]), _fold_mul_one_wrong),
 ], "toy")
-TOY = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace: trace.rewrite(root, PM), (PM,))
+TOY = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables["toy"]), (PM,))
 
 
 def _toy_graph():
@@ -112,7 +112,7 @@ def test_per_rewrite_mode_sees_an_intermediate_graph():
     ("neg_to_range", UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: UOp(Ops.SUB, x.dtype, (x, UOp(Ops.RANGE, dtypes.index, (marker,), None)))),
     ("drop_range", UPat(Ops.SUB, src=(UPat.var("x"), UPat(Ops.RANGE))), lambda x: x.alu(Ops.MUL, UOp.const(x.dtype, -1))),
   ], "twostep")
-  p = Pass("twostep", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace: trace.rewrite(root, pm), (pm,))
+  p = Pass("twostep", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables["twostep"]), (pm,))
   b = UOp.buffer(dtypes.int32, 1, id=804).reshape(())
   case = Case(UOp(Ops.SINK, src=(b.alu(Ops.NEG),)), {804: np.array([3], np.int32)}, {})
   assert Checker(Config(passes=[p], metamorphic=False)).check(case) == []
@@ -170,7 +170,7 @@ def test_gradient_oracle_finds_a_broken_call_gradient_and_only_then(monkeypatch:
   cases = [c for c in (case_for(0, i) for i in range(300)) if c.kind == "tensor"]
   chk = Checker(Config())
   assert [f for c in cases if (f := chk.gradient(c)) is not None] == []
-  monkeypatch.setattr(autograd, "PM_GRADIENT", autograd.PM_GRADIENT.replace_rule("grad_value_call", fn=_misaligned_call_gradient))
+  monkeypatch.setattr(autograd, "pm_gradient", autograd.pm_gradient.replace_rule("grad_value_call", fn=_misaligned_call_gradient))
   hits = [(c, f) for c in cases if (f := chk.gradient(c)) is not None]
   # misplaced slots give wrong gradients, and where the swapped shapes then clash, an evaluation error
   assert all(f.stage == "gradient" for _, f in hits)

@@ -186,7 +186,7 @@ def test_isolated_runs_report_how_the_child_ended():
   assert time.monotonic() - t < 10
 
 
-def _render_null_deref(root: UOp, options, trace) -> UOp:
+def _render_null_deref(root: UOp, options, trace, tables) -> UOp:
   """The reference render, except that a kernel computing a float product first writes through a NULL pointer."""
   from tinyspec.lower.pipeline import PASSES
   out = PASSES[-1].run(root, options, trace)
@@ -202,7 +202,7 @@ def _render_null_deref(root: UOp, options, trace) -> UOp:
 def test_a_segfaulting_kernel_is_reduced_in_child_processes(tmp_path):
   from tinyspec.lower.pipeline import PASSES
   r = PASSES[-1]
-  passes = [*PASSES[:-1], Pass(r.name, r.stage_in, r.stage_out, _render_null_deref, r.matchers)]
+  passes = [*PASSES[:-1], Pass(r.name, r.stage_in, r.stage_out, _render_null_deref, r.tables)]
   cfg = CampaignConfig(seconds=60, seed=0, workers=1, corpus=str(tmp_path), passes=passes, backends=("reference", "cpu"), cc="tcc",
                        case_timeout=10, reduce_seconds=60, max_cases=64, stop_on_finding=True, weights={"kind:kernel": 0.0})
   s = run_campaign(cfg, io.StringIO())

@@ -20,7 +20,7 @@ from tinyspec import autograd
 from fuzz.gradient_oracle import call_gradient_mismatches
 from tinyspec.autograd import GRAD_SUFFIX, GradientError, backward_call, gradient_sink, is_backward_call
 from tinyspec.lower.base import LowerOptions, Trace
-from tinyspec.lower.callify import run as callify
+from tinyspec.lower.callify import CALLIFY
 from tinyspec.lower.pipeline import lower
 from tinyspec.runtime import run
 from tinyspec.semantics import evaluate
@@ -322,7 +322,7 @@ def _use_sites(root: UOp, buf: UOp) -> int:
 
 
 def _inlined_gradients(case: Case) -> list[np.ndarray]:
-  inlined = callify(sink(case.loss), LowerOptions(callify="inline"), Trace()).src[0]
+  inlined = CALLIFY.run(sink(case.loss), LowerOptions(callify="inline"), Trace()).src[0]
   assert not any(u.op is Ops.CALL for u in inlined.toposort())
   return grads_of(inlined, case.wrt, case.inputs)
 
@@ -603,7 +603,7 @@ def test_oracle_finds_a_misaligned_backward_call(monkeypatch: pytest.MonkeyPatch
   def swapped(ctx: UOp, ret: UOp):
     good = autograd._call_grad(ctx, ret)
     return (None, *reversed(good[1:])) if all(a.shape == ret.src[1].shape for a in ret.src[1:]) else good
-  bad_pm = autograd.PM_GRADIENT.replace_rule("grad_value_call", fn=swapped)
-  monkeypatch.setattr(autograd, "PM_GRADIENT", bad_pm)
+  bad_pm = autograd.pm_gradient.replace_rule("grad_value_call", fn=swapped)
+  monkeypatch.setattr(autograd, "pm_gradient", bad_pm)
   probe = _two_output_twice()
   assert call_gradient_mismatches(sink(probe.loss), probe.inputs) != []

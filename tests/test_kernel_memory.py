@@ -11,7 +11,7 @@ from tinyspec.runtime import cpu
 from tinyspec.semantics import EvalError, evaluate, evaluate_kernel
 from tinyspec.semantics import kernel as kmod
 from tinyspec.spec import Stage, check
-from tinyspec.uop import AddrSpace, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
 
 pytestmark = pytest.mark.spec
 
@@ -267,7 +267,7 @@ def test_statement_order_is_linearize_order():
   from tinyspec.loop_order import one_end_per_range, schedule
   from tinyspec.lower.kernel_map import kernel_calls
   from tinyspec.lower.pipeline import lower
-  from tinyspec.lower.lower_reduce import lower_reduce_pm
+  from tinyspec.lower.lower_reduce import pm_lower_reduce
   from tinyspec.rewrite import graph_rewrite
   from tinyspec.semantics.loops import expand_reduces
 
@@ -279,7 +279,7 @@ def test_statement_order_is_linearize_order():
     for call in kernel_calls(stages["optimize"]):  # REDUCE still in range form: expanded as lower_reduce does
       body = call.src[0]
       reduced += any(u.op is Ops.REDUCE for u in body.toposort())
-      want = schedule(one_end_per_range(graph_rewrite(body, lower_reduce_pm)))
+      want = schedule(one_end_per_range(graph_rewrite(body, pm_lower_reduce)))
       assert shape_of(schedule(one_end_per_range(expand_reduces(body)))) == shape_of(want), name
   assert reduced >= 4
 
@@ -324,3 +324,21 @@ def test_gpu_threads_run_at_once_and_must_not_race():
   racy = sink(out.index(g).store(out.index((g + 1) % n).load() + UOp.const(I32, 1)))  # thread g reads what g+1 writes
   with pytest.raises(EvalError, match="^SPECIAL.*threads"):
     evaluate_kernel(racy, [res, x])
+
+
+def test_two_thread_axes_with_a_per_thread_register_accumulator():
+  # a matmul program as a GPU runs it: thread (i, j) sums a[i, k] * b[k, j] in its own register
+  M, K, N = 4, 5, 3
+  out, a, b = params((I32, M * N), (I32, M * K), (I32, K * N))
+  gi = UOp(Ops.SPECIAL, dtypes.index, (c(M),), "gidx1")
+  gj = UOp(Ops.SPECIAL, dtypes.index, (c(N),), "gidx0")
+  acc = UOp.buffer(I32, 1, addrspace=AddrSpace.REG)
+  k = UOp.range(K, 0, AxisType.REDUCE)
+  init = acc.index(c(0)).store(UOp.const(I32, 0))
+  slot = acc.after(init, k).index(c(0))
+  update = slot.store(slot.load() + a.index(gi * c(K) + k).load() * b.index(k * c(N) + gj).load()).end(k)
+  body = sink(out.index(gi * c(N) + gj).store(acc.after(update).index(c(0)).load()))
+  av, bv = np.arange(M * K, dtype=np.int32) - 7, np.arange(K * N, dtype=np.int32) * 3 - 11
+  res = np.zeros(M * N, np.int32)
+  evaluate_kernel(body, [res, av, bv])
+  np.testing.assert_array_equal(res.reshape(M, N), av.reshape(M, K) @ bv.reshape(K, N))

@@ -15,7 +15,7 @@ from tinyspec.lower.linearize import LINEARIZE, LinearizeError, linearize_body
 from tinyspec.lower.lower_reduce import LOWER_REDUCE
 from tinyspec.lower.optimize import OPTIMIZE, validate_opts
 from tinyspec.lower.render import RENDER, get_renderer
-from tinyspec.lower.simplify import SIMPLIFY, SIMPLIFY_PM
+from tinyspec.lower.simplify import SIMPLIFY, pm_simplify
 from tinyspec.ops.scalar import cdiv, cmod
 from tinyspec.semantics import evaluate, evaluate_kernel
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
@@ -156,12 +156,12 @@ def test_linearize_int64_when_bounds_need_it():
   i = UOp.range(4, 0)
   big = i * UOp.const(dtypes.index, 3_000_000_000)
   body = UOp(Ops.SINK, src=(UOp.param(0, dt, 4).index(i).store(big.cast(dt)).end(i),))
-  prg = linearize_body(body, "k")
+  prg = linearize_body(body, "k", LINEARIZE.tables)
   assert {u.dtype for u in prg.src[1].src if u.op is Ops.RANGE} == {dtypes.int64}
   out = np.zeros(4, np.int64)
   evaluate_kernel(prg, [out])
   np.testing.assert_array_equal(out, np.arange(4) * 3_000_000_000)
-  small = linearize_body(body, "k", LowerOptions(int_dtype=dtypes.int64))
+  small = linearize_body(body, "k", LINEARIZE.tables, LowerOptions(int_dtype=dtypes.int64))
   assert all(u.dtype is not dtypes.int32 for u in small.src[1].src)
 
 
@@ -169,7 +169,7 @@ def test_linearize_rejects_unclosed_range():
   i = UOp.range(4, 0)
   body = UOp(Ops.SINK, src=(UOp.param(0, dtypes.int32, 4).index(i).store(UOp.const(dtypes.int32, 1)),))
   with pytest.raises(LinearizeError, match="never closed|no END closes"):
-    linearize_body(body, "k")
+    linearize_body(body, "k", LINEARIZE.tables)
 
 
 # ---- optimize ----
@@ -249,7 +249,7 @@ def brute_check(expr_fn, dt: DType, spec: list) -> set[str]:
   out_dt = expr.dtype
   body = UOp(Ops.SINK, src=(UOp.param(0, out_dt, n).index(idx).store(expr).end(*rs),))
   fired: list[str] = []
-  simple = Trace(observer=lambda rule, a, b: fired.append(rule.name)).rewrite(body, SIMPLIFY_PM)
+  simple = Trace(observer=lambda rule, a, b: fired.append(rule.name)).rewrite(body, pm_simplify)
   want, got = np.zeros(n, out_dt.np), np.zeros(n, out_dt.np)
   evaluate_kernel(body, [want, *args])
   evaluate_kernel(simple, [got, *args])
@@ -344,7 +344,7 @@ def _gated_load_kernel(gate_fn):
 def test_gate_rules(gate_fn, rules):
   body = _gated_load_kernel(gate_fn)
   fired: list[str] = []
-  simple = Trace(observer=lambda rule, a, b: fired.append(rule.name)).rewrite(body, SIMPLIFY_PM)
+  simple = Trace(observer=lambda rule, a, b: fired.append(rule.name)).rewrite(body, pm_simplify)
   assert rules <= set(fired)
   x = np.arange(10, 16, dtype=np.int32)
   want, got = np.full(6, 7, np.int32), np.full(6, 7, np.int32)
@@ -354,7 +354,7 @@ def test_gate_rules(gate_fn, rules):
 
 
 def test_every_simplify_rule_has_an_example():
-  named = {r.name for r in SIMPLIFY_PM.rules}
+  named = {r.name for r in pm_simplify.rules}
   covered = {r for r, *_ in RULE_EXAMPLES} | {"load_gate_true", "load_gate_false", "store_gate_true"}
   assert named <= covered, f"rules without an example: {sorted(named - covered)}"
 
@@ -436,3 +436,39 @@ def test_program_random_opts_keep_meaning(name):
                  for _ in range(rng.randint(1, 4)))
     stages = _lowered(prog, opts=opts)
     _programs().check_outputs(prog, evaluate(stages["linearize"], prog.inputs))
+
+
+@pytest.mark.parametrize("opts", [(("split", 0, 2),), (("unroll", 0),), (("split", 0, 3), ("unroll", 2))])
+def test_split_and_unroll_keep_storage_placed_in_the_loop(opts):
+  # p[0] = p[0] * 3 + r in loop r: the store's storage is placed in r (AFTER(p, r)); split places it in the two new
+  # ranges, unroll in none (each copy is one iteration), never in an index expression
+  from tinyspec.lower.optimize import optimize_body
+  from tinyspec.spec import Stage, check
+  i32, z, r = dtypes.int32, UOp.const(dtypes.index, 0), UOp.range(6, 0)
+  p = UOp.param(0, i32, 1)
+  slot = p.after(r).index(z)
+  body = UOp(Ops.SINK, src=(slot.store(slot.load() * UOp.const(i32, 3) + r.cast(i32)).end(r),))
+  out = optimize_body(body, list(opts), OPTIMIZE.tables)
+  assert out is not body and check(out, Stage.KERNEL) == []
+  want, got = np.array([1], np.int32), np.array([1], np.int32)
+  evaluate_kernel(body, [want])
+  evaluate_kernel(out, [got])
+  assert want.tolist() == [((((((1 * 3 + 0) * 3 + 1) * 3 + 2) * 3 + 3) * 3 + 4) * 3 + 5)] and got.tolist() == want.tolist()
+
+
+def test_unrolling_an_outer_range_keeps_the_loop_order():
+  # END(x, r0, r1) runs r1 inside r0: unrolling r0 must not run the r0 copies inside one r1 loop (an interchange)
+  from tinyspec.lower.optimize import optimize_body
+  from tinyspec.spec import Stage, check
+  i32, z, r0, r1 = dtypes.int32, UOp.const(dtypes.index, 0), UOp.range(3, 0), UOp.range(4, 1)
+  p = UOp.param(0, i32, 1)
+  slot = p.after(r0, r1).index(z)
+  body = UOp(Ops.SINK, src=(slot.store(slot.load() * UOp.const(i32, 3) + (r0 * UOp.const(dtypes.index, 4) + r1).cast(i32)).end(r0, r1),))
+  want = 1
+  for i in range(12): want = want * 3 + i
+  for opts in ((("unroll", 0),), (("unroll", 1),), (("unroll", 0), ("unroll", 1))):
+    out = optimize_body(body, list(opts), OPTIMIZE.tables)
+    assert out is not body and check(out, Stage.KERNEL) == [], opts
+    got = np.array([1], np.int32)
+    evaluate_kernel(out, [got])
+    assert got.tolist() == [want], opts

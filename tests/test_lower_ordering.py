@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.kernel_gen import rmw_kernels
 from tinyspec.dtype import dtypes
 from tinyspec.lower.kernel_map import map_kernels
-from tinyspec.lower.ordering import pin_order, unpin_order, value_deps
-from tinyspec.lower.simplify import simplify_body
+from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order, value_deps
+from tinyspec.lower.simplify import SIMPLIFY, simplify_body
 from tinyspec.rewrite import graph_rewrite
 from tinyspec.runtime import cpu
 from tinyspec.semantics import evaluate
@@ -23,7 +23,7 @@ def _graph(body: UOp, *args: UOp) -> UOp:
 
 
 def _simplified(root: UOp) -> UOp:
-  return map_kernels(root, lambda call, body: simplify_body(body))
+  return map_kernels(root, lambda call, body: simplify_body(body, SIMPLIFY.tables))
 
 
 def test_a_store_whose_value_folds_stays_after_an_earlier_store_to_its_buffer():
@@ -50,18 +50,18 @@ def test_a_rewrite_that_keeps_the_loads_leaves_the_graph_as_it_was():
   init = acc.index(Z).store(UOp.const(dt, 0))
   update = acc.index(Z).store(acc.after(init, r).index(Z).load() + p.after(r).index(r).load()).end(r)
   body = UOp(Ops.SINK, src=(p.index(Z).store(acc.after(update).index(Z).load()),))
-  pinned = graph_rewrite(body, pin_order)
+  pinned = graph_rewrite(body, pm_pin_order)
   assert pinned is not body and value_deps(body.src[0].src[1]) == [update]
-  assert graph_rewrite(pinned, unpin_order) is body
-  assert simplify_body(body) is body
+  assert graph_rewrite(pinned, pm_unpin_order) is body
+  assert simplify_body(body, SIMPLIFY.tables) is body
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rmw_kernels())
 def test_pinning_keeps_spec_and_meaning_of_rmw_kernels(case):
-  pinned = map_kernels(case.root, lambda call, body: graph_rewrite(body, pin_order))
+  pinned = map_kernels(case.root, lambda call, body: graph_rewrite(body, pm_pin_order))
   assert check(pinned, Stage.KERNEL_GRAPH) == []
   want, got = evaluate(case.root, case.copy_inputs()), evaluate(pinned, case.copy_inputs())
   for w, g in zip(want, got): np.testing.assert_array_equal(w, g)
-  unpinned = map_kernels(pinned, lambda call, body: graph_rewrite(body, unpin_order))
-  assert unpinned is map_kernels(case.root, lambda call, body: graph_rewrite(body, unpin_order))
+  unpinned = map_kernels(pinned, lambda call, body: graph_rewrite(body, pm_unpin_order))
+  assert unpinned is map_kernels(case.root, lambda call, body: graph_rewrite(body, pm_unpin_order))

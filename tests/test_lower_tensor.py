@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from programs import PROGRAMS
+from programs import ALL_PROGRAMS, MODES
 
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.lower.callify import CALLIFY, INLINE
-from tinyspec.lower.indexing import INDEXING
+from tinyspec.lower.callify import CALLIFY, pm_inline
+from tinyspec.lower.indexing import pm_indexing
 from tinyspec.lower.pipeline import PASSES, PassError, lower
-from tinyspec.lower.rangeify import CALL_ARGS, PREPARE, RANGEIFY
+from tinyspec.lower.rangeify import RANGEIFY, pm_call_args, pm_prepare
 from tinyspec.lower.schedule import walk
 from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
@@ -33,88 +33,6 @@ def fconst(v: float, shape: tuple = ()) -> UOp:
   return c.expand(shape) if shape else c
 
 
-class Local:
-  """A hand-built program: its tensor graph, inputs {buffer id: array} and the numpy results (None for effects)."""
-  def __init__(self, name: str, root: UOp, inputs: dict, expected: list):
-    self.name, self.root, self.inputs, self.expected, self.exact = name, root, inputs, expected, False
-
-
-def _local_programs() -> list[Local]:
-  rng = np.random.default_rng(0)
-  out = []
-  av, bv, cv = rng.standard_normal(6).astype(np.float32), rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
-  a, b, c = UOp.buffer(F32, 6), UOp.buffer(F32, 3), UOp.buffer(F32, 3)
-  ins = {a.arg.id: av, b.arg.id: bv, c.arg.id: cv}
-  A, B = av.reshape(2, 3), bv
-  x = a.reshape((2, 3))
-
-  s = (x + b.expand((2,))).permute((1, 0)).pad(((1, 5), (0, 4)))
-  nps = np.pad((A + B).T, ((1, 1), (0, 2)))
-  out.append(Local("views_and_reduce", sink(s, s.reduce(Ops.ADD, 1), x.flip((True, False)).shrink(((0, 1), (1, 2)))), ins,
-                   [nps, nps.sum(axis=0), A[::-1][0:1, 1:3]]))
-  out.append(Local("reduce_max_of_reduce", sink(x.reduce(Ops.MAX, 1).reduce(Ops.ADD, 1)), ins, [np.array(A.max(axis=0).sum())]))
-  out.append(Local("input_is_output", sink(a, x, b.reshape((1, 3))), ins, [av, av, bv]))
-  out.append(Local("contiguous_then_view", sink(UOp(Ops.CONTIGUOUS, F32, (x * x,)).permute((1, 0))), ins, [(A * A).T]))
-
-  # assign: x1 = x + 1 in place; the old contents are read by another value listed before and after it
-  a1 = a.after(a.store(a + fconst(1.0, (6,))))
-  out.append(Local("assign_read_old_then_new", sink(a + a1, a1), ins, [av + av + 1, av + 1]))
-  out.append(Local("assign_new_then_old", sink(a1, a * fconst(2.0, (6,))), ins, [av + 1, av * 2]))
-  out.append(Local("assign_non_pointwise", sink(a.after(a.store(a.flip((True,))))), ins, [av[::-1]]))
-  # a partial write through a view, then a read of the whole buffer
-  part = x.shrink(((1, 1), (0, 3)))
-  a2 = a.after(a.reshape((2, 3)).shrink(((1, 1), (0, 3))).store(part * fconst(3.0, (1, 3))))
-  out.append(Local("assign_through_shrink", sink(a2), ins, [np.concatenate([av[:3], av[3:] * 3])]))
-  # two assigns that each need the other's old contents: only a snapshot can order them
-  c1 = c.after(c.store(fconst(5.0, (3,))))
-  b1 = b.after(b.store(fconst(7.0, (3,))))
-  out.append(Local("assign_cycle_needs_snapshot", sink(b + c1, c + b1), ins, [bv + 5, cv + 7]))
-  # a chain of assigns, and an effect entry
-  b2 = b1.after(b1.store(b1 * b1))
-  out.append(Local("assign_chain", sink(b2, c.store(b2 + c)), ins, [np.full(3, 49, np.float32), None]))
-
-  # value calls: two outputs, an arg that is a strided view, a nested call whose PARAM 0 is another call's PARAM 0
-  p0, p1 = UOp.param(0, F32, 6), UOp.param(1, F32, 3)
-  body = tup((p0.reshape((2, 3)) * p1.expand((2,))).reduce(Ops.ADD, 1), p0 + p0)
-  cl = call(body, x.permute((1, 0)).reshape((6,)), b)
-  At = A.T.reshape(6)
-  out.append(Local("call_two_outputs", sink(cl.gettuple(0), cl.gettuple(1) + a), ins, [(At.reshape(2, 3) * B).sum(0), At + At + av]))
-  inner = call(tup(p0.reshape((2, 3)).permute((1, 0)) * fconst(2.0, (3, 2))), p0 + fconst(1.0, (6,)))
-  outer = call(tup(inner.gettuple(0).reduce(Ops.ADD, 1), p0), a)
-  out.append(Local("call_nested", sink(outer.gettuple(0), outer.gettuple(1)), ins, [((A + 1).T * 2).sum(0), av]))
-
-  # an opaque kernel call that adds 1 to its arg in place; the old contents are read too
-  p4 = UOp.param(0, F32, 3)
-  r = UOp.range(3, 0)
-  kbody = sink(p4.index(r).store(p4.index(r).load() + UOp.const(F32, 1.0)).end(r))
-  kcall = call(kbody, c)
-  cnew = c.after(kcall)
-  out.append(Local("opaque_kernel_call", sink(cnew * cnew, c + c, kcall), ins, [(cv + 1) ** 2, cv + cv, None]))
-  # a store through a PAD view writes only the elements that are not padding
-  pad_target = a.reshape((2, 3)).shrink(((0, 2), (1, 2))).pad(((0, 2), (1, 3)))
-  ap = a.after(pad_target.store(fconst(9.0, (2, 3))))
-  out.append(Local("store_through_pad_view", sink(ap), ins, [np.where(np.arange(6) % 3 != 0, 9, av).astype(np.float32)]))
-
-  out.append(Local("copy", sink(UOp(Ops.COPY, F32, (x + x,), "CPU:1"), UOp(Ops.COPY, F32, (a,), "CPU:1")), ins, [A + A, av]))
-  iv = np.arange(-6, 6, dtype=np.int32)
-  ib = UOp.buffer(dtypes.int32, 12)
-  ix = ib.reshape((3, 4))
-  out.append(Local("int_idiv_mod", sink((ix // UOp.const(dtypes.int32, 3).expand((3, 4))).reduce(Ops.ADD, 1), ix.pad(((1, 5), (2, 7)))),
-                   {ib.arg.id: iv}, [np.trunc(iv.reshape(3, 4) / 3).astype(np.int32).sum(0), np.pad(iv.reshape(3, 4), ((1, 1), (2, 1)))]))
-  out[-1].exact = True
-  out.append(Local("scalar_and_empty", sink(fconst(2.5), x.shrink(((0, 0), (0, 3))), x.reduce(Ops.ADD, 2)), ins,
-                   [np.array(2.5, np.float32), np.zeros((0, 3), np.float32), A.sum()]))
-  return out
-
-
-def _programs() -> list[tuple[str, Callable]]:
-  """(name, builder) of every parity program: the shared suite, then the hand-built ones above."""
-  local = [(p.name, (lambda p=p: p)) for p in _local_programs()]
-  return sorted(PROGRAMS.items()) + local
-
-
-ALL_PROGRAMS = _programs()
-MODES = [("inline", "minimal"), ("inline", "all"), ("precompile", "minimal"), ("precompile", "all")]
 
 
 def _compare(prog, got, label: str) -> None:
@@ -224,13 +142,13 @@ def test_kernel_args_are_storage_only_for_views_of_inputs() -> None:
 
 
 def test_read_args_are_bound_as_views_then_to_their_storage() -> None:
-  """A kernel's read arg is first the view it reads (a RESHAPE of storage); the named CALL_ARGS rules bind it to the storage."""
+  """A kernel's read arg is first the view it reads (a RESHAPE of storage); the named pm_call_args rules bind it to the storage."""
   a = UOp.buffer(F32, 6)
   c = UOp(Ops.CONTIGUOUS, F32, (a.reshape((2, 3)) * a.reshape((2, 3)),))
   root = sink(c.permute((1, 0)) + a.reshape((3, 2)).reshape((2, 3)).permute((1, 0)))
   apps: list[tuple[str, UOp, UOp]] = []
   kg = RANGEIFY.run(root, LowerOptions(), Trace(observer=lambda r, b, af: apps.append((r.name, b, af))))
-  by_rule = {n: (b, af) for n, b, af in apps if n in {r.name for r in CALL_ARGS.rules}}
+  by_rule = {n: (b, af) for n, b, af in apps if n in {r.name for r in pm_call_args.rules}}
   assert set(by_rule) == {"call_arg_view_to_storage", "call_arg_after_view"}
   # the input is read through the longest RESHAPE chain the kernel holds; the realized value as its own (2, 3) shape
   b, af = by_rule["call_arg_view_to_storage"]
@@ -298,7 +216,7 @@ def test_callify_rules_are_named_and_observed() -> None:
   seen = []
   CALLIFY.run(root, LowerOptions(), Trace(observer=lambda r, b, a: seen.append(r.name)))
   assert sorted(seen) == ["gettuple_of_tuple", "inline_gettuple_of_call"]
-  assert all(r.name for r in INLINE.rules)
+  assert all(r.name for r in pm_inline.rules)
   # a step limit leaves the rest of the graph untouched
   part = CALLIFY.run(root, LowerOptions(), Trace(max_steps=1))
   assert sum(u.op is Ops.GETTUPLE for u in part.toposort()) == 1
@@ -315,7 +233,7 @@ def test_rangeify_rewrites_go_through_the_trace() -> None:
   names = set()
   RANGEIFY.run(sink(a.reshape((2, 3)).permute((1, 0)).pad(((0, 4), (1, 3)))), LowerOptions(), Trace(observer=lambda r, b, a: names.add(r.name)))
   assert {"index_through_reshape", "index_through_permute", "index_through_pad", "index_leaf_load", "pad_gate_into_load"} <= names
-  assert names <= {r.name for r in INDEXING.rules + PREPARE.rules + CALL_ARGS.rules}
+  assert names <= {r.name for r in pm_indexing.rules + pm_prepare.rules + pm_call_args.rules}
 
 
 # ---- the index arithmetic of each movement op against numpy ----
@@ -382,7 +300,7 @@ def test_lower_gives_every_stage_in_order_and_keeps_meaning() -> None:
 
 def test_lower_names_the_pass_whose_output_breaks_its_spec() -> None:
   a = UOp.buffer(F32, 4)
-  broken = Pass("keeps_views", Stage.TENSOR, Stage.KERNEL, lambda root, options, trace: root)
+  broken = Pass("keeps_views", Stage.TENSOR, Stage.KERNEL, lambda root, options, trace, tables: root)
   with pytest.raises(PassError, match="keeps_views"): lower(sink(a.reshape((2, 2)).permute((1, 0))), passes=[CALLIFY, broken])
   with pytest.raises(TypeError, match="bogus"): lower(sink(a), bogus=1)
 
@@ -395,7 +313,8 @@ def test_lower_threads_a_trace_per_pass() -> None:
   def trace_for(name: str) -> Trace: return Trace(observer=lambda r, b, a: seen.setdefault(name, []).append(r.name))
   lower(root, passes=[CALLIFY, RANGEIFY], trace_for=trace_for)
   assert seen["callify"] == ["inline_gettuple_of_call"]
-  assert "index_through_flip" in seen["rangeify"] and set(seen["rangeify"]) <= {r.name for r in INDEXING.rules + PREPARE.rules + CALL_ARGS.rules}
+  assert "index_through_flip" in seen["rangeify"]
+  assert set(seen["rangeify"]) <= {r.name for r in pm_indexing.rules + pm_prepare.rules + pm_call_args.rules}
   # a step limit inside rangeify leaves a kernel half indexed, which the pipeline reports against that pass
   with pytest.raises(PassError, match="rangeify"):
     lower(root, passes=[CALLIFY, RANGEIFY], trace_for=lambda name: Trace(max_steps=1) if name == "rangeify" else None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_lower_tensor import ALL_PROGRAMS, MODES
+from programs import ALL_PROGRAMS, MODES
 
 from fuzz.blame import run_steps
 from fuzz.oracles import Checker, Config, union_violations
@@ -102,7 +102,7 @@ def test_rangeify_store_target_stays_an_address_at_every_step() -> None:
 
 
 def test_rangeify_view_args_are_legal_between_call_arg_rules() -> None:
-  """Kernel args are bound first as the views they read. Until CALL_ARGS has bound each to its storage, a graph holds
+  """Kernel args are bound first as the views they read. Until pm_call_args has bound each to its storage, a graph holds
   CALLs with view args: a value at TENSOR, flagged by kgraph.call_arg_storage at KERNEL, legal at their union."""
   b = UOp.buffer(F32, 6, id=1705)
   bv = np.arange(6, dtype=np.float32)
@@ -132,7 +132,7 @@ def test_rangeify_stopped_in_prepare_returns_the_tensor_graph() -> None:
   b = UOp.buffer(F32, 4, id=1702)
   t = UOp(Ops.TUPLE, src=(b + UOp(Ops.DETACH, F32, (b,)),))
   root = UOp(Ops.SINK, src=(UOp(Ops.GETTUPLE, F32, (t,), 0), b.after(b.store(b * b))))
-  for k in (0, 1):  # PREPARE needs 2 applications (fold the GETTUPLE, drop the DETACH); the schedule takes no GETTUPLE of a TUPLE
+  for k in (0, 1):  # pm_prepare needs 2 applications (fold the GETTUPLE, drop the DETACH); the schedule takes no GETTUPLE of a TUPLE
     out = run_steps(RANGEIFY, root, LowerOptions(), k)[0]
     assert check(out, Stage.TENSOR) == [] and not any(u.op is Ops.CALL for u in out.toposort())
   every_step_legal(RANGEIFY, root, LowerOptions())

@@ -13,7 +13,7 @@ from fuzz.unsound import VARIANTS
 from tinyspec.prove.exact import ExactForm, Unsupported, analyze
 from tinyspec.dtype import dtypes
 from tinyspec.uop import substitute
-from tinyspec.lower.simplify import SIMPLIFY_PM
+from tinyspec.lower.simplify import pm_simplify
 from tinyspec.ops import accepts
 from tinyspec.ops.scalar import cdiv
 from tinyspec.rewrite import PatternMatcher, Rule, UPat
@@ -32,7 +32,7 @@ def _value(u: UOp):
 
 def test_every_simplify_rule_is_in_scope():
   names = {r.name for r in expression_rules() if r.pass_name == "simplify"}
-  assert names == {r.name for r in SIMPLIFY_PM.rules}
+  assert names == {r.name for r in pm_simplify.rules}
 
 
 def test_real_rules_are_never_refuted():

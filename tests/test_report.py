@@ -90,7 +90,7 @@ def campaign(tmp_path_factory):
 
 
 def rule_names(passes) -> list[str]:
-  return sorted({f"{p.name}/{r.name}" for p in passes for m in p.matchers for r in m.rules})
+  return sorted({f"{p.name}/{r.name}" for p in passes for r in p.rules()})
 
 
 def summary_values(page: El) -> dict[str, str]:

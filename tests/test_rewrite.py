@@ -113,7 +113,7 @@ def test_compiled_matchers_agree_with_upat_match() -> None:
   """Every rule of the pipeline that needs no context, on every node of lowered programs: the compiled matcher
   and the generic UPat.match give the same result (the same node, or no match)."""
   nodes = _corpus_nodes()
-  rules = [r for p in PASSES for pm in p.matchers for r in pm.rules if not r.takes_ctx]
+  rules = [r for p in PASSES for r in p.rules() if not r.takes_ctx]
   assert len(rules) > 40 and len(nodes) > 1000
   fired = 0
   for r in rules:

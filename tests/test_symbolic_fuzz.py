@@ -1,10 +1,26 @@
-"""The symbolic fuzzer: the reference simplifier survives it; each deliberately unsound rule is found and blamed."""
+"""The symbolic fuzzer: the reference simplifier survives it; each deliberately unsound rule is found, blamed, shrunk
+and stored as a corpus entry that replays; as a target of the one campaign engine, `tinyspec fuzz --symbolic` keeps a
+corpus, a report, workers, a resumable state and ends on SIGINT with its summary."""
 from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fuzz.symbolic import IDX, Leaf, SymbolicChecker, SymCase, _leaf_name, case_for, symbolic_campaign
+from fuzz.campaign import CampaignConfig, run_campaign
+from fuzz.corpus import entries, load_entry, replay
+from fuzz.symbolic import (IDX, Leaf, SymbolicChecker, SymbolicTarget, SymCase, _leaf_name, case_for, from_entry_case, leaves_of,
+                           replay_case)
 from tinyspec.prove.templates import slot_node
 from fuzz.unsound import VARIANTS
 from tinyspec.uop import substitute
@@ -12,6 +28,7 @@ from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
 
 pytestmark = pytest.mark.spec
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _at(expr: UOp, leaves: list[Leaf], assignment: dict[str, int]) -> int:
@@ -27,22 +44,41 @@ def test_cases_are_deterministic_and_view_shaped():
   assert {Ops.IDIV, Ops.MOD, Ops.WHERE, Ops.MAX, Ops.ADD, Ops.MUL, Ops.RANGE, Ops.DETACH} <= ops
 
 
-def test_reference_simplifier_has_no_findings():
-  s = symbolic_campaign(seconds=60, seed=1, max_cases=150, z3_timeout_ms=200)
-  assert s.cases == 150
+def _campaign(tmp_path, target: SymbolicTarget, max_cases: int, workers: int = 0, **kw):
+  cfg = CampaignConfig(seconds=60, seed=kw.pop("seed", 0), workers=workers, corpus=str(tmp_path), max_cases=max_cases, target=target, **kw)
+  return run_campaign(cfg, io.StringIO())
+
+
+def test_reference_simplifier_has_no_findings(tmp_path):
+  s = _campaign(tmp_path, SymbolicTarget(z3_timeout_ms=200), 150, seed=1)
+  assert s.target == "symbolic" and s.cases == 150
   assert not s.findings, s.text()
-  assert s.z3_queries > 0
+  assert s.counts["z3 queries"] > 0
+  assert entries(tmp_path) == []
+  assert s.rules_fired and set(s.rules_fired) <= {f"simplify/{r.name}" for r in SymbolicTarget().table().rules}
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
-def test_unsound_variant_is_found_and_blamed(variant):
-  s = symbolic_campaign(seconds=60, seed=0, pm=variant.matcher(), max_cases=400, z3_timeout_ms=200,
-                        stop_when=lambda f: f.rule == variant.rule)
-  hits = [f for f in s.findings if f.oracle == "equal" and f.rule == variant.rule]
+def test_unsound_variant_is_found_blamed_shrunk_and_stored(variant, tmp_path):
+  sig = ("equal", "simplify", variant.rule)
+  s = _campaign(tmp_path, SymbolicTarget(pm=variant.matcher(), z3_timeout_ms=200), 400, stop_when=lambda r: r.signature == sig,
+                reduce_seconds=20)
+  hits = [f for f in s.findings if f.signature == sig]
   assert hits, s.text()
   f = hits[0]
-  # the finding's assignment really separates the original expression from the simplified one
-  assert _at(f.case.expr, f.case.leaves, f.assignment) != _at(f.simplified, f.case.leaves, f.assignment)
+  assert f.new and f.nodes <= f.found_nodes
+  assert f"blamed: rule '{variant.rule}' of pass simplify" in f.blame
+  entry = load_entry(f.path)
+  assert entry.signature == sig and entry.case.kind == "symbolic"
+  case, row = from_entry_case(entry.case)
+  assert row is not None, "the entry stores the failing assignment"
+  # the stored assignment really separates the stored expression from what the unsound table makes of it
+  simplified, _ = SymbolicChecker(variant.matcher()).simplify(case.expr)
+  a = {_leaf_name(k): int(v[0]) for k, v in row.items()}
+  assert _at(case.expr, case.leaves, a) != _at(simplified, case.leaves, a)
+  # the entry fails under the unsound table and replays clean under the real one
+  assert replay_case(entry.case, entry.signature, variant.matcher())[0]
+  assert replay(entry)[0] is False
 
 
 def test_bounds_oracle_flags_a_value_outside_vmin_vmax():
@@ -69,7 +105,81 @@ def test_z3_finds_a_difference_the_random_rows_miss():
   assert _at(case.expr, case.leaves, fs[0].assignment) == 0 and _at(s, case.leaves, fs[0].assignment) == 1000
 
 
-def test_cli_fuzz_symbolic(capsys):
+def test_cli_fuzz_symbolic(tmp_path, capsys):
   from tinyspec.cli import main
-  assert main(["fuzz", "--symbolic", "--seconds", "30", "--max-cases", "15"]) == 0
+  assert main(["fuzz", "--symbolic", "--seconds", "30", "--max-cases", "15", "--corpus", str(tmp_path)]) == 0
   assert "symbolic fuzz summary: seed 0, 15 cases" in capsys.readouterr().out
+  assert (tmp_path / ".fuzz-state-symbolic-0.json").exists() and not (tmp_path / ".fuzz-state-0.json").exists()
+  assert main(["fuzz", "--symbolic", "--target", "reference", "--max-cases", "1", "--corpus", str(tmp_path)]) == 2
+  assert main(["fuzz", "--target", "symbolic", "--backends", "cpu", "--max-cases", "1", "--corpus", str(tmp_path)]) == 2
+
+
+def test_leaves_are_read_back_from_the_expression():
+  for i in range(30):
+    c = case_for(2, i)
+    assert [(lf.node, lf.lo, lf.hi) for lf in leaves_of(c.expr)] == [(lf.node, lf.lo, lf.hi) for lf in c.leaves]
+
+
+def test_cli_symbolic_campaign_with_corpus_report_and_workers(tmp_path, monkeypatch, capsys):
+  """`tinyspec fuzz --symbolic --corpus D --report R --workers 2` with an unsound rule in the simplifier: the finding is
+  a corpus entry that `tinyspec repro` replays, the report lists it, and a second run resumes past the cases done."""
+  import fuzz.symbolic
+  from tinyspec.cli import main
+  variant = next(v for v in VARIANTS if v.name == "mod_below_divisor_off_by_one")
+  monkeypatch.setattr(fuzz.symbolic, "simplify_table", variant.matcher)  # the workers fork with it
+  d, r = tmp_path / "corpus", tmp_path / "report"
+  argv = ["fuzz", "--symbolic", "--seconds", "60", "--max-cases", "64", "--corpus", str(d), "--report", str(r), "--workers", "2"]
+  assert main(argv) == 1
+  out = capsys.readouterr().out
+  assert "symbolic fuzz summary: seed 0, 64 cases" in out and "finding: equal/simplify/mod_below_divisor" in out
+  files = entries(d)
+  assert [load_entry(p).signature for p in files] == [("equal", "simplify", "mod_below_divisor")]
+  text = files[0].read_text()
+  assert "KIND = 'symbolic'" in text and "blamed: rule 'mod_below_divisor' of pass simplify" in text
+  # the report: the same page as the reference target's, its status, counts and the finding
+  page = (r / "index.html").read_text()
+  vals = dict(re.findall(r'<tr data-key="([^"]+)"><td>[^<]*</td><td class="value">([^<]*)</td></tr>', page))
+  assert re.search(r'id="status">finished<', page)
+  assert (vals["target"], vals["cases"], vals["findings"]) == ("symbolic", "64", "1")
+  assert re.findall(r'<article class="finding"[^>]*data-signature="([^"]+)"', page) == ["equal/simplify/mod_below_divisor"]
+  assert f'<code class="repro">tinyspec repro {files[0]}</code>' in page
+  (src,) = re.findall(r'<img src="([^"]+)"', page)
+  assert (r / src).is_file() and "mod_below_divisor" in (r / src).read_text()
+  # tinyspec repro replays it: it still fails with the unsound rule, and is fixed with the real one
+  assert main(["repro", str(files[0])]) == 1
+  assert "still fails: equal/simplify/mod_below_divisor" in capsys.readouterr().out
+  monkeypatch.undo()
+  assert main(["repro", str(files[0])]) == 0
+  assert "fixed: equal/simplify/mod_below_divisor no longer fails" in capsys.readouterr().out
+  # the state file: a second run of the same seed resumes after the 64 cases
+  state = json.loads((d / ".fuzz-state-symbolic-0.json").read_text())
+  assert state["cases"] == 64 and state["target"] == "symbolic" and state["signatures"] == [["equal", "simplify", "mod_below_divisor"]]
+  assert main([*argv[:5], "80", *argv[6:]]) == 0  # the real simplifier again: nothing new in cases 64..79
+  assert "symbolic fuzz summary: seed 0, 16 cases" in capsys.readouterr().out
+
+
+def test_symbolic_workers_do_not_change_the_cases(tmp_path):
+  a = _campaign(tmp_path / "a", SymbolicTarget(z3_timeout_ms=200), 100, workers=0, seed=3)
+  b = _campaign(tmp_path / "b", SymbolicTarget(z3_timeout_ms=200), 100, workers=2, seed=3)
+  sa, sb = (json.loads((tmp_path / x / ".fuzz-state-symbolic-3.json").read_text()) for x in "ab")
+  assert a.cases == b.cases == sa["cases"] == sb["cases"] == 100
+  assert sa["epoch_results"] == sb["epoch_results"] and len(sa["epoch_results"]) == 100
+
+
+def test_sigint_ends_a_symbolic_campaign_with_its_summary(tmp_path):
+  env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+  p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", "fuzz", "--symbolic", "--seconds", "120", "--corpus", str(tmp_path), "--workers", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+  lines: queue.Queue[str] = queue.Queue()
+  reader = threading.Thread(target=lambda: [lines.put(ln) for ln in p.stdout], daemon=True)
+  reader.start()
+  seen: list[str] = []
+  while not any(ln.startswith("fuzz symbolic: ") for ln in seen):  # its first status line: the campaign runs
+    try: seen.append(lines.get(timeout=60))
+    except queue.Empty: p.kill(); raise AssertionError(f"no status line within 60 s: {seen}") from None
+  p.send_signal(signal.SIGINT)
+  p.wait(timeout=60)
+  reader.join(timeout=10)
+  out = "".join(seen) + "".join(lines.queue)
+  assert "symbolic fuzz summary: seed 0" in out and "(interrupted)" in out, (out, p.stderr.read())
+  assert p.returncode == 0 and json.loads((tmp_path / ".fuzz-state-symbolic-0.json").read_text())["cases"] > 0

@@ -5,7 +5,7 @@
     bundle = tinyspec.autograd.gradient_sink(loss, [x, w])   # the same gradients as a SINK of values
 
 How it works. The graph under the loss is walked from the loss toward the targets, in reverse topological order,
-and every node on a path to a target hands its gradient (`ctx`) to PM_GRADIENT, a PatternMatcher of named per-op
+and every node on a path to a target hands its gradient (`ctx`) to pm_gradient, a PatternMatcher of named per-op
 rules; the rule returns one gradient (or None) per source, and gradients reaching one node are added. Only float
 values carry gradients: integer and bool sources, and sources of integer or bool nodes, contribute nothing.
 DETACH stops gradients.
@@ -198,7 +198,7 @@ def _opaque(ret: UOp) -> None:
 
 
 LN2 = math.log(2)
-PM_GRADIENT = PatternMatcher([
+pm_gradient = PatternMatcher([
   # elementwise
   ("grad_neg", UPat(Ops.NEG), lambda ctx: (-ctx,)),
   ("grad_recip", UPat(Ops.RECIP, name="ret"), lambda ctx, ret: (_mul(_mul(-ctx, ret), ret),)),
@@ -286,7 +286,7 @@ def graph_nodes(roots: Iterable[UOp]) -> list[UOp]:
 
 def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[UOp, UOp]:
   """Gradients of every node on a path from the seeded nodes to a target. seeds: (node, its gradient); a node seeded
-  twice gets the sum. Call bodies are not entered here: a value CALL's gradient is a backward call (PM_GRADIENT)."""
+  twice gets the sum. Call bodies are not entered here: a value CALL's gradient is a backward call (pm_gradient)."""
   targets = set(targets)
   order = graph_nodes(s for s, _ in seeds)
   live: set[UOp] = set()
@@ -297,7 +297,7 @@ def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[U
     if node in live and _carries(node): grads[node] = add(grads.get(node), g)
   for u in reversed(order):
     if (g := grads.get(u)) is None or not any(s in live for s in _kids(u)): continue
-    hit = PM_GRADIENT.rewrite(u, ctx=g)
+    hit = pm_gradient.rewrite(u, ctx=g)
     if hit is None: raise GradientError(f"no gradient rule for {u.op.name} {u.dtype.name} on a gradient path")
     _, src_grads = hit
     ins = _inputs(u)
@@ -323,8 +323,8 @@ def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[in
   inlined graph has no path at all."""
   live = tuple(live) if live is not None else (True,) * len(body.src)
   # cached on the body node (nodes are immutable, so the cached backward body never goes stale); keyed by the rule
-  # table too, so a swapped PM_GRADIENT (a seeded bug) is not hidden by bodies built with the real one
-  key = ("gradient.backward_body", id(PM_GRADIENT), tuple(arg_dtypes), tuple(arg_sizes), live)
+  # table too, so a swapped pm_gradient (a seeded bug) is not hidden by bodies built with the real one
+  key = ("gradient.backward_body", id(pm_gradient), tuple(arg_dtypes), tuple(arg_sizes), live)
   if (ret := body._cache.get(key)) is not None: return ret
   n, outs, caps = len(arg_dtypes), body.src, captured(body)
   first_out = n + len(caps)
@@ -441,4 +441,4 @@ def set_tensor_grad(t: Any, g: Any) -> None:
 
 
 __all__ = ["gradient", "gradient_sink", "backprop", "backward_call", "backward_body", "call_inputs", "captured", "is_backward_call",
-           "PM_GRADIENT", "GradientError", "GRAD_SUFFIX", "graph_nodes", "tensor_backward", "tensor_grad", "set_tensor_grad"]
+           "pm_gradient", "GradientError", "GRAD_SUFFIX", "graph_nodes", "tensor_backward", "tensor_grad", "set_tensor_grad"]

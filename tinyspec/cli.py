@@ -43,12 +43,9 @@ def _parse_opts(text: str | None):
 
 def _lower_stages(root, options: dict) -> dict:
   """The graph after each pass: from the start for a tensor graph, from simplify for a kernel graph or body."""
-  from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
   from tinyspec.lower.pipeline import PASSES, lower
-  if kernel_calls(root) or is_kernel_body(root):
-    names = [p.name for p in PASSES]
-    return lower(root, passes=PASSES[names.index("rangeify") + 1:], **options)
-  return lower(root, **options)
+  from tinyspec.lower.start import start_index
+  return lower(root, passes=PASSES[start_index(PASSES, root):], **options)
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
@@ -127,15 +124,19 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-  if getattr(args, "symbolic", False):
-    from fuzz.cli_verbs import symbolic_main
-    return symbolic_main(args)
+  """A campaign of one target (--target reference|symbolic; --symbolic is --target symbolic) on the one engine."""
   from fuzz.cli_verbs import fuzz_main
   return fuzz_main(args)
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
   """Prove every integer and boolean rewrite rule sound with z3: one line per rule. Exit 1 when one is refuted."""
+  if getattr(args, "target", "tinyspec") == "tinygrad":  # tinygrad's own rule tables, through the optional bridge
+    try: from tinyspec.bridge.tinygrad.rules import prove_main as prove_tinygrad
+    except ImportError as e:
+      print(f"tinyspec prove --target tinygrad: {e}", file=sys.stderr)
+      return 2
+    return prove_tinygrad(args)
   from fuzz.refutations import write_counterexample
   from tinyspec.prove.cli import prove_main
   # a refuted rule's counterexample becomes a corpus entry, replayed like any fuzz finding
@@ -145,6 +146,15 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_repro(args: argparse.Namespace) -> int:
   from fuzz.cli_verbs import repro_main
   return repro_main(args)
+
+
+def cmd_tinygrad(args: argparse.Namespace) -> int:
+  """Hold a tinygrad program to tinyspec's spec (the bridge, imported only here, needs the tinygrad extra)."""
+  try: from tinyspec.bridge.tinygrad.check import main as tinygrad_check
+  except ImportError as e:
+    print(f"tinyspec: {e}", file=sys.stderr)
+    return 2
+  return tinygrad_check(args.file, device=args.device, show=args.viz, output=args.output)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
   rp = sub.add_parser("repro", help="replay one corpus entry: exit 1 if it still fails, 0 if fixed, 2 if unreadable")
   add_repro_arguments(rp)
   rp.set_defaults(fn=cmd_repro)
+  tg = sub.add_parser("tinygrad", help="capture a tinygrad program, check every stage against the spec, compare numbers")
+  tgsub = tg.add_subparsers(dest="tinygrad_verb", required=True)
+  tgc = tgsub.add_parser("check", help="check FILE's program() at every stage of tinygrad 0.14")
+  tgc.add_argument("file", help="a Python file using tinygrad's Tensor API that defines program()")
+  tgc.add_argument("--device", choices=("CPU", "PYTHON"), default=None, help="tinygrad device (default CPU when clang exists, else PYTHON)")
+  tgc.add_argument("--viz", action="store_true", help="draw the first violating stage, violations highlighted")
+  tgc.add_argument("-o", "--output", default=None, help="the drawing's path (default FILE's stem + _STAGE.svg)")
+  tgc.set_defaults(fn=cmd_tinygrad)
   return p
 
 

@@ -1,8 +1,8 @@
 """What a pass is, the options of a lowering, and the rewrite driver that threads the fuzzer's hooks through passes."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from tinyspec.dtype import DType
 from tinyspec.rewrite import Observer, PatternMatcher, Rule, graph_rewrite
@@ -42,11 +42,78 @@ class LowerOptions:
   int_dtype: DType | None = None   # what `index` becomes at linearize (None: int32 when bounds fit, else int64)
 
 
+class Tables(Mapping[str, PatternMatcher]):
+  """The rule tables of a pass, by each table's own name, in order: what the pass's run rewrites with, the only tables
+  it rewrites with. Immutable: `replace` and `replace_rule` give new Tables."""
+  __slots__ = ("_by_name",)
+
+  def __init__(self, tables: Iterable[PatternMatcher] = ()):
+    by_name: dict[str, PatternMatcher] = {}
+    for t in tables:
+      if not isinstance(t, PatternMatcher): raise TypeError(f"a pass's table must be a PatternMatcher, not {type(t).__name__}")
+      if not t.name: raise ValueError("a pass's table needs a name: its run looks it up by name")
+      if t.name in by_name: raise ValueError(f"two tables named {t.name!r} in one pass")
+      by_name[t.name] = t
+    self._by_name = by_name
+
+  def __getitem__(self, name: str) -> PatternMatcher:
+    try: return self._by_name[name]
+    except KeyError: raise KeyError(f"no table {name!r}; the pass has {list(self._by_name)}") from None
+
+  def __iter__(self) -> Iterator[str]: return iter(self._by_name)
+  def __len__(self) -> int: return len(self._by_name)
+  def __hash__(self) -> int: return hash(tuple((k, id(v)) for k, v in self._by_name.items()))
+  def __eq__(self, other: object) -> bool:
+    return isinstance(other, Tables) and list(self._by_name) == list(other._by_name) and \
+      all(a is b for a, b in zip(self._by_name.values(), other._by_name.values()))
+  def __repr__(self) -> str: return f"Tables({', '.join(self._by_name)})"
+
+  def replace(self, table: PatternMatcher) -> Tables:
+    """These tables with the one named table.name replaced by table (KeyError when there is none)."""
+    if table.name not in self._by_name: raise KeyError(f"no table {table.name!r} to replace; the pass has {list(self._by_name)}")
+    return Tables(table if k == table.name else t for k, t in self._by_name.items())
+
+  def replace_rule(self, rule: str, fn: Callable | None = None, pat: Any = None) -> Tables:
+    """These tables with rule's function (or pattern) swapped in every table that holds it (KeyError when none does)."""
+    hit = [k for k, t in self._by_name.items() if any(r.name == rule for r in t.rules)]
+    if not hit: raise KeyError(f"no rule {rule!r} in the tables {list(self._by_name)}")
+    return Tables(t.replace_rule(rule, fn, pat) if k in hit else t for k, t in self._by_name.items())
+
+
+RunFn = Callable[[UOp, LowerOptions, Trace, Tables], UOp]
+
+
 @dataclass(frozen=True)
 class Pass:
-  """One pass of the lowering: a named graph transformation from one stage to the next."""
+  """One pass of the lowering: a named graph transformation from one stage to the next.
+
+  `fn` is the pass module's entry point `run(root, options, trace, tables)`; `tables` are the rule tables it rewrites
+  with, passed to it on every run, so a pass with one table replaced (`with_table`, `replace_rule`) is a new Pass and
+  the pass modules' own tables are never swapped."""
   name: str
   stage_in: Stage
   stage_out: Stage
-  run: Callable[[UOp, LowerOptions, Trace], UOp]
-  matchers: tuple[PatternMatcher, ...] = ()  # the rule tables it rewrites with, for coverage and rule proofs
+  fn: RunFn
+  tables: Tables = field(default_factory=Tables)
+
+  def __post_init__(self):
+    if not isinstance(self.tables, Tables): object.__setattr__(self, "tables", Tables(self.tables))
+
+  def run(self, root: UOp, options: LowerOptions, trace: Trace | None = None) -> UOp:
+    """The pass on root, rewriting with this pass's tables."""
+    return self.fn(root, options, trace if trace is not None else Trace(), self.tables)
+
+  def with_table(self, table: PatternMatcher) -> Pass:
+    """This pass with its table named table.name replaced by table."""
+    return Pass(self.name, self.stage_in, self.stage_out, self.fn, self.tables.replace(table))
+
+  def replace_rule(self, rule: str, fn: Callable | None = None, pat: Any = None) -> Pass:
+    """This pass with one rule's function (or pattern) swapped in every table of it that holds the rule."""
+    return Pass(self.name, self.stage_in, self.stage_out, self.fn, self.tables.replace_rule(rule, fn, pat))
+
+  def rules(self) -> list[Rule]:
+    """Every rule of the pass's tables, in table order (a rule in two tables is listed once)."""
+    seen: dict[int, Rule] = {}
+    for t in self.tables.values():
+      for r in t.rules: seen.setdefault(id(r), r)
+    return list(seen.values())

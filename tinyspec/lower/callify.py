@@ -10,7 +10,7 @@ TUPLE.
 """
 from __future__ import annotations
 
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.uop import Ops, UOp, substitute, walk
@@ -44,20 +44,21 @@ def tuple_element(g: UOp, t: UOp) -> UOp:
   return t.src[g.arg]
 
 
-FOLD_TUPLE = PatternMatcher([
+pm_fold_tuple = PatternMatcher([
   ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
 ], "callify_fold")
 
-INLINE = PatternMatcher([
+pm_inline = PatternMatcher([
   ("inline_gettuple_of_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
    _inline_call),
-], "callify_inline") + FOLD_TUPLE
+], "callify_inline")
 
 
-def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  if options.callify == "inline": return trace.rewrite(root, INLINE, bottom_up=True)
-  if options.callify == "precompile": return trace.rewrite(root, FOLD_TUPLE, bottom_up=True)
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
+  fold = tables["callify_fold"]
+  if options.callify == "inline": return trace.rewrite(root, tables["callify_inline"] + fold, bottom_up=True)
+  if options.callify == "precompile": return trace.rewrite(root, fold, bottom_up=True)
   raise ValueError(f"unknown callify mode {options.callify!r}; expected 'inline' or 'precompile'")
 
 
-CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (INLINE,))  # INLINE holds FOLD_TUPLE's rules too
+CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (pm_inline, pm_fold_tuple))

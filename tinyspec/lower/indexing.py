@@ -2,7 +2,7 @@
 expression over RANGEs and LOADs of kernel PARAMs.
 
 The transient form is the view INDEX of docs/ir.md: `INDEX(x, i0, ..., in-1)` with arg VIEW, one index per axis of the
-tensor node x. It exists only while rangeify builds a kernel body: the table INDEXING pushes it through movement and
+tensor node x. It exists only while rangeify builds a kernel body: the table pm_indexing pushes it through movement and
 elementwise ops (top-down) until it reaches a leaf (storage, or a realized value), where it becomes
 `LOAD(INDEX(PARAM(k), flat))`. Per-axis indices stay inside [0, dim) by interval arithmetic alone (PAD clamps), so
 every INDEX of a kernel is in bounds without a solver; PAD's gate only selects the value.
@@ -25,7 +25,7 @@ VIEW = VIEW_INDEX  # arg of the transient multi-axis INDEX
 
 
 def vindex(x: UOp, idx: Sequence[UOp]) -> UOp:
-  """x addressed at one index per axis (the transient form the INDEXING table rewrites)."""
+  """x addressed at one index per axis (the transient form the pm_indexing table rewrites)."""
   return UOp(Ops.INDEX, x.dtype, (x, *idx), VIEW)
 
 
@@ -216,7 +216,7 @@ def _target(ops=None) -> UPat:
   return UPat(Ops.STORE, src=(UPat(**_V, src=(UPat(ops),), name="v"),), allow_any_len=True, name="st")
 
 
-INDEXING = PatternMatcher([
+pm_indexing = PatternMatcher([
   ("store_target_leaf", _target(), _target_leaf),
   ("store_target_through_view", _target(tuple(_TARGET_VIEWS)), _target_through_view),
   ("store_target_through_pad", _target(Ops.PAD), _target_through_pad),
@@ -233,4 +233,4 @@ INDEXING = PatternMatcher([
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
-])
+], "indexing")

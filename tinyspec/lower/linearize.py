@@ -16,9 +16,10 @@ the kernel stays the (KERNEL-legal) kernel SINK it has become so far.
 from __future__ import annotations
 
 import re
+from typing import Mapping
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.loop_order import LoopOrderError, one_end_per_range, schedule
 from tinyspec.rewrite import PatternMatcher, UPat
@@ -54,7 +55,7 @@ def index_to_int(ctx: DType, sink: UOp) -> UOp | None:
 def _noop_cast(c: UOp) -> bool: return c.op is Ops.CAST and c.dtype is c.src[0].dtype
 
 
-lower_index_pm = PatternMatcher([
+pm_lower_index = PatternMatcher([
   ("index_to_int", UPat(Ops.SINK, name="sink"), index_to_int),
   ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if _noop_cast(c) else None),
 ], name="lower_index")
@@ -69,28 +70,30 @@ def _kernel_name(call: UOp | None, i: int) -> str:
   return f"{re.sub(r'[^A-Za-z0-9_]', '_', base)}_{i}"
 
 
-def linearize_body(body: UOp, name: str, options: LowerOptions | None = None, trace: Trace | None = None) -> UOp:
-  """PROGRAM(sink, LINEAR(...)) for one kernel SINK; the partly lowered kernel SINK when trace's step limit stops it first."""
+def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], options: LowerOptions | None = None,
+                   trace: Trace | None = None) -> UOp:
+  """PROGRAM(sink, LINEAR(...)) for one kernel SINK, `index` lowered with tables["lower_index"] (LINEARIZE.tables);
+  the partly lowered kernel SINK when trace's step limit stops it first."""
   if body.op is not Ops.SINK: raise LinearizeError(f"linearize takes a kernel SINK, not {body.op.name}")
   if any(u.op is Ops.REDUCE for u in body.toposort()): raise LinearizeError("kernel still holds a REDUCE; run lower_reduce first")
   try: body = one_end_per_range(body)
   except LoopOrderError as e: raise LinearizeError(str(e)) from e
   idt = index_dtype_for(body, options.int_dtype if options else None)
   trace = trace or Trace()
-  body = trace.rewrite(body, lower_index_pm, idt)
+  body = trace.rewrite(body, tables["lower_index"], idt)
   if trace.exhausted and not _lowered(body): return body
   try: order = schedule(body)
   except LoopOrderError as e: raise LinearizeError(str(e)) from e
   return UOp(Ops.PROGRAM, src=(body, UOp(Ops.LINEAR, src=tuple(order))), arg=name)
 
 
-def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   count = [0]
   def one(call: UOp | None, body: UOp) -> UOp:
     if body.op is Ops.PROGRAM: return body
     count[0] += 1
-    return linearize_body(body, _kernel_name(call, count[0] - 1), options, trace)
+    return linearize_body(body, _kernel_name(call, count[0] - 1), tables, options, trace)
   return map_kernels(root, one)
 
 
-LINEARIZE = Pass("linearize", Stage.KERNEL, Stage.PROGRAM, _run, (lower_index_pm,))
+LINEARIZE = Pass("linearize", Stage.KERNEL, Stage.PROGRAM, run, (pm_lower_index,))

@@ -10,7 +10,7 @@ The form is fixed by docs/ir.md (the evaluator gives it the meaning of the reduc
 from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.ops.scalar import reduce_identity
 from tinyspec.rewrite import PatternMatcher, UPat
@@ -36,13 +36,14 @@ def reduce_to_acc(red: UOp) -> UOp:
   return acc.after(upd).index(zero).load()
 
 
-lower_reduce_pm = PatternMatcher([
+pm_lower_reduce = PatternMatcher([
   ("reduce_to_accumulator", UPat(Ops.REDUCE, name="red"), lambda red: reduce_to_acc(red) if not isinstance(red.arg, tuple) else None),
 ], name="lower_reduce")
 
 
-def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  return map_kernels(root, lambda call, body: trace.rewrite(body, lower_reduce_pm))
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
+  pm = tables["lower_reduce"]
+  return map_kernels(root, lambda call, body: trace.rewrite(body, pm))
 
 
-LOWER_REDUCE = Pass("lower_reduce", Stage.KERNEL, Stage.KERNEL, _run, (lower_reduce_pm,))
+LOWER_REDUCE = Pass("lower_reduce", Stage.KERNEL, Stage.KERNEL, run, (pm_lower_reduce,))

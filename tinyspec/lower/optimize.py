@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Mapping
 
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels, max_axis
-from tinyspec.lower.ordering import pin_order, unpin_order
-from tinyspec.lower.simplify import SIMPLIFY_PM, simplify_body
-from tinyspec.rewrite import PatternMatcher, UPat
+from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
+from tinyspec.lower.simplify import pm_simplify, simplify_body
+from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, Ops, RangeArg, UOp, substitute
+from tinyspec.uop import AxisType, Ops, RangeArg, UOp, substitute, walk
 
 UNROLL_LIMIT = 32
 MAX_GLOBALS = 3
@@ -68,6 +69,23 @@ def _bound(r: UOp) -> int | None:
   return r.src[0].arg if r.src[0].op is Ops.CONST else None
 
 
+def _place(ctx: tuple[UOp, tuple[UOp, ...]], u: UOp) -> UOp | None:
+  r, placed = ctx
+  if r not in u.src[1:]: return None
+  deps = tuple(y for d in u.src[1:] for y in (placed if d is r else (d,)))
+  return u.replace(src=(u.src[0], *deps)) if deps else u.src[0]
+
+
+pm_place = PatternMatcher([("place_after", UPat(Ops.AFTER, name="u"), _place)], name="place")
+
+
+def replace_range(x: UOp, r: UOp, value: UOp, placed: tuple[UOp, ...]) -> UOp:
+  """x with the range r gone: storage placed in r (an AFTER dependency) is placed in `placed` instead, or is bare
+  storage when nothing is left to wait for; every other use of r, a value, becomes `value`. An AFTER's dependencies
+  are effects and ranges, never values, so r cannot simply be substituted there."""
+  return substitute(graph_rewrite(x, pm_place, (r, placed)), {r: value})
+
+
 # ---- split ----
 # A split is made where the range is closed: each END or REDUCE closing RANGE r (axis) closes ro, ri instead and its body
 # uses ro*f+ri for r. Each application is a whole closure, so no graph between two of them has a range left unclosed.
@@ -83,39 +101,67 @@ def _split_closure(ctx: OptCtx, u: UOp) -> UOp | None:
     ctx.split = {"ranges": (ro, ri), "expr": ro * UOp.const(r.dtype, ctx.factor) + ri}
   ro, ri = ctx.split["ranges"]
   rs = tuple(x for s in u.src[1:] for x in ((ro, ri) if s is r else (s,)))
-  return u.replace(src=(substitute(u.src[0], {r: ctx.split["expr"]}), *rs))
+  return u.replace(src=(replace_range(u.src[0], r, ctx.split["expr"], (ro, ri)), *rs))
 
 
-split_pm = PatternMatcher([
+pm_split = PatternMatcher([
   ("split_end_ranges", UPat(Ops.END, name="u"), _split_closure),
   ("split_reduce_ranges", UPat(Ops.REDUCE, name="u"), _split_closure),
 ], name="split")
 
 
 # ---- unroll ----
-def _copies(ctx: OptCtx, u: UOp, x: UOp) -> tuple[list[UOp], tuple[UOp, ...]] | None:
-  r = next((s for s in u.src[1:] if s.op is Ops.RANGE and s.arg.axis == ctx.axis), None)
-  if r is None: return None
-  n = _bound(r)
-  return [substitute(x, {r: UOp.const(r.dtype, i)}) for i in range(n)], tuple(s for s in u.src[1:] if s is not r)
+def _unrolled_range(ctx: OptCtx, u: UOp) -> UOp | None:
+  return next((s for s in u.src[1:] if s.op is Ops.RANGE and s.arg.axis == ctx.axis), None)
+
+
+def _copies(ctx: OptCtx, r: UOp, x: UOp, chained: bool) -> list[UOp]:
+  """One copy of x per iteration of the unrolled range r. chained (effects): storage an iteration placed in r is placed
+  after the previous copy instead, so a copy sees what the one before it wrote, as the loop's next iteration did."""
+  # chained copies run their reduce loops apart too: copy i's REDUCE may read what copy i-1 stored after its own
+  chained = chained and any(v.op is Ops.AFTER and r in v.src[1:] for v in _own(x))
+  copies: list[UOp] = []
+  for i in range(_bound(r)):
+    y = _fresh_loops(ctx, x, (Ops.END, Ops.REDUCE) if chained else (Ops.END,)) if copies else x
+    copies.append(replace_range(y, r, UOp.const(r.dtype, i), (copies[-1],) if chained and copies else ()))
+  return copies
+
+
+def _own(x: UOp) -> list[UOp]:
+  """The nodes of x itself, not the earlier effects its storage waits for (an AFTER's dependencies)."""
+  return walk((x,), lambda u: u.src[:1] if u.op is Ops.AFTER else u.src)
+
+
+def _fresh_loops(ctx: OptCtx, x: UOp, closers: tuple[Ops, ...]) -> UOp:
+  """x with every loop it opens and closes itself (the RANGEs of its ENDs, and of its REDUCEs when in closers) given a
+  new axis: each copy of an unrolled body runs its own inner loops, as a RANGE is closed by one END. Unchained copies
+  keep their reduce ranges shared: their REDUCEs are independent values that may run in one loop."""
+  inner = dict.fromkeys(s for v in _own(x) if v.op in closers for s in v.src[1:] if s.op is Ops.RANGE)
+  fresh = {}
+  for ir in inner:
+    fresh[ir] = ir.replace(arg=RangeArg(ctx.new_axis, ir.arg.kind))
+    ctx.new_axis += 1
+  return substitute(x, fresh) if fresh else x
 
 
 def unroll_end(ctx: OptCtx, u: UOp) -> UOp | None:
-  if (hit := _copies(ctx, u, u.src[0])) is None: return None
-  copies, rest = hit
-  effects = [y for c in copies for y in (c.src if c.op is Ops.GROUP else (c,))]
-  group = UOp(Ops.GROUP, src=tuple(effects))
-  return group.end(*rest) if rest else group
+  # END(x, outer..., r, inner...): each copy runs the whole inner loop nest, in the order of r's iterations
+  if (r := _unrolled_range(ctx, u)) is None: return None
+  at = u.src.index(r)
+  outer, inner = u.src[1:at], u.src[at + 1:]
+  copies = _copies(ctx, r, u.src[0].end(*inner) if inner else u.src[0], chained=True)
+  group = UOp(Ops.GROUP, src=tuple(y for c in copies for y in (c.src if c.op is Ops.GROUP else (c,))))
+  return group.end(*outer) if outer else group
 
 
 def unroll_reduce(ctx: OptCtx, u: UOp) -> UOp | None:
-  if (hit := _copies(ctx, u, u.src[0])) is None: return None
-  copies, rest = hit
-  val = functools.reduce(lambda a, b: a.alu(u.arg, b), copies)
+  if (r := _unrolled_range(ctx, u)) is None: return None
+  val = functools.reduce(lambda a, b: a.alu(u.arg, b), _copies(ctx, r, u.src[0], chained=False))
+  rest = tuple(s for s in u.src[1:] if s is not r)
   return UOp(Ops.REDUCE, u.dtype, (val, *rest), u.arg) if rest else val
 
 
-unroll_pm = PatternMatcher([
+pm_unroll = PatternMatcher([
   ("unroll_end", UPat(Ops.END, name="u"), unroll_end),
   ("unroll_reduce", UPat(Ops.REDUCE, name="u"), unroll_reduce),
 ], name="unroll")
@@ -127,7 +173,7 @@ def mark_global(ctx: OptCtx, r: UOp) -> UOp | None:
   return r.replace(arg=RangeArg(r.arg.axis, AxisType.GLOBAL))
 
 
-global_pm = PatternMatcher([("mark_global", UPat(Ops.RANGE, name="r"), mark_global)], name="global")
+pm_global = PatternMatcher([("mark_global", UPat(Ops.RANGE, name="r"), mark_global)], name="global")
 
 
 # ---- applicability and driver ----
@@ -135,21 +181,21 @@ def _encloses_kernel(body: UOp, r: UOp) -> bool:
   return body.op is Ops.SINK and len(body.src) > 0 and all(s.op is Ops.END and r in s.src[1:] for s in body.src)
 
 
-def apply_opt(body: UOp, opt: tuple, trace: Trace) -> UOp:
-  """body with one opt applied, or body itself when the opt does not apply to it."""
+def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternMatcher]) -> UOp:
+  """body with one opt applied (with tables "split", "unroll", "global"), or body itself when the opt does not apply."""
   kind, axis = opt[0], opt[1]
   if (r := _find_range(body, axis)) is None or (n := _bound(r)) is None: return body
   if kind == "split":
     f = opt[2]
     if not (1 < f < n and n % f == 0): return body
-    return trace.rewrite(body, split_pm, OptCtx(axis, f, max_axis(body) + 1))
+    return trace.rewrite(body, tables["split"], OptCtx(axis, f, max_axis(body) + 1))
   if kind == "unroll":
     if not 1 <= n <= UNROLL_LIMIT: return body
-    return trace.rewrite(body, unroll_pm, OptCtx(axis))
+    return trace.rewrite(body, tables["unroll"], OptCtx(axis, new_axis=max_axis(body) + 1))
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
     if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
-    return trace.rewrite(body, global_pm, OptCtx(axis))
+    return trace.rewrite(body, tables["global"], OptCtx(axis))
   raise ValueError(f"unknown opt {opt!r}")
 
 
@@ -166,20 +212,21 @@ def heuristic_opts(body: UOp) -> list[tuple]:
   return opts
 
 
-def optimize_body(body: UOp, opts: list[tuple] | None, trace: Trace | None = None) -> UOp:
-  """One kernel body with opts (as validate_opts gives them; None: the heuristic's) applied, then simplified."""
+def optimize_body(body: UOp, opts: list[tuple] | None, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:
+  """One kernel body with opts (as validate_opts gives them; None: the heuristic's) applied, then simplified (with
+  the tables of simplify_body). tables: a pass's Tables holding both sets (OPTIMIZE.tables)."""
   trace = trace or Trace()
   start = body
   for opt in heuristic_opts(body) if opts is None else opts:
-    body = apply_opt(body, opt, trace)
+    body = apply_opt(body, opt, trace, tables)
   # unrolled copies hold constant indices: fold them now rather than render them
-  return body if body is start else simplify_body(body, trace)
+  return body if body is start else simplify_body(body, tables, trace)
 
 
-def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   # validated once for the graph, not per kernel, and even when the graph has no kernel
   opts = None if options.opts is None else validate_opts(options.opts)
-  return map_kernels(root, lambda call, body: optimize_body(body, opts, trace))
+  return map_kernels(root, lambda call, body: optimize_body(body, opts, tables, trace))
 
 
-OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, _run, (split_pm, unroll_pm, global_pm, pin_order, SIMPLIFY_PM, unpin_order))
+OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, run, (pm_split, pm_unroll, pm_global, pm_pin_order, pm_simplify, pm_unpin_order))

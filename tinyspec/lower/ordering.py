@@ -2,8 +2,8 @@
 
 That order is carried only by the loads in the store's value. When simplify folds the value, those loads can vanish
 (`acc | 0xFFFF` is 0xFFFF for uint16) and the store would be free to run before the effects it followed, e.g. an
-accumulator's update before the accumulator's init. `pin_order` puts that order on the store's target before a value
-rewrite; `unpin_order` takes off every pinned dependency that the rewritten value still implies, so a rewrite that
+accumulator's update before the accumulator's init. `pm_pin_order` puts that order on the store's target before a value
+rewrite; `pm_unpin_order` takes off every pinned dependency that the rewritten value still implies, so a rewrite that
 keeps the loads leaves the graph as it was and one that drops them keeps the order explicit.
 """
 from __future__ import annotations
@@ -44,12 +44,12 @@ def _unpin(s: UOp, v: UOp, st: UOp) -> UOp | None:
 
 
 _target = UPat(Ops.INDEX, name="t", allow_any_len=True)
-pin_order = PatternMatcher([
+pm_pin_order = PatternMatcher([
   ("pin_order", UPat(Ops.STORE, src=(_target, UPat.var("v")), allow_any_len=True, name="st"), _pin),
 ], name="pin_order")
-unpin_order = PatternMatcher([
+pm_unpin_order = PatternMatcher([
   ("unpin_order", UPat(Ops.STORE, src=(UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat.var("s"),), allow_any_len=True),),
                                             allow_any_len=True), UPat.var("v")), allow_any_len=True, name="st"), _unpin),
 ], name="unpin_order")
 
-ORDER_TABLES = frozenset(pm.name for pm in (pin_order, unpin_order))
+ORDER_TABLES = frozenset(pm.name for pm in (pm_pin_order, pm_unpin_order))  # their names, for the prover

@@ -1,4 +1,7 @@
-"""The reference lowering: the passes in order, and `lower`, which runs them and verifies every pass's output stage."""
+"""The reference lowering: the passes in order, and `lower`, which runs them and verifies every pass's output stage.
+
+Each pass rewrites with the tables it holds (Pass.tables), so another pipeline (a seeded bug's, a test's) is another list
+of passes handed to `lower(passes=...)`, e.g. one pass replaced by `pass_.with_table(table)`; PASSES is never changed."""
 from __future__ import annotations
 
 from typing import Callable

@@ -1,6 +1,6 @@
 """rangeify (TENSOR -> KERNEL, a kernel graph whose CALL bodies are kernel SINKs): realize, allocate, index.
 
-1. PREPARE (rule table): DETACH is dropped, AFTER is moved under views (AFTER(view(x), d) -> view(AFTER(x, d))) so an
+1. pm_prepare (rule table): DETACH is dropped, AFTER is moved under views (AFTER(view(x), d) -> view(AFTER(x, d))) so an
    AFTER always sits on storage and names one version of it, GETTUPLE of a bare TUPLE is folded.
 2. schedule.Schedule (plain Python) chooses what is realized and the kernels, their storage versions and their order.
    Realized (realize="minimal"): SINK values that are not exactly a flat leaf, CONTIGUOUS, COPY, REDUCE, value-call
@@ -11,16 +11,16 @@
    AFTER(BUFFER, calls...) naming every kernel it must run after: the writer of the version read (RAW); for the
    written arg, the previous writer (WAW) and every reader of the old contents (WAR). A read arg is bound first as
    the value the kernel reads when that is a RESHAPE chain of the storage (a zero-offset view in the storage's element
-   order: RESHAPE(BUFFER), RESHAPE(AFTER(BUFFER, calls...))); the CALL_ARGS table then binds every arg to the storage
+   order: RESHAPE(BUFFER), RESHAPE(AFTER(BUFFER, calls...))); the pm_call_args table then binds every arg to the storage
    it views (4.). Written args (slot 0, opaque calls, outputs) and the args of a nested kernel graph, which is checked
    by the KERNEL_GRAPH rules even inside a graph checked at TENSOR, are storage from the start. The body
      SINK(END(STORE(INDEX(PARAM(0), flat(r0..rn)), value), r0..rn))
-   comes from the INDEXING table (indexing.py) rewriting the value addressed at the output RANGEs (view INDEXes, the
+   comes from the pm_indexing table (indexing.py) rewriting the value addressed at the output RANGEs (view INDEXes, the
    transient form of docs/ir.md, stand in a kernel whose rewrite a Trace's step limit stopped); a REDUCE is
    REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A precompiled value call is lowered on its own into a
    nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
    AFTER(out_buf_i, CALL). A COPY is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
-4. CALL_ARGS (rule table) turns every view arg into its storage: call_arg_view_to_storage strips the RESHAPEs of a
+4. pm_call_args (rule table) turns every view arg into its storage: call_arg_view_to_storage strips the RESHAPEs of a
    BUFFER/PARAM, call_arg_after_view those of an AFTER. Between two of its applications some CALLs still take views:
    legal at TENSOR (a view of storage is a value), flagged at KERNEL (kgraph.call_arg_storage), so legal at the union.
 5. The root is SINK of one entry per tensor SINK entry, in order:
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyspec.dtype import dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.callify import tuple_element
-from tinyspec.lower.indexing import INDEXING, VIEW, flatten, iconst, vindex
+from tinyspec.lower.indexing import VIEW, pm_indexing, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
@@ -49,7 +49,7 @@ def _after_through_view(a: UOp, v: UOp) -> UOp:
   return v.replace(src=(a.replace(src=(v.src[0], *a.src[1:])),))
 
 
-PREPARE = PatternMatcher([
+pm_prepare = PatternMatcher([
   ("strip_detach", UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
   ("after_through_view", UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="v"),), allow_any_len=True, name="a"), _after_through_view),
   ("prepare_gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
@@ -58,7 +58,7 @@ PREPARE = PatternMatcher([
 
 @dataclass
 class KernelCtx:
-  """What the INDEXING rules need: the PARAM each leaf of the kernel is loaded from."""
+  """What the indexing rules need: the PARAM each leaf of the kernel is loaded from."""
   leaves: dict[UOp, UOp]
 
 
@@ -83,7 +83,7 @@ def _call_arg_view_to_storage(call: UOp) -> UOp | None: return _args_to_storage(
 def _call_arg_after_view(call: UOp) -> UOp | None: return _args_to_storage(call, frozenset({Ops.AFTER}))
 
 
-CALL_ARGS = PatternMatcher([
+pm_call_args = PatternMatcher([
   # a zero-offset view of flat storage in its element order reads exactly the storage: the arg is the storage itself
   ("call_arg_view_to_storage", UPat(Ops.CALL, name="call"), _call_arg_view_to_storage),
   # the view of a version of storage: the arg is that version, AFTER(storage, writers...) with the view dropped
@@ -122,13 +122,13 @@ _BUFFER_IDS: weakref.WeakKeyDictionary[UOp, dict] = weakref.WeakKeyDictionary()
 
 
 class _Builder:
-  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, out_params: list[UOp] | None, ids: dict):
-    self.s, self.options, self.trace = sched, options, trace
+  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None, ids: dict):
+    self.s, self.options, self.trace, self.tables = sched, options, trace, tables
     self.ids = ids
     self.buffers: dict = {}
     self.nested: dict[UOp, UOp] = {}
     self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
-    self.views = out_params is None  # read args bound as views first (CALL_ARGS turns them into storage)
+    self.views = out_params is None  # read args bound as views first (the call_args table turns them into storage)
     if out_params is not None:
       if len(out_params) != len(sched.entries): raise ValueError("a nested graph needs one output PARAM per value")
       for p, (kind, r) in zip(out_params, sched.entries):
@@ -234,7 +234,8 @@ class _Builder:
       else: val = vindex(k.expr, ro)
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
-    body = self.trace.rewrite(UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,)), INDEXING, KernelCtx(leaves), bottom_up=False)
+    sink = UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,))
+    body = self.trace.rewrite(sink, self.tables["indexing"], KernelCtx(leaves), bottom_up=False)
     if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
@@ -252,7 +253,7 @@ class _Builder:
     if (g := self.nested.get(call.src[0])) is None:
       body, n_in = call.src[0], len(ins)
       params = [_param(n_in + i, self.storage(key)) for i, (key, _) in enumerate(k.writes)]
-      g = self.nested[body] = lower_graph(UOp(Ops.SINK, dtypes.void, body.src), self.options, self.trace, params,
+      g = self.nested[body] = lower_graph(UOp(Ops.SINK, dtypes.void, body.src), self.options, self.trace, self.tables, params,
                                           self.ids.setdefault(("nested", body), {}))
     return UOp(Ops.CALL, dtypes.void, (g, *ins, *outs), call.arg)
 
@@ -273,7 +274,7 @@ def _rebase(view: UOp, base: UOp) -> UOp:
 
 def _pointwise(body: UOp, p0: UOp) -> bool | None:
   """Every load of the output PARAM reads the element the kernel stores at that point. None while a view INDEX is left
-  (a Trace's step limit stopped the INDEXING rewrite of the body): it cannot be told yet."""
+  (a Trace's step limit stopped the indexing rewrite of the body): it cannot be told yet."""
   nodes = body.toposort()
   if any(u.op is Ops.INDEX and u.arg == VIEW for u in nodes): return None
   stores = [u.src[0] for u in nodes if u.op is Ops.STORE]
@@ -281,21 +282,25 @@ def _pointwise(body: UOp, p0: UOp) -> bool | None:
   return len(stores) == 1 and all(i is stores[0] for i in loads)
 
 
-def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, out_params: list[UOp] | None = None, ids: dict | None = None) -> UOp:
-  """The kernel graph of a prepared tensor SINK. With out_params, entry i is written into out_params[i]. ids maps what
-  needs a fresh BUFFER to its id (kept by the caller to give the same ids when the same graph is lowered again)."""
+def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None = None,
+                ids: dict | None = None) -> UOp:
+  """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables["indexing"]. With out_params,
+  entry i is written into out_params[i]. ids maps what needs a fresh BUFFER to its id (kept by the caller to give the
+  same ids when the same graph is lowered again)."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
   if ids is None: ids = _BUFFER_IDS.setdefault(sink, {})
-  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, out_params, ids).build()
+  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, tables, out_params, ids).build()
 
 
-def run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  prepared = trace.rewrite(root, PREPARE, bottom_up=True)
-  # stopped by a step limit before PREPARE is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
+  prepare = tables["rangeify_prepare"]
+  prepared = trace.rewrite(root, prepare, bottom_up=True)
+  # stopped by a step limit before the prepare table is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
   # of a TUPLE): it is the pass's result as it stands
-  if trace.exhausted and graph_rewrite(prepared, PREPARE) is not prepared: return prepared
+  if trace.exhausted and graph_rewrite(prepared, prepare) is not prepared: return prepared
   # stopped inside a kernel body, the trace is exhausted and this leaves the view args as they are (legal at TENSOR)
-  return trace.rewrite(lower_graph(prepared, options, trace, ids=_BUFFER_IDS.setdefault(root, {})), CALL_ARGS, bottom_up=True)
+  graph = lower_graph(prepared, options, trace, tables, ids=_BUFFER_IDS.setdefault(root, {}))
+  return trace.rewrite(graph, tables["rangeify_call_args"], bottom_up=True)
 
 
-RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (PREPARE, INDEXING, CALL_ARGS))
+RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (pm_prepare, pm_indexing, pm_call_args))

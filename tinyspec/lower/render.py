@@ -5,17 +5,18 @@ follow the CALL's args in slot order; they are `restrict` unless two args are th
 """
 from __future__ import annotations
 
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.render.program import RENDERER_MODULES, get_renderer, kernel_params, kernel_source, render_program
 from tinyspec.spec import Stage
 from tinyspec.uop import UOp
 
-__all__ = ["RENDER", "RENDERER_MODULES", "get_renderer", "kernel_params", "kernel_source", "render_program"]
+__all__ = ["RENDER", "run", "RENDERER_MODULES", "get_renderer", "kernel_params", "kernel_source", "render_program"]
 
-def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
+  """Every kernel PROGRAM rendered: a renderer, no rule table (tables is empty)."""
   renderer = get_renderer(options.backend)
   return map_kernels(root, lambda call, body: render_program(call, body, renderer))
 
 
-RENDER = Pass("render", Stage.PROGRAM, Stage.PROGRAM, _run, ())
+RENDER = Pass("render", Stage.PROGRAM, Stage.PROGRAM, run, ())

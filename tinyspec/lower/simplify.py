@@ -7,12 +7,12 @@ x + 0.0 is not x when x is -0.0, and the evaluator's rounding is the program's.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
-from tinyspec.lower.ordering import pin_order, unpin_order
+from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
 from tinyspec.ops import accepts, scalar
 from tinyspec.ops.intervals import raw_interval
 from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
@@ -152,13 +152,13 @@ _c1, _c2 = UPat.cvar("c1", INTS), UPat.cvar("c2", INTS)
 _cint = UPat.cvar("c", INTS)
 _bx = UPat.var("x", dtypes.bool)
 
-fold_constants = PatternMatcher([
+pm_fold_constants = PatternMatcher([
   ("fold_const_alu", UPat(GroupOp.ALU, name="x", src=UPat(Ops.CONST)), fold_const),
   ("fold_const_cast", UPat(Ops.CAST, name="x", src=(UPat.cvar("c"),)), fold_cast),
   ("fold_cast_same_dtype", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if c.dtype is x.dtype else None),
 ], name="fold_constants")
 
-identities = PatternMatcher([
+pm_identities = PatternMatcher([
   ("add_zero", UPat(Ops.ADD, src=[_x, UPat.const(INTS, 0)]), lambda x: x),
   ("sub_zero", UPat(Ops.SUB, src=(_x, UPat.const(INTS, 0))), lambda x: x),
   ("sub_self", UPat(Ops.SUB, src=(_x, _x)), lambda x: _c(x, 0)),
@@ -185,7 +185,7 @@ identities = PatternMatcher([
   ("where_same", UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("a"))), lambda c, a: a),
 ], name="identities")
 
-bounds_rules = PatternMatcher([
+pm_bounds = PatternMatcher([
   ("fold_by_bounds", UPat(GroupOp.ALU | {Ops.CAST}, name="x"), fold_by_bounds),
   ("max_by_bounds", UPat(Ops.MAX, name="m", src=[UPat.var("a", INTS), UPat.var("b", INTS)]), max_by_bounds),
   ("mod_below_divisor", UPat(Ops.MOD, src=(_x, _cint)), mod_below_divisor),
@@ -201,7 +201,7 @@ bounds_rules = PatternMatcher([
 def _not_const(u: UOp) -> bool: return u.op is not Ops.CONST
 
 
-combine_terms = PatternMatcher([
+pm_combine_terms = PatternMatcher([
   # ring identities: they hold modulo 2**bits, so wrap-around cannot break them
   ("add_const_assoc", UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[_x, _c1]), _c2]), lambda x, c1, c2: x + _c(x, c1.arg + c2.arg)),
   ("mul_const_assoc", UPat(Ops.MUL, src=[UPat(Ops.MUL, src=[_x, _c1]), _c2]), lambda x, c1, c2: x * _c(x, c1.arg * c2.arg)),
@@ -214,26 +214,26 @@ combine_terms = PatternMatcher([
   ("combine_self", UPat(Ops.ADD, src=(_x, _x)), lambda x: x * _c(x, 2) if _not_const(x) else None),
 ], name="combine_terms")
 
-gates = PatternMatcher([
+pm_gates = PatternMatcher([
   ("load_gate_true", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, True))), lambda i, alt: i.load()),
   ("load_gate_false", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, False))), lambda i, alt: alt),
   ("store_gate_true", UPat(Ops.STORE, src=(UPat.var("t"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda t, v: t.store(v)),
 ], name="gates")
 
-SIMPLIFY_PM = fold_constants + identities + bounds_rules + combine_terms + gates
-SIMPLIFY_PM.name = "simplify"
+pm_simplify = PatternMatcher([r for pm in (pm_fold_constants, pm_identities, pm_bounds, pm_combine_terms, pm_gates) for r in pm.rules],
+                             "simplify")
 
 
-def simplify_body(body: UOp, trace: Trace | None = None) -> UOp:
-  """One kernel body (or any integer expression) simplified to a fixed point, every store kept after the effects
-  its value read through (lower.ordering): folding may drop the loads that carried that order."""
+def simplify_body(body: UOp, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:
+  """One kernel body (or any integer expression) simplified to a fixed point with tables["simplify"], every store
+  kept after the effects its value read through (tables "pin_order" and "unpin_order", lower.ordering): folding may
+  drop the loads that carried that order. tables: a pass's Tables holding those three (SIMPLIFY.tables)."""
   trace = trace or Trace()
-  return trace.rewrite(trace.rewrite(trace.rewrite(body, pin_order), SIMPLIFY_PM), unpin_order)
+  return trace.rewrite(trace.rewrite(trace.rewrite(body, tables["pin_order"]), tables["simplify"]), tables["unpin_order"])
 
 
-def _run(root: UOp, options: LowerOptions, trace: Trace) -> UOp:
-  return map_kernels(root, lambda call, body: simplify_body(body, trace))
+def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
+  return map_kernels(root, lambda call, body: simplify_body(body, tables, trace))
 
 
-SIMPLIFY = Pass("simplify", Stage.KERNEL, Stage.KERNEL, _run,
-                (pin_order, fold_constants, identities, bounds_rules, combine_terms, gates, unpin_order))
+SIMPLIFY = Pass("simplify", Stage.KERNEL, Stage.KERNEL, run, (pm_pin_order, pm_simplify, pm_unpin_order))

@@ -21,13 +21,17 @@ def _dtypes(s: str) -> tuple[DType, ...]:
 
 
 def add_prove_arguments(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--target", choices=("tinyspec", "tinygrad"), default="tinyspec",
+                 help="tinyspec (default): the reference lowering's rules; tinygrad: tinygrad 0.14.0's own symbolic and decomposition"
+                      " rules (needs the tinygrad extra), default dtypes int32,uint32,int64,index")
   p.add_argument("--rules", default=None, help="only rules whose name or pass/name matches this glob, e.g. 'mod_*' or 'simplify/*'")
-  p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index)")
-  p.add_argument("--samples", type=int, default=300, help="pattern instances per rule and dtype (default 300)")
+  p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index; with --target tinygrad"
+                                                                   " int32,uint32,int64,index)")
+  p.add_argument("--samples", type=int, default=None, help="pattern instances per rule and dtype (default 300; 100 with --target tinygrad)")
   p.add_argument("--timeout-ms", type=int, default=1000, help="z3 timeout per query and encoding in ms (default 1000)")
-  p.add_argument("--retry-timeout-ms", type=int, default=10000,
-                 help="a second z3 timeout for the queries no encoding decided within --timeout-ms (default 10000; 0: no retry);"
-                      " a query still undecided makes its rule unknown")
+  p.add_argument("--retry-timeout-ms", type=int, default=None,
+                 help="a second z3 timeout for the queries no encoding decided within --timeout-ms (default 10000, 3000 with"
+                      " --target tinygrad; 0: no retry); a query still undecided makes its rule unknown")
   p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the number of cores)")
   p.add_argument("--seed", type=int, default=0, help="seed of the instances (default 0)")
   p.add_argument("--corpus", default="corpus", help="where refuted rules' counterexamples are written (default corpus/)")
@@ -36,9 +40,18 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
                       "evaluator: it must also keep the evaluator's values there")
 
 
+def resolve_defaults(args: argparse.Namespace) -> None:
+  """Fill the options left unset with the defaults of the chosen target (tinygrad's tables are proven with fewer samples
+  and a shorter retry: many more of its rules build large rewrites)."""
+  tinygrad = getattr(args, "target", "tinyspec") == "tinygrad"
+  if args.samples is None: args.samples = 100 if tinygrad else 300
+  if args.retry_timeout_ms is None: args.retry_timeout_ms = 3000 if tinygrad else 10000
+
+
 def prove_main(args: argparse.Namespace, store: Callable | None = None) -> int:
   """Run the prover as the arguments say; store(ref, counterexample) keeps each refutation (None: print only)."""
   from tinyspec.prove.prover import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
+  resolve_defaults(args)
   refs = expression_rules()
   if args.rules:
     refs = [r for r in refs if fnmatch.fnmatch(r.name, args.rules) or fnmatch.fnmatch(r.qualname, args.rules)]

@@ -81,14 +81,14 @@ def in_scope(ref: RuleRef) -> bool:
 
 
 def expression_rules(passes: Sequence | None = None) -> list[RuleRef]:
-  """The rules in scope, from every pass's matchers, each once (a table reused by another pass is the first pass's)."""
+  """The rules in scope, from every pass's tables, each once (a table reused by another pass is the first pass's)."""
   if passes is None:
     from tinyspec.lower.pipeline import PASSES
     passes = PASSES
   seen: set[tuple[str, int]] = set()
   out: list[RuleRef] = []
   for p in passes:
-    for pm in p.matchers:
+    for pm in p.tables.values():
       for r in pm.rules:
         key = (r.name, id(r.fn))
         if key in seen: continue
@@ -288,6 +288,12 @@ class Prover:
     for f in tried if self.retry_ms > self.timeout_ms else ():
       if (r := self.solve(f, g, dt, self.retry_ms)) is not None: return r
     return "unknown"
+
+  def query_pair(self, lhs: UOp, rhs: UOp, slots: list[Slot], boxes: dict[tuple, Instance], dt: DType) -> str | Counterexample:
+    """One query for a rewrite made outside tinyspec's tables (a bridged compiler's rule): lhs and rhs are over the
+    canonical slots (canonical_slot) of `slots`; boxes maps each instance's slot bounds ((lo, hi) per slot) to it.
+    "proven", "unknown", or a Counterexample."""
+    return self.query(_Group(lhs, rhs, list(slots), dict(boxes)), dt)
 
   def solve(self, f: Encoding, g: _Group, dt: DType, timeout_ms: int) -> str | Counterexample | None:
     solver = z3.Solver()

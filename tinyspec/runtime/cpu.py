@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
+from tinyspec.lower.kernel_map import kernel_calls
 from tinyspec.uop import Ops, UOp
 
 # -ffp-contract=off: a*b+c must round twice, as the evaluator computes it
@@ -198,21 +198,20 @@ def make_runner(fns: dict[UOp, Callable], compiler: str | None = None) -> Callab
 
 
 def prepare(root: UOp, backend: str = "c", **options) -> UOp:
-  """root lowered to PROGRAMs rendered for backend (unchanged when it already is). A kernel graph (or one kernel
-  body) runs through the passes after rangeify; a tensor graph through the whole pipeline."""
+  """root lowered to PROGRAMs rendered for backend (unchanged when it already is). A kernel-level graph (or one kernel
+  body) runs through the passes after rangeify, a tensor graph through the whole pipeline (tinyspec.lower.start)."""
   calls = kernel_calls(root)
   def rendered(c: UOp) -> bool: return c.src[0].op is Ops.PROGRAM and len(c.src[0].src) == 3 and c.src[0].src[2].arg.lang == backend
   if calls and all(rendered(c) for c in calls): return root
   options = {**options, "backend": backend}
-  if calls or is_kernel_body(root):
-    from tinyspec.lower.base import Trace
-    from tinyspec.lower.pipeline import PASSES, make_options
-    opts = make_options(**options)
-    names = [p.name for p in PASSES]
-    for p in PASSES[names.index("rangeify") + 1:]: root = p.run(root, opts, Trace())
-    return root
-  from tinyspec.lower.pipeline import lower
-  return lower(root, **options)["render"]
+  from tinyspec.lower.pipeline import PASSES, lower, make_options
+  from tinyspec.lower.start import start_index
+  start = start_index(PASSES, root)
+  if start == 0: return lower(root, **options)["render"]
+  from tinyspec.lower.base import Trace
+  opts = make_options(**options)
+  for p in PASSES[start:]: root = p.run(root, opts, Trace())
+  return root
 
 
 def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options) -> list[np.ndarray | None] | np.ndarray:

@@ -53,19 +53,9 @@ Kernels (C's memory semantics; tinyspec/semantics/loops.py and kernel.py)
   as one private copy per iteration) runs all its iterations at once, the others run in order. A reduction runs one
   numpy step per reduce iteration over all its outer iterations.
 
-Integers and floats (C semantics, and a fixed choice where C leaves it undefined)
-  - Fixed-width ints wrap (two's complement), including NEG, ADD, MUL, SHL, REDUCE and CAST between ints.
-  - IDIV and MOD truncate toward zero as C: a == (a IDIV b) * b + (a MOD b). MIN IDIV -1 wraps to MIN, MOD gives 0.
-    Division by zero: a IDIV 0 == 0 and a MOD 0 == a. Float IDIV is trunc(a / b); float MOD is fmod.
-  - SHL and SHR take the count modulo the width (count & (bits - 1), as x86 does); SHR is arithmetic on signed
-    types and logical on unsigned; SHL on signed shifts the two's complement bits and wraps.
-  - CAST float -> int truncates toward zero; NaN gives 0 and values past the target's range (inf included)
-    saturate to its min or max. Anything -> bool is x != 0. bool -> number is 0 or 1. BITCAST reinterprets bits
-    (same item size; otherwise EvalError).
-  - Bool arithmetic is C's (bool)(a op b): ADD and MAX are OR, MUL is AND, SUB is XOR, NEG is NOT.
-  - Float math runs in the node's own dtype (float32 stays float32). MAX propagates NaN. RECIP of 0 is inf.
-  - REDUCE combines in the value's dtype (ints wrap); over zero elements it gives the identity (0, 1, or the
-    dtype's minimum / -inf for MAX).
+Op meanings
+  Every op's meaning is the registry's (tinyspec/ops: C semantics, and the value tinyspec gives each point C leaves
+  undefined), as docs/spec.md's op table states it; an op outside the dtype classes it accepts is an EvalError.
   Numpy warnings are suppressed; undefined points never crash.
 
 Errors

@@ -216,7 +216,8 @@ class LoopAnalysis:
     """Whether no element of a checked storage node written by one iteration (over iter_keys) is touched by another.
     Storage is compared as cells: two PARAM slots given one array are one storage."""
     if not checked: return True
-    self.ahead, self.ahead_info = {}, info
+    # thread indices are bound once for the whole kernel, before any loop runs
+    self.ahead, self.ahead_info = {u: v for u, v in self.env.items() if u.op is Ops.SPECIAL}, info
     try:
       cells = {id(self._cell_of(b)) for b in checked}
       bases = {b for _, _, b, _ in info.accesses if b not in info.declared}

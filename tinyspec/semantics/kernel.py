@@ -285,20 +285,6 @@ _HANDLERS = {
 }
 
 
-def kernel_sink(body: UOp) -> UOp:
-  """The SINK of effects a kernel body runs: the body itself, a LINEAR's last node, or a PROGRAM's LINEAR/kernel sink."""
-  if body.op is Ops.PROGRAM:
-    if len(body.src) >= 2 and body.src[1].op is Ops.LINEAR and body.src[1].src: return kernel_sink(body.src[1])
-    if not body.src: raise EvalError(body, "has no kernel sink")
-    return kernel_sink(body.src[0])
-  if body.op is Ops.LINEAR:
-    if not body.src: raise EvalError(body, "is empty")
-    last = body.src[-1]
-    return last if last.op is Ops.SINK else UOp(Ops.SINK, src=tuple(u for u in body.src if u.op in GroupOp.Effect))
-  if body.op is Ops.SINK: return body
-  raise EvalError(body, "is not a kernel body (a SINK of effects, a LINEAR or a PROGRAM)")
-
-
 def guard(u: UOp, fn, *args):
   """fn(*args), with any failure other than EvalError reported as an EvalError naming u."""
   try: return fn(*args)

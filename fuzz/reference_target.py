@@ -1,0 +1,103 @@
+"""The reference target: random TENSOR (and KERNEL_GRAPH) graphs lowered through the reference pipeline, every oracle
+of fuzz.oracles checked, findings reduced by fuzz.reduce. What `tinyspec fuzz` fuzzes by default."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from fuzz.corpus import Entry, replay_pipeline, same_bug, write_entry
+from fuzz.coverage import Coverage, steer
+from fuzz.oracles import Checker, Config, Finding
+from fuzz.reduce import node_count, reduce_case
+from fuzz.reduce_isolated import reduce_crash
+from fuzz.strategies import Case, case_for, default_weights
+
+EPOCH = 32
+
+
+class ReferenceSession:
+  """The checkers of one process: one with every oracle, one without the metamorphic ones for reducing."""
+
+  def __init__(self, cfg: Any):
+    self.cfg = cfg
+    self.config = Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc)
+    self.checker = Checker(self.config)
+    self.reducer_checker = Checker(replace(self.config, metamorphic=False))
+
+  @property
+  def phase(self) -> Counter: return self.checker.stats.phase
+
+  def draw(self, seed: int, index: int, weights: dict[str, float]) -> Case: return case_for(seed, index, weights)
+  def features(self, case: Case) -> frozenset[str]: return case.features
+  def size(self, case: Case) -> int: return node_count(case.root)
+  def counts(self) -> dict[str, int]: return {}
+
+  def check_batch(self, cases: Sequence[Case]) -> list[tuple[list[Finding], dict[str, int]]]:
+    """Every oracle on the cases (CPU kernels of the batch compiled together)."""
+    all_findings = self.checker.check_batch(cases)
+    fired = [{"/".join(k): v for k, v in c.items()} for c in self.checker.case_fired]
+    return list(zip(all_findings, fired))
+
+  def shrink(self, case: Case, f: Finding) -> tuple[Case, Finding]:
+    start = replace(case, options=dict(f.options) if f.options else dict(case.options))
+    if f.oracle == "input": return start, f
+    last: dict[str, Finding] = {}
+    def fails(c: Case) -> bool:
+      for g in self.reducer_checker.check(c):
+        if same_bug(g.signature, f.signature):
+          last["f"] = g
+          return True
+      return False
+    if not fails(start): return case, f  # flaky under its own options: keep it as found
+    small = reduce_case(start, fails, max_seconds=self.cfg.reduce_seconds)
+    fails(small)
+    return small, last.get("f", f)
+
+  def shrink_crash(self, case: Case, why: str) -> Case:
+    cfg = self.cfg
+    checker = Checker(self.config)
+    # a candidate that outlives this is a hang; a crash shows long before
+    timeout = min(cfg.case_timeout, max(1.0, cfg.reduce_seconds / 8))
+    return reduce_crash(case, checker.check, why, timeout, cfg.reduce_seconds)[0]
+
+  def store(self, case: Case, f: Finding, signature: tuple[str, str, str] | None = None) -> tuple[Path, bool, str]:
+    blame = f.blame.describe(6) if f.blame is not None else ""
+    path, new = write_entry(self.cfg.corpus, case, signature or f.signature, message=f.message, backends=self.cfg.backends,
+                            per_rewrite=self.cfg.per_rewrite, blame=blame)
+    return path, new, blame
+
+  def store_crash(self, case: Case, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
+    return write_entry(self.cfg.corpus, case, signature, message=message, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
+
+
+class ReferenceTarget:
+  name = "reference"
+  epoch = EPOCH
+  kinds = ("tensor", "kernel")
+
+  def session(self, cfg: Any) -> ReferenceSession: return ReferenceSession(cfg)
+  def rules(self, cfg: Any) -> list[str]: return Checker(Config(passes=cfg.passes)).all_rules()
+
+  def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]:
+    from fuzz.report import rule_locations
+    return rule_locations(cfg.passes)
+
+  def initial_weights(self, cfg: Any) -> dict[str, float]: return {**default_weights(), **(cfg.weights or {})}
+
+  def steer(self, weights: dict[str, float], coverage: Coverage, epoch: list[tuple[frozenset, dict]]) -> dict[str, float]:
+    return steer(weights, coverage, epoch)
+
+  def batch_size(self, cfg: Any) -> int:
+    """With CPU parity, kernels of a batch share one compiler run; without, one case keeps jobs short."""
+    return cfg.batch if "cpu" in cfg.backends else 1
+
+  def describe(self, cfg: Any) -> tuple[tuple[str, ...], str]:
+    return tuple(cfg.backends), "spec checked after every rule application" if cfg.per_rewrite else "spec checked after every pass"
+
+  def replay(self, entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]: return replay_pipeline(entry, passes)
+
+  def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
+    from fuzz.pictures import draw_entry
+    return draw_entry(entry, out, passes, message=message)
