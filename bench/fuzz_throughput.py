@@ -7,7 +7,7 @@
    spec, evaluate; reduce when a case fails).
 2. The same with CPU parity, for each C compiler: the kernels of 16 cases are compiled together in one compiler
    run (phases compile and run added). A fresh compiler cache directory, so every object is really compiled.
-3. The reducer on each seeded bug of fuzz.seeded_bugs: the campaign that finds it, the time spent reducing and the
+3. The reducer on each seeded bug of fuzz.testbed.seeded_bugs: the campaign that finds it, the time spent reducing and the
    node count before and after.
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.campaign import CampaignConfig, CaseRunner, run_campaign  # noqa: E402
-from fuzz.reduce import node_count  # noqa: E402
-from fuzz.strategies import case_for  # noqa: E402
+from fuzz.engine.campaign import CampaignConfig, CaseRunner, run_campaign  # noqa: E402
+from fuzz.reduce.graph import node_count  # noqa: E402
+from fuzz.generate.strategies import case_for  # noqa: E402
 
 PHASES = ("generate", "lower", "spec", "evaluate", "compile", "run", "reduce")
 
@@ -66,7 +66,7 @@ def main() -> None:
       report(f"with CPU parity ({cc}, 16 cases per compile)", a.cases, wall, phase)
     finally:
       shutil.rmtree(cache, ignore_errors=True)
-  from fuzz.seeded_bugs import SEEDED_BUGS, broken_pipeline
+  from fuzz.testbed.seeded_bugs import SEEDED_BUGS, broken_pipeline
   print("\nreducer on the seeded bugs (seed 0, tensor cases):")
   print(f"  {'bug':26s} {'cases':>5s} {'found':>7s} {'reduce':>7s} {'nodes':>11s}  signature")
   for bug in SEEDED_BUGS:

@@ -1,4 +1,4 @@
-"""The reference evaluator against compiled C on generated read-modify-write kernels (fuzz.kernel_gen).
+"""The reference evaluator against compiled C on generated read-modify-write kernels (fuzz.generate.kernels).
 
     .venv/bin/python bench/kernel_parity.py [--cases N] [--seed S] [--compiler tcc] [--workers W] [--batch B]
     .venv/bin/python bench/kernel_parity.py --seed S --only I      # one case: its graph and both results
@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.kernel_gen import rmw_kernel_case  # noqa: E402
-from fuzz.strategies import Case  # noqa: E402
+from fuzz.generate.kernels import rmw_kernel_case  # noqa: E402
+from fuzz.generate.strategies import Case  # noqa: E402
 from tinyspec.lower.kernel_map import kernel_calls  # noqa: E402
 from tinyspec.runtime import cpu  # noqa: E402
 from tinyspec.semantics import evaluate  # noqa: E402
@@ -98,7 +98,7 @@ def run_batch(seed: int, indices: list[int], cc: str | None) -> list[tuple[int, 
 
 def where(seed: int, i: int) -> str:
   """The oracle's verdict on case i with the reference evaluator alone: which pass changed the evaluated meaning."""
-  from fuzz.oracles import Checker, Config
+  from fuzz.check.oracles import Checker, Config
   fs = Checker(Config(backends=("reference",), metamorphic=False, gradients=False)).check(make_case(seed, i))
   return fs[0].sig_str if fs else "no pass changes the evaluated meaning (the difference is in the runtime)"
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from fuzz.symbolic import ExprGen, SymbolicChecker, SymCase  # noqa: E402
+from fuzz.engine.symbolic import ExprGen, SymbolicChecker, SymCase  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.lower.simplify import pm_simplify  # noqa: E402
 from tinyspec.rewrite import graph_rewrite  # noqa: E402
@@ -173,7 +173,7 @@ def main() -> None:
   t = time.perf_counter()
   for e in gens:
     x = fresh(e)
-    from fuzz.symbolic import Leaf
+    from fuzz.engine.symbolic import Leaf
     # leaves: bounded variables (DETACH) and the RANGEs outside them
     leaves = [Leaf(u, int(u.vmin), int(u.vmax)) for u in x.toposort(gate=lambda u: u.op is not Ops.DETACH) if u.op in (Ops.RANGE, Ops.DETACH)]
     chk.check(SymCase(x, leaves), nrng)

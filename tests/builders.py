@@ -2,6 +2,12 @@
 and the elementwise kernel graph the backend tests run."""
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
 from typing import Callable
 
 import numpy as np
@@ -255,3 +261,22 @@ def tensor_graphs(draw) -> UOp:
     p = UOp.param(0, f32, 16).reshape((4, 4))
     out = call(tup(p * p, p), out).gettuple(draw(st.integers(0, 1)))
   return sink(out, *draw(st.lists(st.sampled_from(xs), max_size=2)))
+
+
+def interrupt_after_first_status(args: list[str], status_prefix: str, cwd) -> tuple[subprocess.Popen, str]:
+  """Run `python -m tinyspec.cli ARGS`, send SIGINT once it prints its first status line (the campaign runs, whatever
+  imports took), and return the ended process and all it printed."""
+  env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+  p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       cwd=cwd, env=env)
+  lines: queue.Queue[str] = queue.Queue()
+  reader = threading.Thread(target=lambda: [lines.put(ln) for ln in p.stdout], daemon=True)  # type: ignore[union-attr]
+  reader.start()
+  seen: list[str] = []
+  while not any(ln.startswith(status_prefix) for ln in seen):
+    try: seen.append(lines.get(timeout=60))
+    except queue.Empty: p.kill(); raise AssertionError(f"no status line within 60 s: {seen}") from None
+  p.send_signal(signal.SIGINT)
+  p.wait(timeout=60)
+  reader.join(timeout=10)
+  return p, "".join(seen) + "".join(lines.queue)

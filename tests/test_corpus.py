@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.corpus import entries, load_entry, replay
+from fuzz.corpus.store import entries, load_entry
+
+from fuzz.engine.targets import replay
 
 pytestmark = pytest.mark.spec
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import EPOCH, CampaignConfig, run_campaign
-from fuzz.corpus import entries, load_entry
+from builders import interrupt_after_first_status
+from fuzz.engine.campaign import EPOCH, CampaignConfig, run_campaign
+from fuzz.corpus.store import entries, load_entry
 from tinyspec.cli import main
 from tinyspec.lower.base import Pass
 from tinyspec.spec import Stage
@@ -40,7 +37,7 @@ def test_same_seed_same_campaign_and_resume(tmp_path):
   assert sa["coverage"] == sb["coverage"] and sa["weights"] == sb["weights"] and sa["epoch_results"] == sb["epoch_results"]
   assert sa["coverage"]  # rules fired
   # steering moved some weights after the first epoch
-  from fuzz.strategies import default_weights
+  from fuzz.generate.strategies import default_weights
   assert sa["weights"] != default_weights()
 
 
@@ -74,22 +71,8 @@ def test_a_dying_or_hanging_worker_is_a_finding(tmp_path, fn, why):
 
 
 def test_sigint_ends_with_a_summary(tmp_path):
-  env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-  p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", "fuzz", "--seconds", "120", "--corpus", str(tmp_path), "--workers", "1"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+  p, out = interrupt_after_first_status(["fuzz", "--seconds", "120", "--corpus", str(tmp_path), "--workers", "1"], "fuzz: ", ROOT)
   state = tmp_path / ".fuzz-state-0.json"
-  lines: queue.Queue[str] = queue.Queue()
-  reader = threading.Thread(target=lambda: [lines.put(ln) for ln in p.stdout], daemon=True)
-  reader.start()
-  # the signal goes once the campaign runs (its first status line), not after a fixed wait that imports may outlast
-  seen: list[str] = []
-  while not any(ln.startswith("fuzz: ") for ln in seen):
-    try: seen.append(lines.get(timeout=60))
-    except queue.Empty: p.kill(); raise AssertionError(f"no status line within 60 s: {seen}") from None
-  p.send_signal(signal.SIGINT)
-  p.wait(timeout=60)
-  reader.join(timeout=10)
-  out = "".join(seen) + "".join(lines.queue)
   err = p.stderr.read()
   assert "fuzz summary: seed 0" in out and "(interrupted)" in out, (out, err)
   # exit 1 when the campaign found something before the signal, as always
@@ -110,8 +93,8 @@ def test_cli_fuzz_and_repro(tmp_path, capsys):
 def test_cli_repro_exit_codes(tmp_path, capsys):
   import numpy as np
 
-  from fuzz.corpus import write_entry
-  from fuzz.strategies import Case
+  from fuzz.corpus.store import write_entry
+  from fuzz.generate.strategies import Case
   from tinyspec.dtype import dtypes
   from tinyspec.uop import Ops, UOp
   b = UOp.buffer(dtypes.float32, 4, id=600)

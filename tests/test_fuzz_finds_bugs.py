@@ -7,10 +7,11 @@ import io
 
 import pytest
 
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.corpus import load_entry, replay
-from fuzz.reduce import node_count
-from fuzz.seeded_bugs import SEEDED_BUGS, broken_pipeline
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.corpus.store import load_entry
+from fuzz.engine.targets import replay
+from fuzz.reduce.graph import node_count
+from fuzz.testbed.seeded_bugs import SEEDED_BUGS, broken_pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def test_campaign_finds_blames_and_reduces(bug, baseline, tmp_path):
   assert s.cases <= baseline.cases
   entry = load_entry(hits[0].path)
   assert node_count(entry.case.root) <= 12
-  assert f"blamed: rule '{bug.rule}' of pass {bug.pass_name} at fuzz/seeded_bugs.py:" in open(hits[0].path).read()
+  assert f"blamed: rule '{bug.rule}' of pass {bug.pass_name} at fuzz/testbed/seeded_bugs.py:" in open(hits[0].path).read()
   # the stored case still shows the bug, and the reference pipeline passes it
   assert replay(entry, passes)[0]
   assert replay(entry)[0] is False

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fuzz.blame import bisect, count_steps, creator, first_failing_step, local_change
-from fuzz.oracles import Checker, Config, compare, union_violations
-from fuzz.reduce import node_count, reduce_case
-from fuzz.strategies import Case, case_for
+from fuzz.check.blame import bisect, count_steps, creator, first_failing_step, local_change
+from fuzz.check.oracles import Checker, Config, compare, union_violations
+from fuzz.reduce.graph import node_count, reduce_case
+from fuzz.generate.strategies import Case, case_for
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
@@ -121,7 +121,7 @@ def test_per_rewrite_mode_sees_an_intermediate_graph():
 
 
 def test_a_broken_pass_is_a_finding_with_its_rule():
-  from fuzz.seeded_bugs import BUGS_BY_NAME, broken_pipeline
+  from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline
   bug = BUGS_BY_NAME["gettuple_wrong_output"]
   b = UOp.buffer(dtypes.int32, 3, id=803)
   p = UOp.param(0, dtypes.int32, 3)
@@ -130,7 +130,7 @@ def test_a_broken_pass_is_a_finding_with_its_rule():
   case = Case(root, {803: np.array([1, 2, 3], np.int32)}, {"callify": "inline", "realize": "minimal", "opts": None})
   fs = Checker(Config(passes=broken_pipeline(bug), metamorphic=False)).check(case)
   assert [f.signature for f in fs] == [("parity", "callify", "inline_gettuple_of_call")]
-  assert fs[0].blame is not None and fs[0].blame.location.startswith("fuzz/seeded_bugs.py:")
+  assert fs[0].blame is not None and fs[0].blame.location.startswith("fuzz/testbed/seeded_bugs.py:")
   assert Checker(Config(metamorphic=False)).check(case) == []
 
 
@@ -146,7 +146,7 @@ def test_reducer_keeps_the_failure_and_shrinks():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_reducer_result_is_locally_minimal(seed):
-  from fuzz.reduce import Reducer, cost
+  from fuzz.reduce.graph import Reducer, cost
   def fails(c: Case) -> bool: return any(u.op is Ops.REDUCE for u in c.root.toposort())
   start = next(c for c in (case_for(seed, i) for i in range(500)) if c.kind == "tensor" and fails(c))
   r = Reducer(fails)

@@ -10,16 +10,16 @@ import time
 import numpy as np
 import pytest
 
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.corpus import load_entry, same_bug
-from fuzz.oracles import Checker, Config
-from fuzz.reduce import Reducer, node_count
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.corpus.store import load_entry, same_bug
+from fuzz.check.oracles import Checker, Config
+from fuzz.reduce.graph import Reducer, node_count
 from tinyspec.uop import substitute
-from fuzz.reduce_isolated import run_isolated
-from fuzz.reduce_kernel import drop_range, shrink_buffers
-from fuzz.reduce_shapes import shape_moves
-from fuzz.seeded_bugs import BUGS_BY_NAME, broken_pipeline
-from fuzz.strategies import Case
+from fuzz.reduce.isolated import run_isolated
+from fuzz.reduce.kernel import drop_range, shrink_buffers
+from fuzz.reduce.shapes import shape_moves
+from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline
+from fuzz.generate.strategies import Case
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import Pass
 from tinyspec.semantics import evaluate

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.local_eval import LocalEval, free_ranges
-from fuzz.safety import Analysis, Info, Unsafe, node_info, unsafe_reason
-from fuzz.strategies import (ARITH, BITWISE, COMPARE, INT_ONLY, MOVEMENT, UNARY_FLOAT, TensorGen, case_for, cases, in_bounds, index_exprs,
+from fuzz.check.local_eval import LocalEval, free_ranges
+from fuzz.generate.safety import Analysis, Info, Unsafe, node_info, unsafe_reason
+from fuzz.generate.strategies import (ARITH, BITWISE, COMPARE, INT_ONLY, MOVEMENT, UNARY_FLOAT, TensorGen, case_for, cases, in_bounds, index_exprs,
                              kernel_graphs)
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes

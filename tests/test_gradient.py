@@ -17,7 +17,7 @@ from tinyspec import gradient
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, function, inputs_of
 from tinyspec import autograd
-from fuzz.gradient_oracle import call_gradient_mismatches
+from fuzz.check.gradient_oracle import call_gradient_mismatches
 from tinyspec.autograd import GRAD_SUFFIX, GradientError, backward_call, gradient_sink, is_backward_call
 from tinyspec.lower.base import LowerOptions, Trace
 from tinyspec.lower.callify import CALLIFY

@@ -1,4 +1,4 @@
-"""The read-modify-write kernel generator (fuzz.kernel_gen): its cases are legal and safe, it builds the loop forms it
+"""The read-modify-write kernel generator (fuzz.generate.kernels): its cases are legal and safe, it builds the loop forms it
 claims to, and on them the reference evaluator equals compiled C (and C equals a plain sequential interpreter), before
 and after every remaining pass of the lowering."""
 from __future__ import annotations
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.kernel_gen import rmw_kernel_case, rmw_kernels
-from fuzz.kernel_safety import kernel_unsafe_reason
-from fuzz.kernel_seq import run_sequential
-from fuzz.oracles import Checker, Config
-from fuzz.strategies import case_for
+from fuzz.generate.kernels import rmw_kernel_case, rmw_kernels
+from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.check.kernel_seq import run_sequential
+from fuzz.check.oracles import Checker, Config
+from fuzz.generate.strategies import case_for
 from tinyspec.dtype import dtypes
 from tinyspec.runtime import cpu
 from tinyspec.semantics import evaluate
@@ -157,7 +157,7 @@ def test_folding_an_update_keeps_it_after_the_init():
 
 
 def test_lowering_keeps_spec_and_meaning():
-  """Every pass after rangeify: its output is legal at its stage and evaluates to what its input did (fuzz.oracles,
+  """Every pass after rangeify: its output is legal at its stage and evaluates to what its input did (fuzz.check.oracles,
   as a campaign checks a kernel case), and the final program on the CPU matches."""
   checker = Checker(Config(backends=("reference", "cpu"), metamorphic=False, gradients=False, blame=False, cc=CC))
   cs = cases(40, "lower")

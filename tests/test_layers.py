@@ -3,6 +3,11 @@
     IR (dtype, uop, loop_order, rewrite, pyrender, fileio, loadfile) <- op meanings (ops) <- z3 translation (smt) <- spec
     <- semantics <- render <- lower <- runtime <- frontend, autograd, viz <- fuzz, prove, bridge <- cli
 
+Inside fuzz/, a package imports only those below it: what a case is and how it is stored come first, then what checks
+and reduces it, then what reports on and runs a campaign.
+
+    generate <- corpus (storage, no oracle) <- check <- reduce <- report <- engine;   testbed imports no fuzz package
+
 Every import counts, those inside functions too. The IR's one upward edge is declared below with its reason.
 """
 from __future__ import annotations
@@ -19,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
   ("tinyspec.runtime",), ("tinyspec.frontend", "tinyspec.autograd", "tinyspec.viz"),
   ("fuzz", "tinyspec.prove", "tinyspec.bridge"), ("tinyspec.cli",),
 ]
+FUZZ_FLOW = ["fuzz.generate", "fuzz.corpus", "fuzz.check", "fuzz.reduce", "fuzz.report", "fuzz.engine"]
 # UOp.vmin / vmax are derived from the registry's interval of each op: uop imports that function when a bound is first asked
 ALLOWED_UPWARD = {("tinyspec.uop", "tinyspec.ops.intervals")}
 
@@ -70,6 +76,22 @@ def wrong_way(mod: str) -> list[str]:
   return bad
 
 
+def fuzz_rank(mod: str) -> int | None:
+  return next((i for i, p in enumerate(FUZZ_FLOW) if mod == p or mod.startswith(p + ".")), None)
+
+
+def against_the_flow(mod: str) -> list[str]:
+  """Imports of a fuzz package from one above it in FUZZ_FLOW (testbed: of any other fuzz package)."""
+  if not mod.startswith("fuzz."): return []
+  r = fuzz_rank(mod)
+  bad = []
+  for tgt, _, line in imports(mod):
+    if not tgt.startswith("fuzz.") or tgt.split(".")[1] == mod.split(".")[1]: continue
+    t = fuzz_rank(tgt)
+    if r is None or t is None or t > r: bad.append(f"{mod}:{line} imports {tgt}")
+  return bad
+
+
 def private_names(mod: str) -> list[str]:
   return [f"{mod}:{line} imports {name} from {tgt}" for tgt, name, line in imports(mod)
           if name is not None and name.startswith("_") and not name.startswith("__") and tgt != mod]
@@ -82,6 +104,19 @@ def test_every_module_has_a_layer():
 def test_imports_point_down_the_layers():
   bad = [b for m in sorted(MODULES) for b in wrong_way(m)]
   assert bad == [], "\n".join(bad)
+
+
+def test_fuzz_packages_follow_the_flow():
+  assert [m for m in MODULES if m.startswith("fuzz.") and fuzz_rank(m) is None and not m.startswith("fuzz.testbed")] == []
+  bad = [b for m in sorted(MODULES) for b in against_the_flow(m)]
+  assert bad == [], "\n".join(bad)
+
+
+def test_the_flow_check_fires_on_storage_importing_an_oracle(tmp_path, monkeypatch):
+  fake = tmp_path / "fake.py"
+  fake.write_text("from fuzz.check.oracles import Checker\n")
+  monkeypatch.setitem(MODULES, "fuzz.corpus.fake", fake)
+  assert against_the_flow("fuzz.corpus.fake") == ["fuzz.corpus.fake:1 imports fuzz.check.oracles"]
 
 
 def test_no_private_name_crosses_modules():

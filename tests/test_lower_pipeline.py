@@ -8,8 +8,8 @@ import pytest
 from programs import PROGRAMS
 
 import tinyspec.lower
-from fuzz.seeded_bugs import BUGS_BY_NAME, SEEDED_BUGS, broken_pipeline
-from fuzz.unsound import VARIANTS
+from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, SEEDED_BUGS, broken_pipeline
+from fuzz.testbed.unsound import VARIANTS
 from tinyspec.lower.base import Pass, Tables, Trace
 from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.lower.simplify import SIMPLIFY, pm_simplify

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fuzz.strategies import case_for, default_weights
+from fuzz.generate.strategies import case_for, default_weights
 from tinyspec.lower.kernel_map import kernel_calls
 from tinyspec.lower.pipeline import PASSES
 from tinyspec.lower.start import graph_level, start_index

@@ -1,4 +1,4 @@
-"""Per-rewrite legality (DESIGN.md section 8): after every single rule application of a pass, the graph the pass returns is
+"""Per-rewrite legality: after every single rule application of a pass, the graph the pass returns is
 legal at its input stage, its output stage, or their union. Checked for every step of every pass on the parity programs
 and on a fixed set of generated cases, and, in detail, for the two passes whose intermediate graphs mix forms: rangeify
 (kernels half built, addressing tensor values through view INDEXes) and linearize (some kernels PROGRAMs, some not yet)."""
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from programs import ALL_PROGRAMS, MODES
 
-from fuzz.blame import run_steps
-from fuzz.oracles import Checker, Config, union_violations
-from fuzz.strategies import case_for
+from fuzz.check.blame import run_steps
+from fuzz.check.oracles import Checker, Config, union_violations
+from fuzz.generate.strategies import case_for
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Trace

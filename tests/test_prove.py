@@ -9,7 +9,7 @@ import z3
 
 from tinyspec.prove.prover import Prover, RuleRef, expression_rules, prove_rules
 from tinyspec.prove.templates import boxes
-from fuzz.unsound import VARIANTS
+from fuzz.testbed.unsound import VARIANTS
 from tinyspec.prove.exact import ExactForm, Unsupported, analyze
 from tinyspec.dtype import dtypes
 from tinyspec.uop import substitute
@@ -65,8 +65,8 @@ def test_unsound_variant_is_refuted_with_a_real_counterexample(variant, tmp_path
 
 
 def test_counterexample_corpus_entry_computes_the_rewritten_expression(tmp_path):
-  from fuzz.corpus import load_entry
-  from fuzz.refutations import write_counterexample
+  from fuzz.corpus.store import load_entry
+  from fuzz.corpus.refutations import write_counterexample
   v = next(x for x in VARIANTS if x.name == "mod_split_no_sign")
   res = Prover(store=lambda ref, cx: write_counterexample(tmp_path, ref, cx), **FAST).prove(RuleRef("simplify", "simplify", v.rule_obj()))
   cx = res.counterexample

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.report import header_of
-from fuzz.report_html import nice_ticks, rates
-from fuzz.seeded_bugs import BUGS_BY_NAME, broken_pipeline
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.report.writer import header_of
+from fuzz.report.html import nice_ticks, rates
+from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline
 from tinyspec.cli import main
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -155,8 +155,8 @@ def test_each_finding_has_its_signature_blame_command_and_picture(campaign):
 
 
 def test_a_running_campaign_page_reloads_itself(campaign, tmp_path):
-  from fuzz.campaign import Campaign
-  from fuzz.report import for_campaign
+  from fuzz.engine.campaign import Campaign
+  from fuzz.report.writer import for_campaign
   cfg, summary, _ = campaign
   c = Campaign(CampaignConfig(seed=cfg.seed, workers=0, corpus=cfg.corpus, passes=cfg.passes, report=str(tmp_path / "r"), status_every=12))
   assert for_campaign(c).update(c, 3.0, "running") == tmp_path / "r" / "index.html"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.corpus import load_entry, write_entry
-from fuzz.oracles import lower_options
-from fuzz.pictures import draw_entry, replay_findings
-from fuzz.seeded_bugs import BUGS_BY_NAME, broken_pipeline
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.corpus.store import load_entry, write_entry
+from fuzz.check.oracles import lower_options
+from fuzz.report.pictures import draw_entry, replay_findings
+from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline
 from tinyspec.cli import main
 from tinyspec.lower.base import Trace
 from tinyspec.spec import check

@@ -156,7 +156,7 @@ def test_add_kernel_is_kernel_not_tensor():
 
 
 # ---- rangeify's view INDEX(x, i0, ...): legal only in a kernel under construction (checked at TENSOR), never at KERNEL ----
-from fuzz.oracles import union_violations  # noqa: E402
+from fuzz.check.oracles import union_violations  # noqa: E402
 from tinyspec.lower.indexing import vindex  # noqa: E402
 
 

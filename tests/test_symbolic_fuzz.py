@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import queue
 import re
-import signal
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.corpus import entries, load_entry, replay
-from fuzz.symbolic import (IDX, Leaf, SymbolicChecker, SymbolicTarget, SymCase, _leaf_name, case_for, from_entry_case, leaves_of,
+from builders import interrupt_after_first_status
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.corpus.store import entries, load_entry
+from fuzz.engine.targets import replay
+from fuzz.engine.symbolic import (IDX, Leaf, SymbolicChecker, SymbolicTarget, SymCase, _leaf_name, case_for, from_entry_case, leaves_of,
                            replay_case)
 from tinyspec.prove.templates import slot_node
-from fuzz.unsound import VARIANTS
+from fuzz.testbed.unsound import VARIANTS
 from tinyspec.uop import substitute
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
@@ -123,10 +119,10 @@ def test_leaves_are_read_back_from_the_expression():
 def test_cli_symbolic_campaign_with_corpus_report_and_workers(tmp_path, monkeypatch, capsys):
   """`tinyspec fuzz --symbolic --corpus D --report R --workers 2` with an unsound rule in the simplifier: the finding is
   a corpus entry that `tinyspec repro` replays, the report lists it, and a second run resumes past the cases done."""
-  import fuzz.symbolic
+  import fuzz.engine.symbolic
   from tinyspec.cli import main
   variant = next(v for v in VARIANTS if v.name == "mod_below_divisor_off_by_one")
-  monkeypatch.setattr(fuzz.symbolic, "simplify_table", variant.matcher)  # the workers fork with it
+  monkeypatch.setattr(fuzz.engine.symbolic, "simplify_table", variant.matcher)  # the workers fork with it
   d, r = tmp_path / "corpus", tmp_path / "report"
   argv = ["fuzz", "--symbolic", "--seconds", "60", "--max-cases", "64", "--corpus", str(d), "--report", str(r), "--workers", "2"]
   assert main(argv) == 1
@@ -167,19 +163,7 @@ def test_symbolic_workers_do_not_change_the_cases(tmp_path):
 
 
 def test_sigint_ends_a_symbolic_campaign_with_its_summary(tmp_path):
-  env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-  p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", "fuzz", "--symbolic", "--seconds", "120", "--corpus", str(tmp_path), "--workers", "1"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-  lines: queue.Queue[str] = queue.Queue()
-  reader = threading.Thread(target=lambda: [lines.put(ln) for ln in p.stdout], daemon=True)
-  reader.start()
-  seen: list[str] = []
-  while not any(ln.startswith("fuzz symbolic: ") for ln in seen):  # its first status line: the campaign runs
-    try: seen.append(lines.get(timeout=60))
-    except queue.Empty: p.kill(); raise AssertionError(f"no status line within 60 s: {seen}") from None
-  p.send_signal(signal.SIGINT)
-  p.wait(timeout=60)
-  reader.join(timeout=10)
-  out = "".join(seen) + "".join(lines.queue)
+  p, out = interrupt_after_first_status(["fuzz", "--symbolic", "--seconds", "120", "--corpus", str(tmp_path), "--workers", "1"],
+                                        "fuzz symbolic: ", ROOT)
   assert "symbolic fuzz summary: seed 0" in out and "(interrupted)" in out, (out, p.stderr.read())
   assert p.returncode == 0 and json.loads((tmp_path / ".fuzz-state-symbolic-0.json").read_text())["cases"] > 0

@@ -125,7 +125,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
   """A campaign of one target (--target reference|symbolic; --symbolic is --target symbolic) on the one engine."""
-  from fuzz.cli_verbs import fuzz_main
+  from fuzz.engine.cli_verbs import fuzz_main
   return fuzz_main(args)
 
 
@@ -137,14 +137,14 @@ def cmd_prove(args: argparse.Namespace) -> int:
       print(f"tinyspec prove --target tinygrad: {e}", file=sys.stderr)
       return 2
     return prove_tinygrad(args)
-  from fuzz.refutations import write_counterexample
+  from fuzz.corpus.refutations import write_counterexample
   from tinyspec.prove.cli import prove_main
   # a refuted rule's counterexample becomes a corpus entry, replayed like any fuzz finding
   return prove_main(args, lambda ref, cx: write_counterexample(args.corpus, ref, cx))
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-  from fuzz.cli_verbs import repro_main
+  from fuzz.engine.cli_verbs import repro_main
   return repro_main(args)
 
 
@@ -182,10 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
   vz.add_argument("--max-nodes", type=int, default=None, help="above this many boxes (default 250) draw the part nearest the root (0: all)")
   vz.add_argument("--collapse", type=int, default=None, help="fold single-use elementwise trees of this many ops (default 6; 0: never)")
   vz.set_defaults(fn=cmd_viz)
-  from fuzz.cli_verbs import add_fuzz_arguments, add_repro_arguments
+  from fuzz.engine.cli_verbs import add_fuzz_arguments, add_repro_arguments
   fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
   add_fuzz_arguments(fz)
-  from fuzz.cli_verbs import add_symbolic_arguments
+  from fuzz.engine.cli_verbs import add_symbolic_arguments
   from tinyspec.prove.cli import add_prove_arguments
   add_symbolic_arguments(fz)
   fz.set_defaults(fn=cmd_fuzz)

@@ -40,27 +40,29 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
                       "evaluator: it must also keep the evaluator's values there")
 
 
-def resolve_defaults(args: argparse.Namespace) -> None:
+def resolve_args(args: argparse.Namespace) -> str | None:
   """Fill the options left unset with the defaults of the chosen target (tinygrad's tables are proven with fewer samples
-  and a shorter retry: many more of its rules build large rewrites)."""
+  and a shorter retry: many more of its rules build large rewrites); what is wrong with the numbers given, or None."""
   tinygrad = getattr(args, "target", "tinyspec") == "tinygrad"
   if args.samples is None: args.samples = 100 if tinygrad else 300
   if args.retry_timeout_ms is None: args.retry_timeout_ms = 3000 if tinygrad else 10000
+  if args.samples < 1 or args.timeout_ms < 1 or args.retry_timeout_ms < 0 or (args.jobs is not None and args.jobs < 1):
+    return "--samples, --timeout-ms and --jobs must be at least 1, --retry-timeout-ms at least 0"
+  return None
 
 
 def prove_main(args: argparse.Namespace, store: Callable | None = None) -> int:
   """Run the prover as the arguments say; store(ref, counterexample) keeps each refutation (None: print only)."""
   from tinyspec.prove.prover import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
-  resolve_defaults(args)
+  if (err := resolve_args(args)) is not None:
+    print(f"tinyspec prove: {err}", file=sys.stderr)
+    return 2
   refs = expression_rules()
   if args.rules:
     refs = [r for r in refs if fnmatch.fnmatch(r.name, args.rules) or fnmatch.fnmatch(r.qualname, args.rules)]
     if not refs:
       print(f"tinyspec prove: no rule matches {args.rules!r}", file=sys.stderr)
       return 2
-  if args.samples < 1 or args.timeout_ms < 1 or args.retry_timeout_ms < 0 or (args.jobs is not None and args.jobs < 1):
-    print("tinyspec prove: --samples, --timeout-ms and --jobs must be at least 1, --retry-timeout-ms at least 0", file=sys.stderr)
-    return 2
   jobs = default_jobs() if args.jobs is None else args.jobs
   prover = Prover(args.dtypes or DEFAULT_DTYPES, args.samples, args.timeout_ms, args.seed, store, args.undefined, args.retry_timeout_ms)
   dts = ", ".join(d.name for d in prover.dts)

@@ -46,7 +46,7 @@ from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, No
                                                  tinygrad_fold, tinygrad_value, to_tinyspec)
 from tinyspec.dtype import DType, dtypes
 from tinyspec.prove.overflow import overflows_at, shift_counts_defined, strictly_defined
-from tinyspec.prove.prover import Counterexample, Prover, canonical_slot, evaluate_scalar
+from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, evaluate_scalar
 from tinyspec.prove.templates import Instance, Slot
 from tinyspec.uop import Ops, UOp, substitute
 
@@ -183,25 +183,18 @@ class Refutation:
 
 
 @dataclass
-class TgDtypeResult:
-  dtype: str
-  instances: int = 0
-  fired: int = 0
-  queries: int = 0
-  unknown: int = 0
+class TgDtypeResult(DtypeResult):
+  """A DtypeResult of a tinygrad rule: it may not apply to the dtype at all, and a difference only where a fixed-width
+  value wraps is told apart from one of defined behaviour."""
+  refuted: Refutation | None = None  # type: ignore[assignment]
   applicable: bool = True
-  refuted: Refutation | None = None
   wraps: Refutation | None = None
-  reasons: Counter = field(default_factory=Counter)
-  seconds: float = 0.0
 
   @property
   def status(self) -> str:
     if not self.applicable: return "n/a"
-    if self.refuted is not None: return "refuted"
-    if self.wraps is not None: return "wraps"
-    if self.unknown or self.fired == 0: return "unknown"
-    return "proven"
+    if self.refuted is None and self.wraps is not None: return "wraps"
+    return super().status
 
 
 @dataclass
@@ -229,15 +222,15 @@ class TgRuleResult:
       if d.status != "unknown": continue
       if d.fired == 0:
         top = "; ".join(f"{k} x{v}" for k, v in d.reasons.most_common(2))
-        parts.append(f"{d.dtype}: never rewrote any of {d.instances} instances" + (f" ({top})" if top else ""))
-      else: parts.append(f"{d.dtype}: z3 gave no answer on {d.unknown}/{d.queries} queries")
+        parts.append(f"{d.dtype.name}: never rewrote any of {d.instances} instances" + (f" ({top})" if top else ""))
+      else: parts.append(f"{d.dtype.name}: z3 gave no answer on {d.unknown}/{d.queries} queries")
     return "; ".join(parts)
 
   def line(self) -> str:
     st = self.status
     label = {"refuted": "refuted (defined behaviour)", "refuted (wraps)": WRAPS}.get(st, st)
     head = f"{label:8} {self.rule.qualname}  {self.rule.location}"
-    counts = ", ".join(f"{d.dtype} {d.status}" + (f" {d.fired}/{d.queries}" if d.status not in ("n/a",) else "") for d in self.per_dtype)
+    counts = ", ".join(f"{d.dtype.name} {d.status}" + (f" {d.fired}/{d.queries}" if d.status not in ("n/a",) else "") for d in self.per_dtype)
     if st == "proven": return f"{head}  [{counts}]"
     if st == "skipped": return f"{head}\n         why: {self.why()}"
     if st == "unknown": return f"{head}  [{counts}]\n         reason: {self.why()}"
@@ -331,7 +324,7 @@ class TgProver:
 
   def prove_dtype(self, r: TgRule, ts_dt: DType) -> TgDtypeResult:
     dt = TS_DTYPE[ts_dt]
-    dr = TgDtypeResult(ts_dt.name)
+    dr = TgDtypeResult(ts_dt)
     t0 = time.perf_counter()
     if not self.applicable(r, dt):
       dr.applicable = False
@@ -461,15 +454,14 @@ def select(rules: Sequence[TgRule], glob: str | None) -> list[TgRule]:
 def prove_main(args) -> int:
   """`tinyspec prove --target tinygrad`: one line per rule, a summary per dtype; exit 1 when a rule is refuted."""
   import sys
-  from tinyspec.prove.cli import resolve_defaults
+  from tinyspec.prove.cli import resolve_args
   from tinyspec.prove.prover import default_jobs, encoding_stats
-  resolve_defaults(args)
+  if (err := resolve_args(args)) is not None:
+    print(f"tinyspec prove: {err}", file=sys.stderr)
+    return 2
   rules = select(tinygrad_rules(), args.rules)
   if not rules:
     print(f"tinyspec prove: no tinygrad rule matches {args.rules!r}", file=sys.stderr)
-    return 2
-  if args.samples < 1 or args.timeout_ms < 1 or args.retry_timeout_ms < 0 or (args.jobs is not None and args.jobs < 1):
-    print("tinyspec prove: --samples, --timeout-ms and --jobs must be at least 1, --retry-timeout-ms at least 0", file=sys.stderr)
     return 2
   dts = args.dtypes or DEFAULT_DTYPES
   if bad := [d.name for d in dts if d not in TS_DTYPE]:

@@ -1,4 +1,4 @@
-"""The UB and exactness screen of KERNEL_GRAPH cases (fuzz.safety does the same for TENSOR graphs).
+"""The UB and exactness screen of KERNEL_GRAPH cases (fuzz.generate.safety does the same for TENSOR graphs).
 
 Kernels of a kernel-level case may read what they wrote: a loop's iterations feed each other, so a value range is a
 bound over every execution, not over one expression. The screen runs the kernels in graph order and, per kernel:

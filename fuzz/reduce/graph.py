@@ -1,14 +1,14 @@
 """Delta debugging on the DAG: shrink a failing case while its failure keeps the same signature.
 
 Moves, tried greedily from the root down, each kept only when the smaller case is still legal at its stage, still
-free of undefined behaviour (fuzz.safety) and still fails with the same (oracle, stage, blamed rule):
+free of undefined behaviour (fuzz.generate.safety) and still fails with the same (oracle, stage, blamed rule):
 - drop a SINK entry;
 - replace a node by one of its sources of the same shape and dtype;
 - inline a value call read through GETTUPLE (its body element with the args substituted for the PARAMs);
 - replace a node by a CONST (expanded to its shape), or by a new input BUFFER holding its evaluated value;
-- shape moves (fuzz.reduce_shapes): a shorter axis of an input, an EXPAND or a PAD margin, carried consistently
+- shape moves (fuzz.reduce.shapes): a shorter axis of an input, an EXPAND or a PAD margin, carried consistently
   through every movement op above it; a size-1 axis dropped; a SHRINK window moved to the start;
-- kernel moves (fuzz.reduce_kernel): drop a kernel's STORE/END, a range, a kernel CALL nobody needs; simpler index
+- kernel moves (fuzz.reduce.kernel): drop a kernel's STORE/END, a range, a kernel CALL nobody needs; simpler index
   expressions, shorter ranges, smaller buffers;
 - simplify a constant (0, 1, half) and the inputs (zeros, ones, small values).
 Every accepted move lowers a cost (node count first, then the sizes of values, the movement args and ranks, the size
@@ -25,10 +25,10 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from fuzz.reduce_kernel import kernel_moves
-from fuzz.reduce_shapes import arg_weight, shape_moves
-from fuzz.safety import unsafe_reason
-from fuzz.strategies import Case
+from fuzz.reduce.kernel import kernel_moves
+from fuzz.reduce.shapes import arg_weight, shape_moves
+from fuzz.generate.safety import unsafe_reason
+from fuzz.generate.strategies import Case
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, check
 from tinyspec.uop import Ops, UOp, substitute, walk

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from fuzz.reduce_shapes import smaller_dims
+from fuzz.reduce.shapes import smaller_dims
 from tinyspec.dtype import dtypes
 from tinyspec.uop import AddrSpace, Ops, UOp
 
@@ -149,7 +149,7 @@ def retarget_outputs(root: UOp) -> Iterator[UOp]:
 
 def drop_after_deps(root: UOp) -> Iterator[UOp]:
   """An AFTER inside a kernel waits for one dependency less (an AFTER left with none is its storage). The screen of
-  kernel cases (fuzz.kernel_safety) rejects a result whose accesses are no longer ordered."""
+  kernel cases (fuzz.generate.kernel_safety) rejects a result whose accesses are no longer ordered."""
   inner = {u for c in kernel_calls(root) for u in c.src[0].toposort()}
   for u in root.toposort():
     if u.op is not Ops.AFTER or u not in inner: continue

@@ -132,8 +132,8 @@ def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | Non
 
 def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Blame | None:
   """The first rule application whose `before` and `after` nodes, each evaluated on its own, differ: a rewrite must
-  keep the meaning of the node it replaces (fuzz.local_eval; applications it cannot judge are skipped)."""
-  from fuzz.local_eval import rewrite_changes_value
+  keep the meaning of the node it replaces (fuzz.check.local_eval; applications it cannot judge are skipped)."""
+  from fuzz.check.local_eval import rewrite_changes_value
   apps: list[tuple[Rule, UOp, UOp, Any]] = []
   trace = CtxTrace()
   def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after, trace.ctx))

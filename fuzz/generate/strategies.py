@@ -5,10 +5,10 @@ same seed gives the same cases and a campaign resumes from a case counter. The H
 `tensor_graphs()`, `index_exprs()`, `kernel_graphs()`) hand the same generators a Hypothesis-controlled Random, so
 Hypothesis can shrink them; use them in your own property tests:
 
-    @given(fuzz.strategies.cases())
+    @given(fuzz.generate.strategies.cases())
     def test_my_pass(case): ...
 
-Programs stay free of undefined behaviour: fuzz.safety checks every node as it is built and the generator wraps an
+Programs stay free of undefined behaviour: fuzz.generate.safety checks every node as it is built and the generator wraps an
 operand (MAX with 1 before a division, AND with width-1 before a shift, MAX with 0.5 before LOG2...) or picks another
 op when a precondition does not hold.
 """
@@ -22,13 +22,13 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
+from fuzz.generate.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AxisType, Ops, UOp
 
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
-RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.kernel_gen; weight "kind:rmw")
+RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
 MAX_DIM = 4
 MAX_RANK = 3
 
@@ -75,7 +75,7 @@ class Case:
   inputs: dict[int, np.ndarray]
   options: dict[str, Any] = field(default_factory=dict)
   kind: str = "tensor"               # tensor: a TENSOR graph; kernel: a KERNEL_GRAPH (lowering starts after rangeify,
-                                     # tinyspec.lower.start); symbolic: an index expression of fuzz.symbolic
+                                     # tinyspec.lower.start); symbolic: an index expression of fuzz.engine.symbolic
   seed: int | None = None
   index: int | None = None
   features: frozenset = frozenset()
@@ -549,7 +549,7 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       # the read-modify-write generator draws from a Random of its own: the other kernel cases stay the ones they were
       side = random.Random(f"tinyspec-fuzz-rmw:{seed}:{index}")
       if side.random() < min(0.95, (weights or {}).get("kind:rmw", RMW_SHARE)):
-        from fuzz.kernel_gen import rmw_kernel_case
+        from fuzz.generate.kernels import rmw_kernel_case
         c = rmw_kernel_case(side)
       else:
         c = kernel_case(rng)

@@ -1,4 +1,4 @@
-"""The HTML of the campaign report and the SVG of its progress plot, from plain data (fuzz.report gathers it).
+"""The HTML of the campaign report and the SVG of its progress plot, from plain data (fuzz.report.writer gathers it).
 
 The page is one self-contained file: styles and the plot inline, finding pictures as SVG files next to it, no
 script or font from the network, so it reads the same opened from disk as served.
@@ -55,7 +55,7 @@ class ReportData:
   findings: list[FindingRow] = field(default_factory=list)
   history: list[tuple[float, int, int]] = field(default_factory=list)  # (elapsed s, cases, findings)
   refresh: int | None = None  # seconds between reloads of an open page while the campaign runs
-  target: str = "reference"   # what the campaign fuzzes (fuzz.targets)
+  target: str = "reference"   # what the campaign fuzzes (fuzz.engine.targets)
   mode: str = ""              # what it checks ("": the reference pipeline's, from per_rewrite)
 
 

@@ -7,7 +7,7 @@
    evaluation of the input graph (exact for ints and bools, relative 1e-4 for float32, 1e-7 for float64).
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
    optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
-   equal gradients of the inlined graph (fuzz.gradient_oracle.call_gradient_mismatches).
+   equal gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
 4. crash: an exception in a pass, the evaluator or a runtime.
 
 The list of passes is a parameter, so a pipeline with one rule changed can be checked the same way.
@@ -22,16 +22,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fuzz.blame import Blame, bisect, blame_at, crash_rule, creator_on_path, local_change, run_steps
-from fuzz.kernel_safety import kernel_unsafe_reason
-from fuzz.strategies import Case
+from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, creator_on_path, local_change, run_steps
+from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.uop import Ops, UOp
 
 RTOL = {"float32": 1e-4, "float64": 1e-7}
-UNSAFE = object()   # the reference of a kernel case fuzz.kernel_safety rejects: it is checked no further
+UNSAFE = object()   # the reference of a kernel case fuzz.generate.kernel_safety rejects: it is checked no further
 
 
 @dataclass
@@ -218,7 +218,7 @@ class Checker:
   def gradient(self, case: Case) -> Finding | None:
     """Gradients through the case's value calls against gradients of its inlined graph (tensor cases with calls)."""
     if case.kind != "tensor" or not any(u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE for u in case.root.toposort()): return None
-    from fuzz.gradient_oracle import call_gradient_mismatches
+    from fuzz.check.gradient_oracle import call_gradient_mismatches
     try:
       with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0)
     except Exception as e:

@@ -1,6 +1,6 @@
 """The campaign engine: number cases, run them on a target in worker processes, store and report findings.
 
-One engine for every target (fuzz.targets: the reference pipeline, the symbolic simplifier; `--target NAME`). Cases
+One engine for every target (fuzz.engine.targets: the reference pipeline, the symbolic simplifier; `--target NAME`). Cases
 are numbered; case i of seed s is drawn by the target from (s, i) and the weights of its epoch (target.epoch cases),
 which depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file
 in the corpus directory (target, seed, next case, the current epoch, coverage, weights, findings) is rewritten
@@ -22,10 +22,10 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from fuzz.corpus import entry_path
-from fuzz.coverage import Coverage
-from fuzz.reference_target import EPOCH
-from fuzz.targets import FindingLike, Reported, Summary, Target, get_target
+from fuzz.corpus.store import entry_path
+from fuzz.engine.coverage import Coverage
+from fuzz.engine.reference_target import EPOCH
+from fuzz.engine.targets import FindingLike, Reported, Summary, Target, get_target
 from tinyspec.fileio import atomic_write
 
 __all__ = ["EPOCH", "CampaignConfig", "Campaign", "CaseRunner", "Reported", "Summary", "Target", "run_campaign"]
@@ -49,9 +49,9 @@ class CampaignConfig:
   batch: int = 16                       # cases per job when CPU kernels are compiled together
   cc: str | None = None                 # C compiler of the cpu backend (None: the runtime's default)
   stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
-  weights: dict[str, float] | None = None  # generator weights to start from (fuzz.strategies.default_weights names)
-  report: str | None = None             # a directory for the HTML report (fuzz.report), kept up to date as the campaign runs
-  target: str | Target = "reference"    # what is fuzzed: a name of fuzz.targets.TARGET_NAMES, or a Target
+  weights: dict[str, float] | None = None  # generator weights to start from (fuzz.generate.strategies.default_weights names)
+  report: str | None = None             # a directory for the HTML report (fuzz.report.writer), kept up to date as the campaign runs
+  target: str | Target = "reference"    # what is fuzzed: a name of fuzz.engine.targets.TARGET_NAMES, or a Target
 
 
 def state_name(target: Target, seed: int) -> str:
@@ -261,7 +261,7 @@ class Campaign:
     self.last_status = 0.0
     self.last_report, self.report_due = 0.0, False
     if cfg.report:
-      from fuzz.report import for_campaign
+      from fuzz.report.writer import for_campaign
       self.html_report = for_campaign(self)
     self.keep_report(0.0, force=True)
     t0 = time.monotonic()

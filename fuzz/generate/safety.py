@@ -379,7 +379,7 @@ def _opaque_race(root: UOp) -> str | None:
 
 def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
   """Why the TENSOR graph may hit undefined behaviour on these inputs, or None when it cannot. (Kernel-level cases,
-  whose loops may read what they write, are screened by fuzz.kernel_safety.kernel_unsafe_reason.)"""
+  whose loops may read what they write, are screened by fuzz.generate.kernel_safety.kernel_unsafe_reason.)"""
   try:
     if (race := opaque_race(root)) is not None: return race
     an = Analysis(inputs)

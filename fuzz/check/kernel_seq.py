@@ -7,7 +7,7 @@ Order: kernels run in graph order. In a kernel, effects (STORE, END, GROUP entri
 topological sort, which puts every effect after those its AFTERs wait for; END(body, r0, r1...) runs body for every
 (r0, r1, ...) with r0 outermost. A value (a LOAD included) is computed when the STORE that uses it runs; a
 REDUCE runs its ranges in order. Ints wrap, IDIV and MOD truncate toward zero, floats round in their own dtype.
-Every effect must sit in the SINK, a GROUP or an END (as fuzz.kernel_gen builds them); lower_reduce's output, whose
+Every effect must sit in the SINK, a GROUP or an END (as fuzz.generate.kernels builds them); lower_reduce's output, whose
 init and update STOREs are reached only through AFTERs, is refused.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a fuzz campaign fuzzes: the Target protocol, the findings and summary every target's campaign shares, and the
 targets by name (`tinyspec fuzz --target NAME`).
 
-The campaign engine (fuzz.campaign) owns everything that is the same for every target: case numbering and epochs,
+The campaign engine (fuzz.engine.campaign) owns everything that is the same for every target: case numbering and epochs,
 worker processes with deadlines, the state file and resuming, SIGINT, status lines, the HTML report, the summary.
 A target owns what a case is and what is wrong with one. In the engine's phases, in order:
 
@@ -79,7 +79,7 @@ class Target(Protocol):
   def replay(self, entry: Any, passes: Sequence | None = None) -> tuple[bool, list]:
     """(still fails, findings) of a corpus entry of one of its kinds."""
   def draw(self, entry: Any, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
-    """The picture of a corpus entry of one of its kinds (fuzz.pictures.Picture), drawn to out."""
+    """The picture of a corpus entry of one of its kinds (fuzz.report.pictures.Picture), drawn to out."""
 
 
 @dataclass
@@ -137,10 +137,10 @@ def get_target(target: str | Target | None, **options: Any) -> Target:
   if target is None: target = "reference"
   if not isinstance(target, str): return target
   if target == "reference":
-    from fuzz.reference_target import ReferenceTarget
+    from fuzz.engine.reference_target import ReferenceTarget
     return ReferenceTarget(**options)
   if target == "symbolic":
-    from fuzz.symbolic import SymbolicTarget
+    from fuzz.engine.symbolic import SymbolicTarget
     return SymbolicTarget(**options)
   raise ValueError(f"unknown fuzz target {target!r}; choose from {', '.join(TARGET_NAMES)}")
 
@@ -151,3 +151,10 @@ def target_for_kind(kind: str) -> Target:
     t = get_target(name)
     if kind in t.kinds: return t
   raise ValueError(f"no fuzz target stores corpus entries of kind {kind!r}")
+
+
+def replay(entry: Any, passes: Sequence | None = None) -> tuple[bool, list]:
+  """(still fails, findings) of a corpus entry: every oracle of the target that stores entries of its KIND, on its case
+  (the reference pipeline, or passes, for tensor and kernel graphs). It still fails when a finding has its signature, or
+  the same oracle and stage (a renamed rule is still the same failure)."""
+  return target_for_kind(entry.case.kind).replay(entry, passes)

@@ -13,8 +13,8 @@ import signal
 import time
 from typing import Callable
 
-from fuzz.reduce import Reducer
-from fuzz.strategies import Case
+from fuzz.reduce.graph import Reducer
+from fuzz.generate.strategies import Case
 from tinyspec.spec import Stage
 
 

@@ -10,10 +10,10 @@ The meaning of each kernel is fixed by its dependencies, not by an order the low
 to storage the kernel writes goes through AFTER(storage, the last effect that touched it, the open RANGEs), so a read
 runs inside its loops and after the effects before it, and a write after the reads before it; loops nest as their
 ENDs list them (outer first); kernels touching one buffer are ordered by AFTER on it. Values stay free of undefined
-behaviour and of float rounding (fuzz.kernel_safety screens every case): ints wrap, divisors are nonzero constants,
+behaviour and of float rounding (fuzz.generate.kernel_safety screens every case): ints wrap, divisors are nonzero constants,
 shift counts are masked, floats are short dyadic rationals combined so that a loop adds at most one written value.
 
-    @given(fuzz.kernel_gen.rmw_kernels())
+    @given(fuzz.generate.kernels.rmw_kernels())
     def test_my_kernel_pass(case): ...
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ import random
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.kernel_safety import kernel_unsafe_reason
-from fuzz.strategies import Case, in_bounds, index_expr
+from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.strategies import Case, in_bounds, index_expr
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from fuzz.seeded_bugs import mod_below_divisor_off_by_one
+from fuzz.testbed.seeded_bugs import mod_below_divisor_off_by_one
 from tinyspec.lower import simplify as S
 from tinyspec.lower.base import Pass
 from tinyspec.rewrite import PatternMatcher, Rule

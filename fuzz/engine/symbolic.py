@@ -13,7 +13,7 @@ goes to z3 with a small timeout, as bit vectors wide enough that nothing wraps f
 A difference is blamed on the first rule application whose result differs from the node it replaced at the
 failing assignment.
 
-SymbolicTarget is this fuzzer as a target of the campaign engine (fuzz.campaign; `tinyspec fuzz --target symbolic`,
+SymbolicTarget is this fuzzer as a target of the campaign engine (fuzz.engine.campaign; `tinyspec fuzz --target symbolic`,
 or `--symbolic`): workers, resuming, the report, and the corpus. A finding is shrunk (subexpressions replaced by one
 of their operands or a constant while the same rule still breaks) and stored as a corpus entry of KIND "symbolic":
 graph() is the expression, inputs() the failing assignment {leaf number: value}. Replaying it (`tinyspec repro`,
@@ -192,7 +192,7 @@ class SymFinding:
   def signature(self) -> tuple[str, str, str]: return (self.oracle, "simplify", self.rule)
 
   def blame_text(self) -> str:
-    """The blame line of a corpus header, in the form the report reads (fuzz.report.BLAMED)."""
+    """The blame line of a corpus header, in the form the report reads (fuzz.report.writer.BLAMED)."""
     if not self.step: return ""
     return f"blamed: rule '{self.rule}' of pass simplify at {self.location}, application {self.step} of {self.total}"
 
@@ -382,9 +382,9 @@ KIND = "symbolic"
 
 
 def entry_case(case: SymCase, assignment: dict[str, int] | None = None) -> Any:
-  """The corpus form of a case (fuzz.strategies.Case of KIND "symbolic"): the expression as the graph, the failing
+  """The corpus form of a case (fuzz.generate.strategies.Case of KIND "symbolic"): the expression as the graph, the failing
   assignment as the inputs {leaf number: [value]}."""
-  from fuzz.strategies import Case
+  from fuzz.generate.strategies import Case
   assignment = assignment or {}
   inputs = {leaf_number(lf.node): np.array([assignment[leaf_name(lf.node)]], dtype=np.int64)
             for lf in case.leaves if leaf_name(lf.node) in assignment}
@@ -400,7 +400,7 @@ def from_entry_case(c: Any) -> tuple[SymCase, dict[UOp, np.ndarray] | None]:
 
 def replay_case(c: Any, signature: Sequence[str], pm: PatternMatcher | None = None, z3_timeout_ms: int = 1000) -> tuple[bool, list[SymFinding]]:
   """(still fails, findings) of a stored case: the stored assignment first, then every oracle as on a fresh case."""
-  from fuzz.corpus import same_bug
+  from fuzz.corpus.store import same_bug
   case, row = from_entry_case(c)
   chk = SymbolicChecker(pm, z3_timeout_ms)
   findings: list[SymFinding] = []
@@ -413,9 +413,9 @@ def replay_case(c: Any, signature: Sequence[str], pm: PatternMatcher | None = No
 
 
 def draw_case(c: Any, signature: Sequence[str], out: str | Path, pm: PatternMatcher | None = None, message: str = "") -> Any:
-  """The picture of a stored case (fuzz.pictures.Picture): the blamed rule application before and after, else the
+  """The picture of a stored case (fuzz.report.pictures.Picture): the blamed rule application before and after, else the
   expression."""
-  from fuzz.pictures import Picture
+  from fuzz.report.pictures import Picture
   from tinyspec import viz
   fails, findings = replay_case(c, signature, pm)
   f = next((f for f in findings if f.signature == tuple(signature)), findings[0] if findings else None)
@@ -431,7 +431,7 @@ def draw_case(c: Any, signature: Sequence[str], out: str | Path, pm: PatternMatc
 
 # ---- the campaign target ----
 class SymbolicSession:
-  """A symbolic checker in one process (fuzz.targets.Session)."""
+  """A symbolic checker in one process (fuzz.engine.targets.Session)."""
 
   def __init__(self, target: SymbolicTarget, cfg: Any):
     self.target, self.cfg = target, cfg
@@ -455,7 +455,7 @@ class SymbolicSession:
     return out
 
   def shrink(self, case: SymCase, f: SymFinding) -> tuple[SymCase, SymFinding]:
-    from fuzz.corpus import same_bug
+    from fuzz.corpus.store import same_bug
     last: dict[str, SymFinding] = {}
     def fails(c: SymCase) -> bool:
       for g in self.check(c):
@@ -471,13 +471,13 @@ class SymbolicSession:
   def shrink_crash(self, case: SymCase, why: str) -> SymCase: return case  # a crash is stored as found
 
   def store(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
-    from fuzz.corpus import write_entry
+    from fuzz.corpus.store import write_entry
     blame = f.blame_text()
     path, new = write_entry(self.cfg.corpus, entry_case(case, f.assignment), signature, message=f.message, blame=blame)
     return path, new, blame
 
   def store_crash(self, case: SymCase, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    from fuzz.corpus import write_entry
+    from fuzz.corpus.store import write_entry
     return write_entry(self.cfg.corpus, entry_case(case), signature, message=message)
 
 

@@ -1,5 +1,5 @@
 """The reference target: random TENSOR (and KERNEL_GRAPH) graphs lowered through the reference pipeline, every oracle
-of fuzz.oracles checked, findings reduced by fuzz.reduce. What `tinyspec fuzz` fuzzes by default."""
+of fuzz.check.oracles checked, findings reduced by fuzz.reduce.graph. What `tinyspec fuzz` fuzzes by default."""
 from __future__ import annotations
 
 from collections import Counter
@@ -7,14 +7,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.corpus import Entry, replay_pipeline, same_bug, write_entry
-from fuzz.coverage import Coverage, steer
-from fuzz.oracles import Checker, Config, Finding
-from fuzz.reduce import node_count, reduce_case
-from fuzz.reduce_isolated import reduce_crash
-from fuzz.strategies import Case, case_for, default_weights
+from fuzz.corpus.store import Entry, same_bug, write_entry
+from fuzz.engine.coverage import Coverage, steer
+from fuzz.check.oracles import Checker, Config, Finding
+from fuzz.reduce.graph import node_count, reduce_case
+from fuzz.reduce.isolated import reduce_crash
+from fuzz.generate.strategies import Case, case_for, default_weights
 
 EPOCH = 32
+
+
+def replay_pipeline(entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
+  """replay() of a tensor or kernel graph: every oracle of the reference pipeline (or passes)."""
+  backends = tuple(b for b in entry.backends if b != "reference")
+  cfg = Config(passes=passes, backends=("reference", *backends), per_rewrite=entry.per_rewrite, metamorphic=False)
+  findings = Checker(cfg).check(entry.case)
+  fails = any(same_bug(f.signature, entry.signature) or same_bug(f.signature[:2], entry.signature[:2]) for f in findings)
+  return fails, findings
 
 
 class ReferenceSession:
@@ -81,7 +90,7 @@ class ReferenceTarget:
   def rules(self, cfg: Any) -> list[str]: return Checker(Config(passes=cfg.passes)).all_rules()
 
   def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]:
-    from fuzz.report import rule_locations
+    from fuzz.report.writer import rule_locations
     return rule_locations(cfg.passes)
 
   def initial_weights(self, cfg: Any) -> dict[str, float]: return {**default_weights(), **(cfg.weights or {})}
@@ -99,5 +108,5 @@ class ReferenceTarget:
   def replay(self, entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]: return replay_pipeline(entry, passes)
 
   def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
-    from fuzz.pictures import draw_entry
+    from fuzz.report.pictures import draw_entry
     return draw_entry(entry, out, passes, message=message)

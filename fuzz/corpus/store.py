@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fuzz.strategies import Case
+from fuzz.generate.strategies import Case
 from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError, load_module
 from tinyspec.pyrender import HEADER, render_body
@@ -138,20 +138,3 @@ def same_bug(a: Sequence[str], b: Sequence[str]) -> bool:
   return norm(a) == norm(b)
 
 
-def replay(entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
-  """(still fails, findings): every oracle of the target that stores entries of the entry's KIND on its case (the
-  reference pipeline for tensor and kernel graphs); it still fails when a finding has its signature, or the same
-  oracle and stage (a renamed rule is still the same failure)."""
-  if entry.case.kind in ("tensor", "kernel"): return replay_pipeline(entry, passes)
-  from fuzz.targets import target_for_kind
-  return target_for_kind(entry.case.kind).replay(entry, passes)
-
-
-def replay_pipeline(entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
-  """replay() of a tensor or kernel graph: every oracle of the reference pipeline (or passes)."""
-  from fuzz.oracles import Checker, Config
-  backends = tuple(b for b in entry.backends if b != "reference")
-  cfg = Config(passes=passes, backends=("reference", *backends), per_rewrite=entry.per_rewrite, metamorphic=False)
-  findings = Checker(cfg).check(entry.case)
-  fails = any(same_bug(f.signature, entry.signature) or same_bug(f.signature[:2], entry.signature[:2]) for f in findings)
-  return fails, findings

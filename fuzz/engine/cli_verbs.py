@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 BACKENDS = ("reference", "cpu", "opencl")
-TARGET_NAMES = ("reference", "symbolic")  # fuzz.targets.TARGET_NAMES, without importing the fuzzer to build the parser
+TARGET_NAMES = ("reference", "symbolic")  # fuzz.engine.targets.TARGET_NAMES, without importing the fuzzer to build the parser
 
 
 def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,9 +46,9 @@ def target_of(args: argparse.Namespace) -> tuple[str | None, str]:
 
 
 def fuzz_main(args: argparse.Namespace) -> int:
-  """A campaign of the chosen target (fuzz.targets) on the one engine (fuzz.campaign)."""
-  from fuzz.campaign import CampaignConfig, run_campaign
-  from fuzz.targets import get_target
+  """A campaign of the chosen target (fuzz.engine.targets) on the one engine (fuzz.engine.campaign)."""
+  from fuzz.engine.campaign import CampaignConfig, run_campaign
+  from fuzz.engine.targets import get_target
   name, why = target_of(args)
   if name is None:
     print(f"tinyspec fuzz: {why}", file=sys.stderr)
@@ -100,13 +100,15 @@ def add_repro_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _replay_in_child(path: str, conn) -> None:
-  from fuzz.corpus import load_entry, replay
+  from fuzz.corpus.store import load_entry
+  from fuzz.engine.targets import replay
   fails, findings = replay(load_entry(path))
   conn.send((fails, [f.describe() for f in findings]))
 
 
 def repro_main(args: argparse.Namespace) -> int:
-  from fuzz.corpus import load_entry, replay
+  from fuzz.corpus.store import load_entry
+  from fuzz.engine.targets import replay
   from tinyspec.loadfile import InputError
   draw_to = _draw_target(args)
   if draw_to == "":
@@ -158,10 +160,14 @@ def _draw_target(args: argparse.Namespace) -> str | None:
 
 
 def _draw(entry, findings, out: str) -> None:
-  """The blamed rule application before and after (fuzz.pictures); without one, the graph with the failure marked."""
+  """The blamed rule application before and after (fuzz.report.pictures); without one, the graph with the failure marked."""
   try:
-    from fuzz.pictures import draw_entry
-    pic = draw_entry(entry, out, findings=findings)
+    if entry.case.kind in ("tensor", "kernel"):
+      from fuzz.report.pictures import draw_entry
+      pic = draw_entry(entry, out, findings=findings)
+    else:
+      from fuzz.engine.targets import target_for_kind
+      pic = target_for_kind(entry.case.kind).draw(entry, out)
   except Exception as e:  # drawing is a convenience: the replay result stands without it
     print(f"could not draw: {type(e).__name__}: {e}", file=sys.stderr)
     return

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.blame import Blame, run_steps
-from fuzz.corpus import Entry, same_bug
-from fuzz.oracles import Checker, Config, Finding, lower_options
+from fuzz.check.blame import Blame, run_steps
+from fuzz.corpus.store import Entry, same_bug
+from fuzz.check.oracles import Checker, Config, Finding, lower_options
 from tinyspec import viz
 from tinyspec.lower.base import Pass
 from tinyspec.lower.start import start_index
@@ -104,9 +104,8 @@ def draw_entry(entry: Entry, out: str | os.PathLike, passes: Sequence[Pass] | No
   """Draw the entry's failure to out (svg, png, pdf or dot). findings: those of a replay already made (else the entry
   is replayed here on the reference evaluator, unless its case killed a worker); message: the failure as recorded,
   used when the replay does not show it."""
-  if entry.case.kind not in ("tensor", "kernel"):  # an entry of another fuzz target (fuzz.targets) draws its own way
-    from fuzz.targets import target_for_kind
-    return target_for_kind(entry.case.kind).draw(entry, out, passes, message=message)
+  if entry.case.kind not in ("tensor", "kernel"):
+    raise ValueError(f"{entry.case.kind} entries are drawn by the fuzz target that stores them (its Target.draw), not here")
   sig = entry.signature
   pl = passes_of(passes)
   replayed = findings is not None or sig[1] not in NOT_REPLAYED

@@ -4,7 +4,7 @@
 DIR holds, besides the page:
   history.json      (elapsed, cases, findings) samples of the campaign, for the progress plot; a resumed campaign
                     (same seed) continues its history, a fresh one starts a new one
-  pictures/*.svg    one picture per finding (fuzz.pictures: the blamed rule application before and after, or the
+  pictures/*.svg    one picture per finding (fuzz.report.pictures: the blamed rule application before and after, or the
                     graph with the failure marked), drawn once per corpus file
   pictures.json     what each picture shows, so it is not drawn again
 Every file is written whole (a temp file, then a rename), so a browser or a copy never sees half a page.
@@ -20,8 +20,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
 
-from fuzz.corpus import entry_path
-from fuzz.report_html import FindingRow, ReportData, RuleRow, page
+from fuzz.corpus.store import entry_path
+from fuzz.report.html import FindingRow, ReportData, RuleRow, page
 from tinyspec.fileio import atomic_write
 
 MAX_SAMPLES = 2000  # history samples kept: past this, every other old one is dropped
@@ -30,7 +30,7 @@ BLAMED = re.compile(r"blamed: rule '(?P<rule>.*?)' of pass (?P<pass>\S+) at (?P<
 
 def rule_locations(passes: Sequence | None) -> dict[str, tuple[str, str, str]]:
   """"pass/rule" -> (pass, rule, file:line) for every rule of the pipeline."""
-  from fuzz.pictures import passes_of
+  from fuzz.report.pictures import passes_of
   out = {}
   for p in passes_of(passes):
     for r in p.rules(): out.setdefault(f"{p.name}/{r.name}", (p.name, r.name, r.location))
@@ -72,7 +72,7 @@ class CampaignReport:
     self.dir.mkdir(parents=True, exist_ok=True)
     (self.dir / "pictures").mkdir(exist_ok=True)
     self.seed, self.passes, self.refresh = seed, passes, refresh
-    self.target = target  # the campaign's fuzz.targets.Target (None: the reference pipeline of passes)
+    self.target = target  # the campaign's fuzz.engine.targets.Target (None: the reference pipeline of passes)
     self.target_name = "reference" if target is None else target.name
     self.locations = rule_locations(passes) if target is None else target.rule_locations(SimpleNamespace(passes=passes))
     self.history: list[tuple[float, int, int]] = []
@@ -110,8 +110,8 @@ class CampaignReport:
     if old and old.get("mtime") == mtime and (not old.get("picture") or (self.dir / old["picture"]).exists()): return old
     rel = f"pictures/{p.stem}.svg"
     try:
-      from fuzz.corpus import load_entry
-      from fuzz.pictures import draw_entry
+      from fuzz.corpus.store import load_entry
+      from fuzz.report.pictures import draw_entry
       entry = load_entry(p)
       if self.target is not None and entry.case.kind in self.target.kinds: pic = self.target.draw(entry, self.dir / rel, self.passes, message=message)
       else: pic = draw_entry(entry, self.dir / rel, self.passes, message=message)
@@ -156,7 +156,7 @@ class CampaignReport:
       return None
 
   def gather(self, c: Any, elapsed: float, status: str) -> ReportData:
-    """The report's data from a fuzz.campaign.Campaign."""
+    """The report's data from a fuzz.engine.campaign.Campaign."""
     cfg = c.cfg
     counts: dict[str, int] = dict(c.coverage.counts)
     for _, fired in c.epoch_results.values():  # the epoch in progress is not in the coverage yet

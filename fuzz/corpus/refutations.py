@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fuzz.corpus import write_entry
-from fuzz.strategies import Case
+from fuzz.corpus.store import write_entry
+from fuzz.generate.strategies import Case
 from tinyspec.dtype import DType, dtypes
 from tinyspec.prove.prover import GATE_OPS, Counterexample, RuleRef
 from tinyspec.uop import Ops, UOp, substitute

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from fuzz.strategies import default_weights
+from fuzz.generate.strategies import default_weights
 
 RARE = 2
 BOOST = 1.25

@@ -1,0 +1,2 @@
+"""The oracles a case is checked by (spec, parity, metamorphic, gradients), blame by rewrite bisection, and local
+evaluation."""

@@ -1,0 +1,1 @@
+"""Reduction of a finding while its signature holds: graphs, shapes, kernels, and crashes in a child process."""

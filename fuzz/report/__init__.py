@@ -1,0 +1,1 @@
+"""The static HTML report of a campaign and its pictures."""

@@ -1,0 +1,1 @@
+"""Seeded bugs and unsound rules: broken pipelines for the fuzzer's own tests."""
