@@ -529,6 +529,36 @@ def call_int():
   return [q, r, q * Tensor(b) + r], [np.floor_divide(a, b), np.mod(a, b), a]
 
 
+# ---- precompiled calls (@function(precompile=True)): bodies stored into output PARAMs, lowered into their own kernels ----
+@function(precompile=True)
+def _gelu_sum(x: Tensor) -> Tensor:
+  return (x * (x * 1.702).sigmoid()).sum(1)
+
+
+@function(precompile=True)
+def _affine(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+  return x * 2.0 + y, (x - y).sum(0)
+
+
+def _np_gelu_sum(x: np.ndarray) -> np.ndarray:
+  return (x * (1 / (1 + np.exp(-x * 1.702)))).sum(1)
+
+
+@program
+def precompiled_call():
+  a = _randf(80, 3, 4)
+  return [_gelu_sum(Tensor(a)) + 1.0], [_np_gelu_sum(a) + 1]
+
+
+@program
+def precompiled_two_outputs_chained():
+  # a computed arg (realized first), two outputs, and one call's output fed to the next call
+  a, b = _randf(81, 3, 4), _randf(82, 3, 4)
+  s, d = _affine(Tensor(a), Tensor(b) * 3.0)
+  s2, _ = _affine(s, Tensor(a))
+  return [s, d, _gelu_sum(s2), s2.max()], [a * 2 + b * 3, (a - b * 3).sum(0), _np_gelu_sum((a * 2 + b * 3) * 2 + a), ((a * 2 + b * 3) * 2 + a).max()]
+
+
 # ---- effects ----
 @program
 def assign_chain():

@@ -14,13 +14,14 @@ import pytest
 pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
 
 from tinyspec.bridge.tinygrad import RULES, TinygradVersionError, Untranslatable, capture, translate  # noqa: E402
-from tinyspec.bridge.tinygrad.check import main as check_main, run_check  # noqa: E402
+from tinyspec.bridge.tinygrad.check import evaluate_callified, main as check_main, run_check  # noqa: E402
 from tinyspec.bridge.tinygrad.table import rules_markdown  # noqa: E402
 from tinyspec.bridge.tinygrad.translate import STAGES, Rule  # noqa: E402
 from tinyspec.bridge.tinygrad.version import REQUIRED, version_problem  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
-from tinyspec.uop import AxisType, Ops, UOp  # noqa: E402
+from tinyspec.spec.tensor import written_slots  # noqa: E402
+from tinyspec.uop import AxisType, Ops, UOp, body_kind, is_precompiled_call, substitute  # noqa: E402
 
 pytestmark = pytest.mark.tinygrad
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,12 +168,34 @@ def test_capture_restores_tinygrad():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_examples_hold(path):
-  # every example's numbers agree both ways; every example but the precompiled one is legal everywhere, and the
-  # precompiled one breaks only at the callified stage (tinygrad's storage-passing precompiled CALL: a spec gap)
+  # every example is legal at every stage and its numbers agree from the callified graph and the kernel graph both ways
   rep = run_check(runpy.run_path(str(path))["program"])
-  assert rep.ran == {"kernel ASTs": True, "programs": True} and all(r is None for r in rep.numbers.values()), rep.numbers
-  bad = {s for s, vs in rep.violations.items() if vs}
-  assert bad == ({"callified"} if path.stem == "precompiled" else set())
+  assert rep.ran == {"callified": True, "kernel ASTs": True, "programs": True} and all(r is None for r in rep.numbers.values()), rep.numbers
+  assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
+  assert rep.ok
+
+
+def test_precompiled_call_translates_to_the_tensor_form():
+  # tinygrad's callified graph is CALL(SINK(AFTER(PARAM_k, STORE(PARAM_k, value))...), buffers...), and the
+  # @function(precompile=True) inside it CALL(SINK(AFTER(PARAM(1), STORE(PARAM(1), sum))), input, PARAM_out): both are
+  # tinyspec's precompiled call at TENSOR, run by the evaluator to tinygrad's numbers
+  t = translate(captured("precompiled"), strict=False)
+  root = t.graphs["callified"][0][1]
+  assert is_precompiled_call(root) and all(a.op is Ops.BUFFER for a in root.src[1:])
+  (inner,) = [u for u in root.src[0].toposort() if is_precompiled_call(u)]
+  body = inner.src[0]
+  assert inner.arg == "gelu_sum" and body_kind(body) == "effect" and written_slots(body) == {1}
+  (entry,) = body.src
+  assert entry.op is Ops.AFTER and entry.src[0] is UOp.param(1, dtypes.float32, 3) and entry.src[1].op is Ops.STORE
+  # the outer call stores the copied input (slot 0) and the result (slot 3); slot 2 is the inner call's output arg
+  assert written_slots(root.src[0]) == {0, 3} and inner.src[2].op is Ops.PARAM and inner.src[2].arg.slot == 2
+  assert check(root, Stage.TENSOR) == []
+  np.testing.assert_allclose(evaluate_callified(t)[0], captured("precompiled").outputs[0], rtol=1e-6)
+  # the spec tells the form apart: a body that stores into a BUFFER of the program, not into a PARAM of its call, is flagged
+  st = entry.src[1]
+  stray = UOp.buffer(dtypes.float32, 3)
+  bad = substitute(root, {st: UOp(Ops.STORE, dtypes.void, (stray, st.src[1]))})
+  assert {v.rule for v in check(bad, Stage.TENSOR)} == {"tensor.precompiled_store_target"}
 
 
 def test_precompiled_schedule_becomes_a_nested_kernel_graph():

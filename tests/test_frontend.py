@@ -13,7 +13,8 @@ from tinyspec.frontend import Tensor, function, inputs_of
 from tinyspec.frontend.tensor import promote
 from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.spec.tensor import written_slots
+from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call, storage_of
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 
@@ -30,7 +31,9 @@ def test_program_outputs_have_expected_shapes_and_dtypes(name):
     assert u.shape == e.shape, f"{name}: shape {u.shape} != {e.shape}"
     assert u.dtype.np == e.dtype, f"{name}: dtype {u.dtype.name} != {e.dtype}"
   ids = {u.arg.id for u in prog.root.toposort() if u.op is Ops.BUFFER}
-  assert set(prog.inputs) == ids
+  # every BUFFER is an input with data, but the storage a precompiled call allocates for its outputs (written by it)
+  outs = {storage_of(c.src[1 + k]).arg.id for c in prog.root.toposort() if is_precompiled_call(c) for k in written_slots(c.src[0])}
+  assert set(prog.inputs) == ids - outs and not set(prog.inputs) & outs
 
 
 @pytest.mark.spec
@@ -253,3 +256,51 @@ def test_evaluate_of_frontend_graph_matches_numpy_method():
   root = Tensor.sink(t)
   np.testing.assert_allclose(evaluate(root, inputs_of(root))[0], t.numpy(), rtol=0, atol=0)
   np.testing.assert_allclose(t.numpy(), np.exp(a) / np.exp(a).sum(0), rtol=1e-5)
+
+
+# ---- Python ints in data: converted exactly, never through a float64 or int64 intermediate ----
+
+U64_MAX, I64_MIN, I64_MAX = 2**64 - 1, -2**63, 2**63 - 1
+
+
+@pytest.mark.parametrize("values, dt", [([U64_MAX, 5], dtypes.uint64), ([[U64_MAX], [2**63]], dtypes.uint64), ([I64_MIN, I64_MAX, 0], dtypes.int64),
+                                        ([2**32 - 1, 0], dtypes.uint32), ([-2**31, 2**31 - 1], dtypes.int32), ([255, True], dtypes.uint8)])
+def test_int_list_keeps_exact_values(values, dt):
+  t = Tensor(values, dtype=dt)
+  assert t.dtype is dt and t.tolist() == [[int(v) for v in row] if isinstance(row, list) else int(row) for row in values]
+  (buf_id, data), = inputs_of(t.uop).items()
+  assert data.dtype == dt.np and [int(v) for v in data] == [int(v) for v in np.ravel(np.array(values, dtype=object))]
+
+
+def test_extreme_ints_evaluate_exactly():
+  """The reference evaluator computes on the exact values: uint64 max - 1 and int64 min + 1 stay exact."""
+  u, i = Tensor([U64_MAX, 5], dtype=dtypes.uint64), Tensor([I64_MIN, I64_MAX], dtype=dtypes.int64)
+  root = Tensor.sink(u - 1, i + 1, i - 1)
+  du, di_up, di_down = (np.asarray(x).tolist() for x in evaluate(root, inputs_of(root)))
+  assert du == [U64_MAX - 1, 4]
+  assert di_up == [I64_MIN + 1, I64_MIN]  # I64_MAX + 1 wraps, as int64 arithmetic does
+  assert di_down == [I64_MAX, I64_MAX - 1]
+
+
+def test_mixed_int_float_list_keeps_its_ints_exact():
+  assert Tensor([U64_MAX, 2.5], dtype=dtypes.uint64).tolist() == [U64_MAX, 2]
+
+
+@pytest.mark.parametrize("values, dt, bad", [([-1], dtypes.uint8, -1), ([256], dtypes.uint8, 256), ([2**64], dtypes.uint64, 2**64),
+                                             ([I64_MAX + 1], dtypes.int64, I64_MAX + 1), ([0, I64_MIN - 1], dtypes.int64, I64_MIN - 1),
+                                             ([2**70], dtypes.uint64, 2**70), ([2**31], None, 2**31), ([U64_MAX, 0.5], dtypes.int64, U64_MAX)])
+def test_int_that_does_not_fit_the_dtype_is_a_value_error(values, dt, bad):
+  """An int out of the dtype's range is refused, not wrapped (tinygrad wraps; numpy 2 refuses too). With no dtype,
+  an int list is int32 whatever its values."""
+  name = (dt or dtypes.int32).name
+  with pytest.raises(ValueError, match=rf"Tensor data {bad} does not fit in {name} \("):
+    Tensor(values, dtype=dt)
+
+
+def test_default_dtypes_of_python_data_are_unchanged():
+  assert Tensor([1, 2]).dtype is dtypes.int32 and Tensor([True, False]).dtype is dtypes.bool
+  assert Tensor([True, 2]).dtype is dtypes.int32 and Tensor([1, 2.5]).dtype is dtypes.float32
+  assert Tensor([[1], [2.0]]).dtype is dtypes.float32 and Tensor([]).dtype is dtypes.float32 and Tensor(7).dtype is dtypes.int32
+  assert Tensor([1, 2.5]).tolist() == [1.0, 2.5] and Tensor([1.5, -2.7], dtype=dtypes.int32).tolist() == [1, -2]
+  assert Tensor([1, 2], dtype=dtypes.float64).tolist() == [1.0, 2.0] and Tensor([2, 0], dtype=dtypes.bool).tolist() == [True, False]
+  with pytest.raises(TypeError, match="cannot make a Tensor"): Tensor([None])

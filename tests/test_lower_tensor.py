@@ -19,7 +19,7 @@ from tinyspec.lower.rangeify import RANGEIFY, pm_call_args, pm_prepare
 from tinyspec.lower.schedule import walk
 from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call
 
 pytestmark = pytest.mark.spec
 F32 = dtypes.float32
@@ -182,7 +182,12 @@ def test_precompile_keeps_call_as_nested_kernel_graph() -> None:
   cl = call(tup(p0 + p0, p0.reshape((2, 2)).reduce(Ops.ADD, 1)), a)
   opts = LowerOptions(callify="precompile")
   cg = CALLIFY.run(sink(cl.gettuple(0), cl.gettuple(1)), opts, Trace())
-  assert any(u.op is Ops.TUPLE for u in cg.toposort()), "precompile resolved the call"
+  # callify made the value call a precompiled call: its body stores output i into PARAM slot 1+i, read as AFTER(out_i, CALL)
+  assert not any(u.op in (Ops.TUPLE, Ops.GETTUPLE) for u in cg.toposort()), "precompile left a value call"
+  (pc,) = [u for u in cg.toposort() if is_precompiled_call(u)]
+  assert pc.src[1] is a and [e.src[0].arg.slot for e in pc.src[0].src] == [1, 2]
+  assert [e.src[0] for e in cg.src] == list(pc.src[2:]) and all(e.src[1] is pc for e in cg.src)
+  assert CALLIFY.run(sink(cl.gettuple(0), cl.gettuple(1)), opts, Trace()) is cg, "precompiling again gives other buffers"
   kg = RANGEIFY.run(cg, opts, Trace())
   outer = [c for c in _graph_calls(kg) if c.src[0].op is Ops.SINK and all(s.op is Ops.AFTER for s in c.src[0].src)]
   assert len(outer) == 1

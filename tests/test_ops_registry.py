@@ -87,8 +87,9 @@ PY_INT = {
   Ops.IDIV: lambda a, b, dt: 0 if b == 0 else _wrap(_trunc_div(a, b), dt),
   Ops.MOD: lambda a, b, dt: a if b == 0 else _wrap(a - b * _trunc_div(a, b), dt),
   Ops.AND: lambda a, b, dt: a & b, Ops.OR: lambda a, b, dt: a | b, Ops.XOR: lambda a, b, dt: a ^ b,
-  Ops.SHL: lambda a, b, dt: _wrap(a << (b % (64 if dt.kind == "x" else dt.bits)), dt),
-  Ops.SHR: lambda a, b, dt: a >> (b % (64 if dt.kind == "x" else dt.bits)),
+  # C shifts an operand narrower than int as an int: the count's width is 32 for 8- and 16-bit dtypes
+  Ops.SHL: lambda a, b, dt: _wrap(a << (b % (64 if dt.kind == "x" else max(dt.bits, 32))), dt),
+  Ops.SHR: lambda a, b, dt: _wrap(a >> (b % (64 if dt.kind == "x" else max(dt.bits, 32))), dt),
   Ops.CMPLT: lambda a, b, dt: a < b, Ops.CMPNE: lambda a, b, dt: a != b, Ops.CMPEQ: lambda a, b, dt: a == b,
   Ops.WHERE: lambda c, a, b, dt: a if c else b,
 }
@@ -105,7 +106,8 @@ def test_scalar_meaning_at_the_documented_undefined_points():
   i32 = dtypes.int32
   assert scalar.run(Ops.IDIV, i32, 7, 0) == 0 and scalar.run(Ops.MOD, i32, -7, 0) == -7
   assert scalar.run(Ops.IDIV, i32, i32.min, -1) == i32.min and scalar.run(Ops.MOD, i32, i32.min, -1) == 0
-  assert scalar.run(Ops.SHL, i32, 1, 33) == 2 and scalar.run(Ops.SHR, dtypes.uint8, 128, 9) == 64
+  assert scalar.run(Ops.SHL, i32, 1, 33) == 2 and scalar.run(Ops.SHR, dtypes.uint8, 128, 33) == 64
+  assert scalar.run(Ops.SHL, dtypes.uint8, 1, 8) == 0 and scalar.run(Ops.SHR, dtypes.int8, -128, 9) == -1  # as an int in C
   assert scalar.run(Ops.CAST, i32, math.nan, dtypes.float32) == 0
   assert scalar.run(Ops.CAST, dtypes.int8, 1e9, dtypes.float32) == 127 and scalar.run(Ops.CAST, dtypes.uint8, -3.7, dtypes.float64) == 0
   assert [c_undefined(Ops.IDIV, i32, 1, 0), c_undefined(Ops.SHL, i32, 1, 32), c_undefined(Ops.ADD, i32, i32.max, 1)] == \

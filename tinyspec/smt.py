@@ -36,8 +36,9 @@ class Translator:
   interval bounds of opaque nodes. A rule prover builds terms for both sides of a rule and asks z3 whether they can
   differ under `constraints`."""
 
-  def __init__(self, interval_hints: bool = True, defined: bool = False):
+  def __init__(self, interval_hints: bool = True, defined: bool = False, prefix: str = ""):
     self.defined = defined
+    self.prefix = prefix  # of every variable name: two translators with different prefixes share no variable
     self.memo: dict[UOp, z3.ExprRef] = {}
     self.constraints: list[z3.BoolRef] = []
     self.vars: dict[UOp, z3.ExprRef] = {}  # the variable of every RANGE, SPECIAL and opaque node
@@ -63,7 +64,7 @@ class Translator:
   def fresh(self, dt: DType, hint: str = "v", u: UOp | None = None) -> z3.ExprRef:
     """A new variable of dt's sort; bounded by u's interval bounds when u is given."""
     self._n += 1
-    name = f"{hint}{self._n}"
+    name = f"{self.prefix}{hint}{self._n}"
     srt = self.sort(dt)
     if srt is None: srt = z3.IntSort()
     v = z3.Const(name, srt)
@@ -110,7 +111,7 @@ class Translator:
     (bound,), dt = srcs, u.dtype
     name = f"r{u.arg.axis}" if u.op is Ops.RANGE and hasattr(u.arg, "axis") else str(u.arg)
     self._n += 1
-    v = z3.Const(f"{name}_{self._n}", self.sort(dt))
+    v = z3.Const(f"{self.prefix}{name}_{self._n}", self.sort(dt))
     self.vars[u] = v
     lo = self.const(dt, 0)
     self.constraints += [z3.Not(self.lt(v, lo, dt)), self.lt(v, bound, dt)]
@@ -179,3 +180,24 @@ def prove_in_bounds(idx: UOp, size: int, gate: UOp | None = None, timeout_ms: in
       if z3.is_int_value(val): example[str(v).rsplit("_", 1)[0] if node.op is Ops.RANGE else str(node.arg)] = val.as_long()
   val = m.eval(ie, model_completion=True)
   return BoundsResult("violated", example, val.as_long() if z3.is_int_value(val) else None)
+
+
+def prove_iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None], timeout_ms: int | None = None) -> BoundsResult:
+  """Whether accesses a and b, each (index, gate), never reach one element from two different iterations of range r.
+  Each iteration gets its own values of every other range and of every loaded value (another thread is anywhere in
+  its own loops). "violated" gives the two iterations and the element; "proved" means no two iterations share one."""
+  t1, t2 = Translator(prefix="p_"), Translator(prefix="q_")
+  s = z3.Solver()
+  s.set(timeout=TIMEOUT_MS if timeout_ms is None else timeout_ms)
+  terms = []
+  for t, (idx, gate) in ((t1, a), (t2, b)):
+    terms.append(t.as_int(t(idx), idx.dtype))
+    if gate is not None and z3.is_bool(g := t(gate)): s.add(g)
+  r1, r2 = t1.as_int(t1(r), r.dtype), t2.as_int(t2(r), r.dtype)
+  s.add(*t1.constraints, *t2.constraints, r1 != r2, terms[0] == terms[1])
+  res = s.check()
+  if res == z3.unsat: return BoundsResult("proved")
+  if res == z3.unknown: return BoundsResult("unknown")
+  m = s.model()
+  ev = lambda e: m.eval(e, model_completion=True).as_long()
+  return BoundsResult("violated", {"first": ev(r1), "second": ev(r2)}, ev(terms[0]))

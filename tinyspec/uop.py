@@ -302,21 +302,53 @@ def _stores_into_index(sink: UOp) -> bool:
   return True
 
 
+def _waits_for_calls(sink: UOp) -> bool:
+  # every entry is storage, and every AFTER under it waits only for CALLs that are no precompiled tensor-level call: a kernel
+  # graph (its order is AFTER(storage, CALL...)), not a body of tensor-level effects (AFTER(PARAM, STORE...), tinygrad's spelling)
+  stack = list(sink.src)
+  while stack:
+    u = stack.pop()
+    if u.op is Ops.AFTER and u.src:
+      stack.append(u.src[0])
+      if any(d.op is not Ops.CALL or not d.src or body_kind(d.src[0]) == "effect" for d in u.src[1:]): return False
+    elif u.op not in _GRAPH_ENTRIES: return False
+  return True
+
+
 def body_kind(body: UOp) -> str:
-  """What a CALL body is, by its form:
+  """What a CALL body is, by its form (cached on the body):
     "value"    a TUPLE: a value-producing, differentiable call read through GETTUPLE
-    "kernel"   a SINK of effects whose STOREs address elements (INDEX); an empty SINK is a kernel that stores nothing
+    "kernel"   a SINK of effects whose STOREs address elements (INDEX); an empty SINK is a kernel that stores nothing, and a
+               SINK holding range-form ops is a kernel (a malformed one when it holds more than effects)
     "program"  a PROGRAM or a LINEAR: a linearized kernel
     "copy"     a COPY
-    "graph"    any other SINK: a nested kernel graph (storage entries) or a function body that stores into its PARAMs
+    "graph"    a SINK of storage entries, each AFTER the CALLs that write it: a nested kernel graph (a precompiled call at
+               KERNEL_GRAPH)
+    "effect"   any other SINK: tensor-level effects, STOREs of tensor values into the call's PARAMs (a precompiled call at
+               TENSOR); its entries are STOREs, GROUPs, calls, or AFTER(PARAM, effects...), and no range-form op
     "bad"      anything else"""
+  if (ret := body._cache.get("body_kind")) is None: ret = body._cache["body_kind"] = _body_kind(body)
+  return ret
+
+
+def _body_kind(body: UOp) -> str:
   op = body.op
   if op is Ops.TUPLE: return "value"
   if op in (Ops.PROGRAM, Ops.LINEAR): return "program"
   if op is Ops.COPY: return "copy"
   if op is not Ops.SINK: return "bad"
-  if body.src and all(s.op in _GRAPH_ENTRIES for s in body.src): return "graph"
-  return "kernel" if _stores_into_index(body) else "graph"
+  if body.src and _waits_for_calls(body): return "graph"
+  return "kernel" if _stores_into_index(body) or _holds_range_ops(body) else "effect"
+
+
+def _holds_range_ops(sink: UOp) -> bool:
+  # a SINK addressing elements (INDEX, LOAD, RANGE...) is a kernel, however malformed; tensor-level effects never do
+  return any(u.op in GroupOp.RangeForm for u in walk((sink,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src))
+
+
+def is_precompiled_call(u: UOp) -> bool:
+  """A CALL of tensor-level effects (body_kind "effect"): a precompiled call at TENSOR, read through AFTER(its storage, CALL)."""
+  return u.op is Ops.CALL and len(u.src) > 0 and body_kind(u.src[0]) == "effect"
 
 
 def is_kernel_body(body: UOp) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 MAX_GRID = 1 << 14
 
@@ -102,8 +102,9 @@ class LocalEval:
 
 
 def _outer(root: UOp) -> list[UOp]:
-  """Nodes under root, not entering value-call bodies (their PARAMs are the call's args, not kernel params)."""
-  return root.toposort(gate=lambda u: u.op is not Ops.TUPLE)
+  """Nodes under root, not entering call bodies nor TUPLEs (a body's PARAMs are its call's args, not kernel params; a
+  precompiled call's body is a SINK, not a TUPLE)."""
+  return walk((root,), lambda u: () if u.op is Ops.TUPLE else u.src[1:] if u.op is Ops.CALL else u.src)
 
 
 def _as_common(a: np.ndarray) -> np.ndarray:

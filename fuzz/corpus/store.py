@@ -1,7 +1,8 @@
 """The corpus: one Python file per counterexample, rebuilt with tinyspec.pyrender.
 
 A file holds a header comment (signature, seed, case, date, message), SIGNATURE, EXPECT ("fails" for an open bug,
-"passes" for a fixed one), KIND, OPTIONS (the lowering choices), BACKENDS, PER_REWRITE, `graph()` and `inputs()`.
+"passes" for a fixed one), KIND, OPTIONS (the lowering choices), BACKENDS, PER_REWRITE, a target's own constants
+(e.g. PROGRAM, the source of a tinygrad program; loaded into Entry.meta), `graph()` and `inputs()`.
 It is named by a stable hash of the signature, so the same bug found twice is one file. Writes are atomic: a temp
 file in the same directory, fsync, rename.
 """
@@ -65,8 +66,8 @@ def render_inputs(inputs: dict[int, np.ndarray]) -> list[str]:
 
 
 def render_entry(case: Case, signature: Sequence[str], message: str = "", expect: str = "fails", backends: Sequence[str] = ("reference",),
-                 per_rewrite: bool = False, blame: str = "", date: str | None = None) -> str:
-  """The text of a corpus file."""
+                 per_rewrite: bool = False, blame: str = "", date: str | None = None, extra: dict[str, Any] | None = None) -> str:
+  """The text of a corpus file. extra: upper-case names and the values (with a repr that rebuilds them) a target adds."""
   date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
   head = [f"# tinyspec counterexample: {'/'.join(signature)}",
           f"# seed {case.seed}, case {case.index}, found {date}"]
@@ -84,6 +85,7 @@ def render_entry(case: Case, signature: Sequence[str], message: str = "", expect
     f"PER_REWRITE = {bool(per_rewrite)!r}",
     f"SEED = {case.seed!r}",
     f"CASE = {case.index!r}",
+    *_extra_lines(extra or {}),
     "",
     "",
     "def graph():",
@@ -93,6 +95,20 @@ def render_entry(case: Case, signature: Sequence[str], message: str = "", expect
     *render_inputs(case.inputs),
   ]
   return "\n".join(head + body) + "\n"
+
+
+# the names every entry has (Entry's own fields); a target's extra names go to Entry.meta
+_OWN = frozenset({"SIGNATURE", "EXPECT", "KIND", "OPTIONS", "BACKENDS", "PER_REWRITE"})
+
+
+def _extra_lines(extra: dict[str, Any]) -> list[str]:
+  """NAME = value for each extra; a multi-line string as a triple-quoted block, so a program reads as written."""
+  out = []
+  for k, v in extra.items():
+    if not k.isupper() or k in _OWN: raise ValueError(f"a corpus entry's extra name must be upper case and none of {sorted(_OWN)}: {k!r}")
+    block = isinstance(v, str) and "\n" in v and "'''" not in v and "\\" not in v  # nothing the block would escape
+    out.append(f"{k} = '''\\\n{v}'''" if block else f"{k} = {v!r}")
+  return out
 
 
 def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **kw) -> tuple[Path, bool]:
@@ -121,7 +137,7 @@ def load_entry(path: str | Path) -> Entry:
   if expect not in ("fails", "passes"): raise InputError(f"{p}: EXPECT must be 'fails' or 'passes', got {expect!r}")
   case = Case(root, inputs, dict(ns.get("OPTIONS", {})), ns.get("KIND", "tensor"), ns.get("SEED"), ns.get("CASE"))
   return Entry(p, case, sig, expect, tuple(ns.get("BACKENDS", ("reference",))), bool(ns.get("PER_REWRITE", False)),
-               {k: ns[k] for k in ("SEED", "CASE") if k in ns})
+               {k: v for k, v in ns.items() if k.isupper() and k not in _OWN and not callable(v)})
 
 
 def entries(corpus_dir: str | Path) -> list[Path]:

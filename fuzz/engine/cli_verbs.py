@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 BACKENDS = ("reference", "cpu", "opencl")
-TARGET_NAMES = ("reference", "symbolic")  # fuzz.engine.targets.TARGET_NAMES, without importing the fuzzer to build the parser
+TARGET_NAMES = ("reference", "symbolic", "tinygrad")  # fuzz.engine.targets.TARGET_NAMES, without importing the fuzzer to build the parser
 
 
 def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,8 +25,9 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--report", default=None, metavar="DIR",
                  help="keep a static HTML report in DIR (DIR/index.html: summary, progress plot, findings with pictures, rule coverage)")
   p.add_argument("--target", default=None, choices=TARGET_NAMES,
-                 help="what to fuzz: reference (default: random graphs through the reference pipeline, every oracle) or symbolic "
-                 "(the integer simplifier alone, as --symbolic)")
+                 help="what to fuzz: reference (default: random graphs through the reference pipeline, every oracle), symbolic "
+                 "(the integer simplifier alone, as --symbolic) or tinygrad (random Tensor programs through tinygrad 0.14 and "
+                 "tinyspec, compared; needs the tinygrad extra)")
 
 
 def parse_backends(s: str) -> tuple[str, ...]:
@@ -70,6 +71,14 @@ def fuzz_main(args: argparse.Namespace) -> int:
       print("tinyspec fuzz: --backends and --per-rewrite are options of the reference target, not of symbolic", file=sys.stderr)
       return 2
     options = {"depth": depth, "z3_timeout_ms": z3_timeout_ms}
+  if name == "tinygrad":
+    if backends != ("reference",) or args.per_rewrite:
+      print("tinyspec fuzz: --backends and --per-rewrite are options of the reference target, not of tinygrad", file=sys.stderr)
+      return 2
+    from fuzz.engine.tinygrad_target import unavailable
+    if (why := unavailable()) is not None:
+      print(f"tinyspec fuzz: --target tinygrad: {why}", file=sys.stderr)
+      return 2
   seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
   if args.report:
     try: Path(args.report).mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
-TARGET_NAMES = ("reference", "symbolic")
+TARGET_NAMES = ("reference", "symbolic", "tinygrad")
 
 
 class FindingLike(Protocol):
@@ -142,6 +142,9 @@ def get_target(target: str | Target | None, **options: Any) -> Target:
   if target == "symbolic":
     from fuzz.engine.symbolic import SymbolicTarget
     return SymbolicTarget(**options)
+  if target == "tinygrad":
+    from fuzz.engine.tinygrad_target import TinygradTarget
+    return TinygradTarget(**options)
   raise ValueError(f"unknown fuzz target {target!r}; choose from {', '.join(TARGET_NAMES)}")
 
 

@@ -138,8 +138,48 @@ def _float_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
   return q, (r == 0).where(zero, r)
 
 
+def _leaves(data: Any) -> list[Any]:
+  """The scalars of nested lists and tuples (data itself when it is a scalar)."""
+  if isinstance(data, (list, tuple)): return [x for d in data for x in _leaves(d)]
+  return [data]
+
+
+def _is_int(x: Any) -> bool: return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_int_range(leaves: list[Any], dt: DType) -> None:
+  """ValueError for an integer that dt cannot hold. Such a value is a mistake in the data, so it is not wrapped
+  (tinygrad wraps it, numpy 2 rejects it with an OverflowError)."""
+  if dt.kind not in "iu": return
+  for x in leaves:
+    if _is_int(x) and not dt.min <= int(x) <= dt.max:
+      raise ValueError(f"Tensor data {int(x)} does not fit in {dt.name} (range {dt.min}..{dt.max}); pass a dtype that holds it")
+
+
+def _python_data(data: Any, dtype: DType | None) -> tuple[Any, DType]:
+  """Python data (nested lists, scalars) and its dtype: the given one, or bool for all bools, int32 for ints (with
+  bools), float32 when any scalar is a float, float32 for no data. Integers stay Python ints until numpy converts them
+  straight to the dtype: an intermediate array would turn ints above 2**63 into float64 and lose their low bits."""
+  leaves = _leaves(data)
+  ints = bool(leaves) and all(_is_int(x) or isinstance(x, (bool, np.bool_)) for x in leaves)
+  if ints:
+    dt = dtype or (dtypes.int32 if any(_is_int(x) for x in leaves) else dtypes.bool)
+    _check_int_range(leaves, dt)
+    return data, dt
+  arr = np.array(data)
+  if arr.dtype == object: raise TypeError(f"cannot make a Tensor from {type(data).__name__}")
+  _check_int_range(leaves, dtype or dtypes.float32)
+  if dtype is not None: return data, dtype
+  flat = arr.reshape(-1)
+  dt = _default_dtype(flat[0].item()) if flat.size else dtypes.float32
+  return arr, dtypes.float32 if arr.dtype.kind == "f" else dt
+
+
 class Tensor:
-  """A lazily built tensor: `uop` is its graph. Made from numpy arrays, Python lists and scalars, or a UOp."""
+  """A lazily built tensor: `uop` is its graph. Made from numpy arrays, Python lists and scalars, or a UOp.
+
+  Python ints in data keep their exact value in any integer dtype (uint64 up to 2**64-1); one the dtype cannot hold
+  is a ValueError, where tinygrad wraps it. A numpy array is converted with numpy's own casting."""
   __slots__ = ("uop", "__weakref__")
   __hash__ = object.__hash__
 
@@ -152,15 +192,7 @@ class Tensor:
       self.uop = data.uop if dtype is None else data.cast(dtype).uop
       return
     if isinstance(data, np.ndarray): dt = dtype or dtypes.from_np(data.dtype)
-    else:
-      arr = np.array(data)
-      if arr.dtype == object: raise TypeError(f"cannot make a Tensor from {type(data).__name__}")
-      if dtype is None:
-        flat = arr.reshape(-1)
-        dt = _default_dtype(flat[0].item()) if flat.size else dtypes.float32
-        if arr.dtype.kind == "f": dt = dtypes.float32
-      else: dt = dtype
-      data = arr
+    else: data, dt = _python_data(data, dtype)
     if dt is dtypes.void or dt is dtypes.index: raise TypeError(f"a data Tensor cannot have dtype {dt.name}")
     with np.errstate(all="ignore"): arr = np.array(data, dtype=dt.np).copy()
     buf = UOp.buffer(dt, arr.size, device)

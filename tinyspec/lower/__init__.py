@@ -2,8 +2,9 @@
 
 The passes, in the order `pipeline.PASSES` runs them (each output is verified against the spec of its stage):
 
-    callify       TENSOR -> TENSOR        value calls inlined (or kept, precompiled); GETTUPLE of a TUPLE folded
-    rangeify      TENSOR -> KERNEL        realize, allocate, index: a kernel graph of CALLs of kernel SINKs
+    callify       TENSOR -> TENSOR        value calls inlined (or precompiled: bodies storing into output PARAMs); GETTUPLE of a TUPLE folded
+    rangeify      TENSOR -> KERNEL        realize, allocate, index: a kernel graph of CALLs of kernel SINKs (a precompiled call's body
+                                          becomes a nested kernel graph)
     simplify      KERNEL -> KERNEL        integer rewrites that `tinyspec prove` proves sound
     optimize      KERNEL -> KERNEL        split, unroll and mark GLOBAL the ranges of each kernel, then simplify
     lower_reduce  KERNEL -> KERNEL        every REDUCE becomes an accumulator loop over a REG buffer

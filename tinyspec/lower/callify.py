@@ -5,15 +5,27 @@ replaced by a_k (flat: RESHAPE(a_k, (size,)) when a_k is not already of shape (s
 calls nested in a body are resolved before the body is substituted into its caller: a PARAM always belongs to the
 innermost body it is reached from, and substitution never enters a nested CALL's body (src[0]).
 
-precompile: value calls stay; rangeify lowers each body into its own kernel graph. Both modes fold GETTUPLE of a bare
-TUPLE.
+precompile: each value call becomes a precompiled call, the form tinygrad's transform_to_call gives a
+`@function(precompile=True)` (docs/ir.md): GETTUPLE(CALL(TUPLE(v0, ...), a0, ..., a_{n-1}), i) becomes AFTER(out_i, P)
+(RESHAPEd to v_i's shape), where
+  P = CALL(SINK(AFTER(PARAM(n), STORE(PARAM(n), v0)), ...), a0, ..., a_{n-1}, out_0, ...)
+stores output i into PARAM slot n+i, bound to a fresh BUFFER out_i (its id fixed per call node, so callifying the same graph
+again gives the same graph); an arg that is not storage is realized first (CONTIGUOUS). Calls nested in a body are
+precompiled first (bottom-up). rangeify lowers each precompiled body into its own kernel graph.
+
+Both modes fold GETTUPLE of a bare TUPLE; a precompiled call in the input stays as it is.
 """
 from __future__ import annotations
 
+import weakref
+from typing import Sequence
+
+from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp, substitute, walk
+from tinyspec.spec.tensor import tensor_storage
+from tinyspec.uop import Ops, UOp, next_buffer_id, substitute, walk
 
 
 def flat_arg(a: UOp, size: int) -> UOp:
@@ -44,6 +56,46 @@ def tuple_element(g: UOp, t: UOp) -> UOp:
   return t.src[g.arg]
 
 
+def storage_arg(a: UOp) -> UOp:
+  """a as a precompiled call takes it: a itself when it is storage, else CONTIGUOUS(a) (realized into storage)."""
+  return a if tensor_storage(a) else UOp(Ops.CONTIGUOUS, a.dtype, (a,))
+
+
+def precompile(call: UOp, outs: Sequence[UOp]) -> UOp:
+  """The value call CALL(TUPLE(v0, ...), a0, ..., a_{n-1}) as a precompiled call whose body stores v_i into PARAM slot n+i,
+  bound to the storage outs[i] (flat, of v_i's size and dtype). Slots are positions: the args keep theirs, outputs follow."""
+  tup, args = call.src[0], call.src[1:]
+  if len(outs) != len(tup.src): raise ValueError(f"a call returning {len(tup.src)} values given {len(outs)} output buffers")
+  entries = []
+  for i, (v, o) in enumerate(zip(tup.src, outs)):
+    p = UOp.param(len(args) + i, v.dtype, v.size, o.arg.device, o.arg.addrspace)
+    entries.append(p.after((p if v.shape == p.shape else p.reshape(v.shape)).store(v)))
+  return UOp(Ops.CALL, dtypes.void, (UOp(Ops.SINK, dtypes.void, tuple(entries)), *map(storage_arg, args), *outs), call.arg)
+
+
+# the ids of each value call's output BUFFERs: the same call node (interned) is precompiled into the same call every time
+_OUT_IDS: weakref.WeakKeyDictionary[UOp, list[int]] = weakref.WeakKeyDictionary()
+
+
+def output_buffers(call: UOp) -> list[UOp]:
+  """One flat BUFFER per output of the value call, with ids fixed for that call node."""
+  vals = call.src[0].src
+  ids = _OUT_IDS.setdefault(call, [next_buffer_id() for _ in vals])
+  return [UOp.buffer(v.dtype, v.size, v.device or "CPU", id=i) for v, i in zip(vals, ids)]
+
+
+def precompiled_output(call: UOp, outs: Sequence[UOp], i: int) -> UOp:
+  """Output i of a value call once precompiled into outs: AFTER(outs[i], precompiled call), in the shape of output i."""
+  v = call.src[0].src[i]
+  out = outs[i].after(precompile(call, outs))
+  return out if v.shape == out.shape else out.reshape(v.shape)
+
+
+def _precompile_call(g: UOp, call: UOp) -> UOp:
+  if not 0 <= g.arg < len(call.src[0].src): raise ValueError(f"GETTUPLE index {g.arg} of a call returning {len(call.src[0].src)} values")
+  return precompiled_output(call, output_buffers(call), g.arg)
+
+
 pm_fold_tuple = PatternMatcher([
   ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
 ], "callify_fold")
@@ -53,12 +105,17 @@ pm_inline = PatternMatcher([
    _inline_call),
 ], "callify_inline")
 
+pm_precompile = PatternMatcher([
+  ("precompile_gettuple_of_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
+   _precompile_call),
+], "callify_precompile")
+
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   fold = tables["callify_fold"]
   if options.callify == "inline": return trace.rewrite(root, tables["callify_inline"] + fold, bottom_up=True)
-  if options.callify == "precompile": return trace.rewrite(root, fold, bottom_up=True)
+  if options.callify == "precompile": return trace.rewrite(root, tables["callify_precompile"] + fold, bottom_up=True)
   raise ValueError(f"unknown callify mode {options.callify!r}; expected 'inline' or 'precompile'")
 
 
-CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (pm_inline, pm_fold_tuple))
+CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (pm_inline, pm_precompile, pm_fold_tuple))

@@ -9,16 +9,18 @@ An opt is a tuple naming a RANGE by its axis id (RangeArg.axis, unique within a 
   ("unroll", axis)         a RANGE of bound 1..UNROLL_LIMIT is replaced by its copies: an END over it becomes a GROUP
                            of the body with r = 0, 1, ...; a REDUCE over it combines the copies with its op.
   ("global", axis)         a LOOP range becomes GLOBAL (OpenCL runs it as get_global_id; C keeps it a loop). It must
-                           enclose the whole kernel: every entry of the kernel SINK is an END over it. At most
+                           enclose the whole kernel: every entry of the kernel SINK is an END over it; and its
+                           iterations must be independent (kernel.thread_independent: no element of global storage
+                           one iteration stores is touched by another), since they run as parallel threads. At most
                            MAX_GLOBALS per kernel.
 
 Every opt is tried on every kernel of the graph. An opt that does not apply to a kernel (no such axis, a bound that
-is not a constant or not divisible, a range too long to unroll, a range that does not enclose the kernel, a
-malformed tuple's numbers out of range) leaves that kernel unchanged, so a fuzzer may choose opts freely.
+is not a constant or not divisible, a range too long to unroll, a range that does not enclose the kernel or whose
+iterations depend on each other, a malformed tuple's numbers out of range) leaves that kernel unchanged, so a fuzzer may choose opts freely.
 A tuple that is not an opt at all (unknown name, wrong length, non-integer fields) is a ValueError.
 
 options.opts None runs the heuristic: unroll every reduce range of bound <= 4, then mark the leading (up to 3) LOOP
-ranges of a kernel whose SINK holds a single END as GLOBAL.
+ranges of a kernel whose SINK holds a single END as GLOBAL (those whose iterations are independent).
 After the opts, a kernel they changed is simplified again (unrolled copies index with constants).
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
 from tinyspec.lower.simplify import pm_simplify, simplify_body
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
+from tinyspec.spec.kernel import iteration_conflicts
 from tinyspec.uop import AxisType, Ops, RangeArg, UOp, substitute, walk
 
 UNROLL_LIMIT = 32
@@ -195,6 +198,7 @@ def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternM
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
     if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
+    if iteration_conflicts(body, r): return body  # a loop whose iterations share data stays a loop
     return trace.rewrite(body, tables["global"], OptCtx(axis))
   raise ValueError(f"unknown opt {opt!r}")
 

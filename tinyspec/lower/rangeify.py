@@ -17,9 +17,11 @@
      SINK(END(STORE(INDEX(PARAM(0), flat(r0..rn)), value), r0..rn))
    comes from the pm_indexing table (indexing.py) rewriting the value addressed at the output RANGEs (view INDEXes, the
    transient form of docs/ir.md, stand in a kernel whose rewrite a Trace's step limit stopped); a REDUCE is
-   REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A precompiled value call is lowered on its own into a
+   REDUCE(value, reduce RANGEs) with AxisType.REDUCE ranges. A value call left at rangeify is lowered on its own into a
    nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
-   AFTER(out_buf_i, CALL). A COPY is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
+   AFTER(out_buf_i, CALL). A precompiled call (a SINK of STOREs into its PARAMs, docs/ir.md) is an opaque call writing
+   the args its body stores into; its body is lowered into a nested kernel graph whose STOREs write those PARAMs. A COPY
+   is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
 4. pm_call_args (rule table) turns every view arg into its storage: call_arg_view_to_storage strips the RESHAPEs of a
    BUFFER/PARAM, call_arg_after_view those of an AFTER. Between two of its applications some CALLs still take views:
    legal at TENSOR (a view of storage is a value), flagged at KERNEL (kgraph.call_arg_storage), so legal at the union.
@@ -42,7 +44,7 @@ from tinyspec.lower.indexing import VIEW, pm_indexing, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_value_call, next_buffer_id, storage_of
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_precompiled_call, is_value_call, next_buffer_id, storage_of
 
 
 def _after_through_view(a: UOp, v: UOp) -> UOp:
@@ -122,13 +124,14 @@ _BUFFER_IDS: weakref.WeakKeyDictionary[UOp, dict] = weakref.WeakKeyDictionary()
 
 
 class _Builder:
-  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None, ids: dict):
+  def __init__(self, sched: Schedule, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None, ids: dict,
+               views: bool = True):
     self.s, self.options, self.trace, self.tables = sched, options, trace, tables
     self.ids = ids
     self.buffers: dict = {}
     self.nested: dict[UOp, UOp] = {}
     self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
-    self.views = out_params is None  # read args bound as views first (the call_args table turns them into storage)
+    self.views = views and out_params is None  # read args bound as views first (the call_args table turns them into storage)
     if out_params is not None:
       if len(out_params) != len(sched.entries): raise ValueError("a nested graph needs one output PARAM per value")
       for p, (kind, r) in zip(out_params, sched.entries):
@@ -191,9 +194,10 @@ class _Builder:
       leaf = next(iter(k.reads))
       k.call = UOp(Ops.CALL, dtypes.void, (body, self.write_arg(k, key, ver), self.bind(self.read_arg(r), k.expr, leaf)))
     elif k.kind == "opaque":
-      args = [self.write_arg(k, key, v) for key, v in k.writes]
-      by_key = {key: a for (key, _), a in zip(k.writes, args)}
-      k.call = k.node.replace(src=(k.node.src[0], *[by_key[k.reads[self.s.flat_base(a)].key] for a in k.node.src[1:]]))
+      written = {key: self.write_arg(k, key, v) for key, v in k.writes}
+      reads = [k.reads[self.s.flat_base(a)] for a in k.node.src[1:]]
+      body = self.effects_graph(k.node.src[0]) if is_precompiled_call(k.node) else k.node.src[0]
+      k.call = k.node.replace(src=(body, *[written[r.key] if r.key in written else self.read_arg(r) for r in reads]))
     elif (k.target if k.kind == "store" else k.expr).size == 0: self.empty.add(k)
     else: k.call = self.build_body(k)
 
@@ -245,6 +249,14 @@ class _Builder:
       return self.build_body(k)
     return UOp(Ops.CALL, dtypes.void, (body, *args))
 
+  def effects_graph(self, body: UOp) -> UOp:
+    """The nested kernel graph of a precompiled call's effect body: its STOREs into the call's PARAMs become kernels
+    writing those PARAMs, its entries AFTER(PARAM, kernels...). Its args are storage from the start (no view args)."""
+    if (g := self.nested.get(body)) is None:
+      g = self.nested[body] = lower_graph(body, self.options, self.trace, self.tables, ids=self.ids.setdefault(("nested", body), {}),
+                                          views=False)
+    return g
+
   def build_call(self, k: Kernel) -> UOp:
     call = k.node
     leaves = [self.s.flat_base(a) for a in call.src[1:]]
@@ -283,13 +295,14 @@ def _pointwise(body: UOp, p0: UOp) -> bool | None:
 
 
 def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None = None,
-                ids: dict | None = None) -> UOp:
+                ids: dict | None = None, views: bool = True) -> UOp:
   """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables["indexing"]. With out_params,
   entry i is written into out_params[i]. ids maps what needs a fresh BUFFER to its id (kept by the caller to give the
-  same ids when the same graph is lowered again)."""
+  same ids when the same graph is lowered again). views False binds every read arg as storage at once."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
   if ids is None: ids = _BUFFER_IDS.setdefault(sink, {})
-  return _Builder(Schedule(sink, options.realize, nested_outputs=out_params is not None), options, trace, tables, out_params, ids).build()
+  sched = Schedule(sink, options.realize, nested_outputs=out_params is not None)
+  return _Builder(sched, options, trace, tables, out_params, ids, views).build()
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:

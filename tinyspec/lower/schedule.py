@@ -17,7 +17,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
+from tinyspec.spec.tensor import written_slots
+from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call, is_value_call
 from tinyspec.uop import walk as walk_from
 
 STORAGE_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
@@ -39,7 +40,8 @@ class Kernel:
   """One kernel of the schedule.
   kind: value (realize `expr` into the key's buffer), store (write `value` through the `target` view), copy (a COPY
         of flat storage to another device),
-        call (a precompiled value call; writes one key per output), opaque (a void call kept as it is).
+        call (a precompiled value call; writes one key per output), opaque (a void call: a precompiled call of effects writes
+        the args its body stores into, another any of its args).
   own: the realized node this kernel computes, indexed through rather than loaded (None for copies)."""
   kind: str
   order: int
@@ -212,7 +214,9 @@ class Schedule:
           leaf = self.flat_base(a)
           k.reads[leaf] = self.ref(leaf)
         if k.kind == "opaque":
-          for leaf in dict.fromkeys(self.flat_base(a) for a in args):
+          # a precompiled call writes the slots its body stores into; of another opaque call any arg may be written
+          written = sorted(written_slots(u.src[0])) if is_precompiled_call(u) else range(len(args))
+          for leaf in dict.fromkeys(self.flat_base(args[i]) for i in written if i < len(args)):
             self._add_write(k, (k.reads[leaf].key, self._next_version(k.reads[leaf].key)))
         self.store_kernel[u] = k
 

@@ -11,7 +11,9 @@ can ask:
 
   division by zero      a IDIV 0 == 0, a MOD 0 == a
   MIN IDIV -1           wraps to MIN; MIN MOD -1 == 0
-  shift count           taken modulo the width (count & (bits - 1), as x86 does; 64 for index)
+  shift count           taken modulo the shift width (count & (width - 1), as x86 does): the bits of the dtype, but
+                        32 for dtypes narrower than int, which C promotes to int before shifting (a uint8 shifted
+                        by 8 is 0, as tinygrad's C and its emulator give); 64 for index
   signed overflow       wraps (C with -fwrapv); SHL shifts the two's complement bits
   float -> int CAST     truncates toward zero; NaN gives 0; out of range (inf included) saturates to min or max
 """
@@ -47,8 +49,8 @@ def cmod(a: int, b: int) -> int:
 
 
 def shift_bits(dt: DType) -> int:
-  """The width a shift count of dt is taken modulo."""
-  return INDEX_SHIFT_BITS if dt is dtypes.index else dt.bits
+  """The width a shift count of dt is taken modulo: its bits, at least int's 32 (C shifts a narrower operand as int)."""
+  return INDEX_SHIFT_BITS if dt is dtypes.index else max(dt.bits, 32)
 
 
 def _idiv(dt: DType, a: int, b: int) -> int: return 0 if b == 0 else cdiv(a, b)

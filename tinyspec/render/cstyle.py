@@ -18,6 +18,7 @@ from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name
+from tinyspec.ops.scalar import shift_bits
 from tinyspec.ops.spelling import BOOL_INFIX, INFIX, MATH_FN, PREFIX, WRAPPING
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp
 
@@ -106,7 +107,8 @@ class CStyleRenderer:
     return self.cast_expr(inner, dt) if dt.bits < 32 or dt.kind == "u" else f"({inner})"
 
   def _count(self, b: UOp, bs: str, dt: DType) -> str:
-    return bs if 0 <= b.vmin and b.vmax < dt.bits else f"(({bs}) & {dt.bits - 1})"
+    bits = shift_bits(dt)
+    return bs if 0 <= b.vmin and b.vmax < bits else f"(({bs}) & {bits - 1})"
 
   def render_alu(self, u: UOp, s: list[str]) -> str:
     op, dt = u.op, u.dtype

@@ -21,9 +21,11 @@ Calls
   value; GETTUPLE reads output i. A PARAM belongs to the innermost CALL body it is reached from. Any other body makes
   a void call whose args are storage passed by reference (PARAM slot k is arg k's array, so the call mutates it):
   a kernel body (a SINK holding range-form ops, a LINEAR, or a PROGRAM) runs through `kernel_runner(call, args)`
-  when one is given, else `evaluate_kernel`; a SINK without range-form ops is a nested kernel graph evaluated in
-  the new scope; a COPY body writes its source's value into arg 0. A call arg that is a computed value or a view
-  gets a scratch copy.
+  when one is given, else `evaluate_kernel`; a SINK of storage entries is a nested kernel graph evaluated in the new
+  scope; a SINK of tensor-level effects (a precompiled call at TENSOR: STOREs of tensor values into its PARAMs) runs in
+  the new scope too, so its STOREs write the args' storage; a COPY body writes its source's value into arg 0. An arg
+  that is storage seen through AFTERs and RESHAPEs is that storage; a computed value or any other view gets a scratch
+  copy.
 
 Kernels (C's memory semantics; tinyspec/semantics/loops.py and kernel.py)
   A kernel body runs as its generated C code does. A PROGRAM runs its LINEAR in the listed order: RANGE opens a loop

@@ -63,6 +63,13 @@ def _view_chain(u: UOp) -> tuple[list[UOp], UOp]:
 _EFFECT = object()
 
 
+def _flat_storage(u: UOp) -> bool:
+  """u is storage seen through AFTERs and RESHAPEs only: its elements are the storage's, in their order, so a call given u
+  reads and writes the storage itself."""
+  while u.op in (Ops.AFTER, Ops.RESHAPE) and u.src: u = u.src[0]
+  return u.op in (Ops.BUFFER, Ops.PARAM, Ops.CONTIGUOUS)
+
+
 class GraphEval:
   """One scope: the top-level graph, or a CALL body with its PARAM slots bound to `params` (flat arrays)."""
 
@@ -207,7 +214,7 @@ class GraphEval:
       return GraphEval(self.storage, params, u).run(body)
     cells = []
     for k, a in enumerate(args):
-      c = self.base_cell(a) if self._storage_like(a) and a.op not in GroupOp.Movement else None
+      c = self.base_cell(a) if _flat_storage(a) else None
       if c is None:
         v = self.memo[a]
         if not isinstance(v, np.ndarray): raise EvalError(u, f"arg {k} ({a.op.name}) is neither storage nor a value")

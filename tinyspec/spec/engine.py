@@ -31,8 +31,9 @@ G_BODY = {bs: Ctx(f"kgraph_body_{bs.name if bs else 'any'}", Stage.KERNEL_GRAPH,
 G_BODY_T = Ctx("kgraph_body_build", Stage.KERNEL_GRAPH, KGRAPH_TABLE)  # a nested kernel graph inside a graph checked at TENSOR
 
 
+# at TENSOR a value call's TUPLE and a precompiled call's effects are tensor graphs; the other bodies are checked at their own stage
 def _t_body(b: UOp) -> Ctx:
-  return {"kernel": K_T, "program": P, "copy": G_BODY_T}.get(body_kind(b), G_BODY_T if is_kgraph_sink(b) else T_BODY)
+  return {"kernel": K_T, "program": P, "copy": G_BODY_T, "graph": G_BODY_T}.get(body_kind(b), T_BODY)
 
 
 # in a kernel graph a CALL body is a kernel or a nested kernel graph: a SINK that is no kernel graph is checked as a

@@ -6,7 +6,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, open_ranges
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
   | GroupOp.RangeForm
@@ -172,6 +172,57 @@ def index_bounds_timeout(u: UOp, cx: Ctx) -> str | None:
           f"at {cx.sname} every INDEX must be proven in bounds")
 
 
+# ---- thread ranges: GLOBAL RANGEs and SPECIALs run as parallel threads on a device, so their iterations must not share data ----
+def thread_ranges(body: UOp) -> list[UOp]:
+  return [u for u in body_nodes(body) if u.op is Ops.SPECIAL or (u.op is Ops.RANGE and getattr(u.arg, "kind", None) is AxisType.GLOBAL)]
+
+
+def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
+  """Every LOAD and STORE of global storage in body by the storage it addresses: (LOAD or STORE, index, gate)."""
+  out: dict[UOp, list[tuple[UOp, UOp, UOp | None]]] = {}
+  for u in body_nodes(body):
+    if u.op not in (Ops.LOAD, Ops.STORE) or (parts := _index_parts(u)) is None: continue
+    idx, e, _, gate = parts
+    base = storage_base(idx.src[0])
+    if base is not None and getattr(base.arg, "addrspace", None) is AddrSpace.GLOBAL: out.setdefault(base, []).append((u, e, gate))
+  return out
+
+
+def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsResult]]:
+  """(STORE, access, verdict) for every pair of a STORE and another access of the same global storage in body that is
+  not proven to stay apart across iterations of r (violated, or unknown when z3 gives no answer)."""
+  c = body._cache.setdefault("spec:conflicts", {})
+  if r in c: return c[r]
+  out = []
+  for accs in _global_accesses(body).values():
+    stores = [x for x in accs if x[0].op is Ops.STORE]
+    for i, (st, se, sg) in enumerate(stores):
+      # a pair of stores is one question whichever comes first; a store against itself is asked too
+      for (x, xe, xg) in stores[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
+        res = smt.prove_iterations_apart(r, (se, sg), (xe, xg))
+        if res.status != "proved": out.append((st, x, res))
+  c[r] = out
+  return out
+
+
+@rule("kernel.thread_independent", "The iterations of a GLOBAL RANGE or a SPECIAL run as parallel threads: no element of global storage that "
+      "one iteration stores is loaded or stored by another (proven with z3 for every pair of accesses).")
+def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out: list[Finding] = []
+  # the first conflict of each STORE per thread range tells enough
+  conflicts = list({(r, c[0]): (r, c) for r in thread_ranges(u) for c in reversed(iteration_conflicts(u, r))}.values())
+  paths = find_paths(u, {st for _, (st, _, _) in conflicts}) if conflicts else {}
+  for r, (st, x, res) in conflicts:
+    name = f"GLOBAL {range_name(r)}" if r.op is Ops.RANGE else f"SPECIAL {r.arg}"
+    other = "stores" if x.op is Ops.STORE else "loads"
+    if res.status == "violated":
+      ex = res.example or {}
+      why = f"iteration {ex.get('first')} of {name} stores element {res.value} and iteration {ex.get('second')} {other} it"
+    else: why = f"z3 could not prove within {smt.TIMEOUT_MS} ms that the iterations of {name} store apart from where others {other[:-1]}"
+    out.append((paths.get(st, ()), st, "kernel.thread_independent", f"{why}; at {cx.sname} the iterations of a thread range are independent"))
+  return out or None
+
+
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
 
 @rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
@@ -309,7 +360,7 @@ KERNEL_TABLE = table(
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
-  (Ops.SINK, (sink_effects, range_closed, range_axis_unique)),
+  (Ops.SINK, (sink_effects, range_closed, range_axis_unique, thread_independent)),
   (GroupOp.Movement, (no_movement,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement], (op_allowed,)),
   ((Ops.CONST, Ops.PARAM), ()),

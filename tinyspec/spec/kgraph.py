@@ -4,7 +4,7 @@ from __future__ import annotations
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
 from tinyspec.spec.shared import (dtype_passthrough, param_dtype, param_outside, param_size, param_slot, storage_base,
                                   what)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call
 
 KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY})
 STORAGE_WORDS = "storage (BUFFER, PARAM, or AFTER of one)"
@@ -80,11 +80,29 @@ def copy_body(u: UOp, cx: Ctx) -> str | None:
   return f"COPY of {what(u.src[0])}; at KERNEL_GRAPH a COPY body copies {STORAGE_WORDS}"
 
 
+@rule("kgraph.precompiled_body", "A precompiled call at KERNEL_GRAPH has a nested kernel graph as its body (kernel CALLs over its PARAMs, "
+      "ordered by AFTER); its TENSOR form, a SINK of STOREs of tensor values into its PARAMs, is lowered by rangeify.")
+def precompiled_body(u: UOp, cx: Ctx) -> str | None:
+  if not is_precompiled_call(u): return None
+  return ("CALL body is a SINK of tensor-level effects (a precompiled call at TENSOR); at KERNEL_GRAPH a precompiled call's body is a "
+          "kernel graph of kernel CALLs over its PARAMs")
+
+
+@rule("kgraph.precompiled_entry", "Every entry of a nested kernel graph (a precompiled call's body) is a PARAM of the call or an AFTER of "
+      "one: what the call computes lands in the storage it is given (its own BUFFERs are scratch).")
+def precompiled_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if body_kind(u.src[0]) != "graph": return None
+  out = [((0, i), e, "kgraph.precompiled_entry", f"entry {i} of a nested kernel graph is {what(e)}; at KERNEL_GRAPH a precompiled call's "
+          "graph returns the PARAMs it writes (AFTER(PARAM, CALL...))") for i, e in enumerate(u.src[0].src)
+         if (b := storage_base(e)) is None or b.op is not Ops.PARAM]
+  return out or None
+
+
 def kgraph_table() -> Table:
   return table(
     (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
     (Ops.SINK, [sink_entry]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
-    (Ops.CALL, (call_body, body_stage, call_arg_storage, param_slot, param_size, param_dtype)),
+    (Ops.CALL, (call_body, body_stage, call_arg_storage, param_slot, param_size, param_dtype, precompiled_body, precompiled_entry)),
     (Ops.COPY, (copy_body, dtype_passthrough)),
     (GroupOp.Movement, [no_movement]), ((Ops.TUPLE, Ops.GETTUPLE), [no_tuple]),
     ([op for op in Ops if op not in KGRAPH_OPS and op not in GroupOp.Movement and op not in (Ops.TUPLE, Ops.GETTUPLE)], [op_allowed]),

@@ -6,10 +6,10 @@ import math
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.gradient import backward_slots
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, group_effects, is_effect, is_value,
-                                  param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, value_source, what,
-                                  where_cond)
-from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_effect,
+                                  is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
+                                  value_source, what, where_cond)
+from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
 T_STORAGE_WORDS = "storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
@@ -83,11 +83,79 @@ def reduce_axes(u: UOp, cx: Ctx) -> str | None:
   return f"REDUCE of the first {n} axes of shape {s.shape}; at TENSOR n is at most the number of axes ({len(s.shape)})"
 
 
-@rule("tensor.call_body", "A CALL's body is a TUPLE (a value call) or an opaque body: a kernel SINK, LINEAR, PROGRAM or COPY.")
+@rule("tensor.call_body", "A CALL's body is a TUPLE (a value call), a SINK of tensor-level effects (a precompiled call) or an opaque body: a "
+      "kernel SINK, a nested kernel graph, LINEAR, PROGRAM or COPY.")
 def call_body(u: UOp, cx: Ctx) -> str | None:
   b = u.src[0]
   if b.op is Ops.TUPLE or b.op in OPAQUE_BODIES: return None
-  return f"CALL body is {what(b)}; at TENSOR a CALL body is a TUPLE (value call) or a kernel SINK, LINEAR, PROGRAM or COPY (opaque call)"
+  return (f"CALL body is {what(b)}; at TENSOR a CALL body is a TUPLE (value call), a SINK of effects (precompiled call) or a kernel SINK, "
+          "LINEAR, PROGRAM or COPY (opaque call)")
+
+
+# ---- precompiled calls: CALL(SINK(effects...), args...), the body storing tensor values into the call's PARAMs ----
+
+def _param_under(u: UOp) -> UOp | None:
+  """The PARAM under a chain of views and AFTERs (what a precompiled body stores into or returns), or None."""
+  return storage_base(u, GroupOp.Movement | {Ops.AFTER})
+
+
+def _body_stores(body: UOp) -> list[UOp]:
+  """The STOREs of a precompiled body, not entering nested call bodies (their PARAMs are their own call's)."""
+  return [x for x in walk((body,), lambda x: x.src[1:] if x.op is Ops.CALL else x.src) if x.op is Ops.STORE]
+
+
+def written_slots(body: UOp) -> set[int]:
+  """The PARAM slots a precompiled body stores into: its outputs (every other slot is an input)."""
+  return {p.arg.slot for s in _body_stores(body) if (p := _param_under(s.src[0])) is not None and p.op is Ops.PARAM}
+
+
+@rule("tensor.precompiled_entry", "An entry of a precompiled call's body (a SINK of tensor-level effects) is an effect (STORE, GROUP, an "
+      "opaque CALL) or the call's storage (a PARAM, or an AFTER or view of one): the body gives nothing back but what it stores into its "
+      "PARAMs.")
+def precompiled_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if not is_precompiled_call(u): return None
+  out = [((0, i), e, "tensor.precompiled_entry", f"entry {i} of a precompiled body is {what(e)}; at TENSOR a precompiled body holds effects "
+          "and its PARAMs (its results are what it stores into the call's storage)")
+         for i, e in enumerate(u.src[0].src) if not is_effect(e) and ((p := _param_under(e)) is None or p.op is not Ops.PARAM)]
+  return out or None
+
+
+@rule("tensor.precompiled_store_target", "Every STORE of a precompiled call's body (outside nested call bodies) writes into a PARAM of the "
+      "call, a view of one or an AFTER of one: the call's results go only to the storage it is given.")
+def precompiled_store_target(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if not is_precompiled_call(u): return None
+  body = u.src[0]
+  bad = [s for s in _body_stores(body) if s.src and ((p := _param_under(s.src[0])) is None or p.op is not Ops.PARAM)]
+  if not bad: return None
+  paths = find_paths(body, set(bad))
+  return [((0, *paths.get(s, ())), s, "tensor.precompiled_store_target", f"a precompiled body stores into {what(s.src[0])}; at TENSOR a "
+           "precompiled body stores only into the PARAMs of its call (or views of them)") for s in bad]
+
+
+@rule("tensor.precompiled_arg_storage", "The args of a precompiled call are storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one): "
+      "it reads and writes them in place, as a kernel does.")
+def precompiled_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if not is_precompiled_call(u): return None
+  out = [((i,), a, "tensor.precompiled_arg_storage", f"arg {i - 1} of a precompiled CALL is {what(a)}; at TENSOR a precompiled call "
+          f"takes {T_STORAGE_WORDS} (CONTIGUOUS realizes a value)") for i, a in enumerate(u.src) if i > 0 and is_value(a) and
+         not tensor_storage(a)]
+  return out or None
+
+
+_FLAT = frozenset({Ops.AFTER, Ops.RESHAPE})  # a RESHAPE of storage holds its elements in their order: it is that storage
+
+
+@rule("tensor.precompiled_output", "An arg whose PARAM a precompiled call's body stores into is flat storage: a BUFFER, a PARAM, or an "
+      "AFTER or RESHAPE of one (never another view, never CONTIGUOUS); the call writes it in place and the caller reads it as "
+      "AFTER(storage, CALL).")
+def precompiled_output(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if not is_precompiled_call(u): return None
+  args = u.src[1:]
+  out = [((k + 1,), args[k], "tensor.precompiled_output", f"arg {k} of a precompiled CALL is {what(args[k])} but its body stores into PARAM "
+          f"slot {k}; at TENSOR an output arg is flat storage (BUFFER, PARAM, or an AFTER or RESHAPE of one) written in place")
+         for k in sorted(written_slots(u.src[0])) if k < len(args) and is_value(args[k]) and tensor_storage(args[k])
+         and storage_base(args[k], _FLAT) is None]
+  return out or None
 
 
 @rule("tensor.call_arg_value", "The args of a CALL (src[1:]) are values.")
@@ -198,7 +266,8 @@ TENSOR_TABLE = table(
   (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
   (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough)),
-  (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots)),
+  (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots, precompiled_entry, precompiled_store_target,
+              precompiled_arg_storage, precompiled_output)),
   (Ops.TUPLE, (tuple_values,)),
   (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
   (Ops.STORE, (store_target, store_shape, store_dtype, store_gate)),

@@ -31,7 +31,7 @@ COLLAPSE_MIN = 6     # single-use elementwise trees of this many ops or more bec
 LABEL_WIDTH = 40     # characters per label line
 MAX_RULES = 3        # rule ids listed in one node's label
 FORMATS = ("svg", "png", "pdf", "dot")
-SCOPE_COLORS = {"kernel": ("#3949ab", "#f3f5ff"), "function": ("#8e24aa", "#fcf4fd")}
+SCOPE_COLORS = {"kernel": ("#3949ab", "#f3f5ff"), "function": ("#8e24aa", "#fcf4fd"), "precompiled": ("#00897b", "#f0faf9")}
 
 
 def _new_graph(title: str) -> graphviz.Digraph:

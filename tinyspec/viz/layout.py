@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, body_kind
 from tinyspec.viz.style import group_of
 
 KERNEL_BODIES = frozenset({Ops.SINK, Ops.PROGRAM, Ops.LINEAR})
@@ -56,8 +56,12 @@ class Layout:
     return out
 
 
+# how a CALL body's scope is labelled, by what body_kind says it is (SINKs and programs otherwise drawn as kernels)
+_SCOPE_KIND = {"value": "function", "copy": "copy", "effect": "precompiled"}
+
+
 def _scope_of_body(call: UOp, body: UOp, n: int) -> tuple[str, str]:
-  kind = ("kernel" if body.op in KERNEL_BODIES else "function" if body.op is Ops.TUPLE else "copy" if body.op is Ops.COPY else "body")
+  kind = _SCOPE_KIND.get(body_kind(body), "kernel" if body.op in KERNEL_BODIES else "body")
   name = call.arg if isinstance(call.arg, str) and call.arg else body.arg if body.op is Ops.PROGRAM and isinstance(body.arg, str) else ""
   return (name or f"{kind} #{n}"), kind
 

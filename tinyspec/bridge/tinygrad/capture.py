@@ -34,7 +34,7 @@ class Capture:
   programs: list[tuple[Any, Any]] = field(default_factory=list)        # (kernel AST, PROGRAM) per do_to_program of a kernel
   inputs: dict[Any, np.ndarray] = field(default_factory=dict)         # tinygrad BUFFER uop -> its contents before the run
   outputs: list[np.ndarray] = field(default_factory=list)             # tinygrad's realized numbers, one per output
-  output_storage: list[Any] = field(default_factory=list)             # per output: the BUFFER it was realized into
+  output_storage: list[Any] = field(default_factory=list)             # per output: the BUFFER it was realized into (None: a view)
 
   @property
   def kernels(self) -> list[Any]:
@@ -147,7 +147,12 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       Tensor.realize(*outs)
     # tinygrad's numbers, and which storage each output was realized into
     cap.outputs = [t.numpy() for t in outs]
-    if cap.callified:
-      bmap = cap.callified[0][2]
-      cap.output_storage = [bmap.get(u, u).base for u in cap.tensor.src]
+    cap.output_storage = [_storage_of(t.uop) for t in outs]
   return cap
+
+
+def _storage_of(u: Any) -> Any:
+  """The BUFFER a realized output was written into, or None when the output is another view of storage (tinygrad does
+  not copy a movement op of realized storage: the output stays a PAD, SHRINK, ... of it, realized only when read)."""
+  while u.op.name == "RESHAPE": u = u.src[0]
+  return u if u.op.name == "BUFFER" else None

@@ -1,6 +1,7 @@
 """`tinyspec tinygrad check FILE.py`: capture a tinygrad program, translate every stage, check each against tinyspec's
-spec, and evaluate the kernel graph with tinyspec's evaluator against tinygrad's numbers (a) with tinygrad's kernel
-ASTs as the kernel bodies and (b) with its linearized programs as the bodies, where they translate.
+spec, and evaluate with tinyspec's evaluator against tinygrad's numbers the callified graph (a precompiled call over
+the program's BUFFERs) and the kernel graph (a) with tinygrad's kernel ASTs as the kernel bodies and (b) with its
+linearized programs as the bodies, where they translate.
 
 FILE uses tinygrad's Tensor API and defines `program()` returning the tensor (or tuple of tensors) to realize.
 Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input.
@@ -18,6 +19,7 @@ import numpy as np
 from tinyspec.bridge.tinygrad.capture import Capture, capture
 from tinyspec.bridge.tinygrad.translate import STAGES, Translation, translate
 from tinyspec.spec import Stage, Violation, check
+from tinyspec.dtype import dtypes
 from tinyspec.uop import Ops, UOp
 
 SPEC_STAGE = {"tensor": Stage.TENSOR, "callified": Stage.TENSOR, "kernel_graph": Stage.KERNEL_GRAPH,
@@ -37,6 +39,7 @@ class Report:
   numbers: dict[str, str | None] = field(default_factory=dict)   # mode -> None (matches) or the mismatch / why not run
   ran: dict[str, bool] = field(default_factory=dict)              # mode -> whether it was evaluated at all
   as_programs: tuple[int, int] = (0, 0)                           # (kernels run as their translated PROGRAM, all kernels)
+  differs: dict[str, int] = field(default_factory=dict)            # mode -> the first output whose numbers differ
 
   @property
   def ok(self) -> bool:
@@ -53,19 +56,37 @@ def load_program(path: str | Path) -> Callable[[], Any]:
   return fn
 
 
-def compare(got: list, want: list[np.ndarray]) -> str | None:
-  """None when every output agrees (floats within a tight tolerance, integers and bools exactly), else a sentence."""
+def first_difference(got: list, want: list[np.ndarray], rtol: float = 1e-5, atol: float = 1e-6,
+                     skip: frozenset[int] = frozenset()) -> tuple[int, str] | None:
+  """None when every output agrees (floats within rtol/atol, NaNs equal; integers and bools exactly), else (the first
+  differing output, a sentence naming where and both values). Outputs in skip are not compared."""
   for i, (g, w) in enumerate(zip(got, want)):
-    if g is None: return f"output {i}: the evaluator gave no value"
+    if i in skip: continue
+    if g is None: return i, f"output {i}: the evaluator gave no value"
     g = np.asarray(g).reshape(w.shape)
     if w.dtype.kind == "f":
-      if not np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True):
-        bad = np.argwhere(~np.isclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True))[0]
-        return f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
+      if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        bad = np.argwhere(~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True))[0]
+        return i, f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
     elif not np.array_equal(g.astype(w.dtype), w):
       bad = np.argwhere(g.astype(w.dtype) != w)[0]
-      return f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
+      return i, f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"
   return None
+
+
+def compare(got: list, want: list[np.ndarray]) -> str | None:
+  """None when every output agrees (floats within a tight tolerance, integers and bools exactly), else a sentence."""
+  diff = first_difference(got, want)
+  return None if diff is None else diff[1]
+
+
+def _record(rep: Report, mode: str, got: list) -> None:
+  """Compare one evaluation with tinygrad's numbers into the report (and which output differs first)."""
+  # an output tinygrad left a view of storage was not written by the program: there is nothing of its to compare
+  views = frozenset(i for i, b in enumerate(rep.capture.output_storage) if b is None)
+  diff = first_difference(got, rep.capture.outputs, skip=views)
+  rep.ran[mode], rep.numbers[mode] = True, None if diff is None else diff[1]
+  if diff is not None: rep.differs[mode] = diff[0]
 
 
 def evaluate_outputs(t: Translation, kg: UOp) -> list:
@@ -80,13 +101,33 @@ def evaluate_outputs(t: Translation, kg: UOp) -> list:
   return [None if b is None else by_id.get(b.arg.id, t.inputs.get(b.arg.id)) for b in t.outputs]
 
 
+def evaluate_callified(t: Translation) -> list:
+  """Evaluate the translated callified CALL (a precompiled call over the program's BUFFERs: its body stores every output
+  into its storage) and read each output's storage after it."""
+  from tinyspec.semantics import evaluate
+  call = t.graphs["callified"][-1][1]
+  outs = [b for b in t.outputs if b is not None]
+  vals = iter(evaluate(UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.AFTER, b.dtype, (b, call)) for b in outs)), dict(t.inputs)))
+  return [None if b is None else next(vals) for b in t.outputs]
+
+
 def run_check(program: Callable[[], Any], device: str | None = None) -> Report:
-  """Capture, translate (counting coverage), check every translated graph and evaluate the kernel graph both ways."""
-  cap = capture(program, device=device)
+  """Capture, translate (counting coverage), check every translated graph, evaluate the callified graph and the kernel
+  graph both ways."""
+  return check_capture(capture(program, device=device))
+
+
+def check_capture(cap: Capture) -> Report:
+  """run_check of a capture already taken."""
   t = translate(cap, strict=False)
   rep = Report(cap, t)
   for stage in STAGES:
     rep.violations[stage] = [(i, v) for i, (_, g) in enumerate(t.graphs[stage]) if g is not None for v in check(g, SPEC_STAGE[stage])]
+  if not t.graphs["callified"] or t.graphs["callified"][-1][1] is None:
+    rep.ran["callified"], rep.numbers["callified"] = False, "the callified graph did not translate"
+  else:
+    try: _record(rep, "callified", evaluate_callified(t))
+    except Exception as e: rep.ran["callified"], rep.numbers["callified"] = True, f"the evaluator failed: {type(e).__name__}: {e}"
   main = t.main_kernel_graph
   kg_ok = main is not None and t.graphs["kernel_graph"][main][1] is not None
   for mode, with_programs in (("kernel ASTs", False), ("programs", True)):
@@ -101,8 +142,7 @@ def run_check(program: Callable[[], Any], device: str | None = None) -> Report:
       if with_programs:
         bodies = [u.src[0] for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op in (Ops.PROGRAM, Ops.SINK)]
         rep.as_programs = (sum(b.op is Ops.PROGRAM for b in bodies), len(bodies))
-      got = evaluate_outputs(t, kg)
-      rep.ran[mode], rep.numbers[mode] = True, compare(got, cap.outputs)
+      _record(rep, mode, evaluate_outputs(t, kg))
     except Exception as e:
       rep.ran[mode], rep.numbers[mode] = True, f"the evaluator failed: {type(e).__name__}: {e}"
   return rep
@@ -128,10 +168,11 @@ def format_report(rep: Report, name: str) -> str:
       n += 1
       lines.append(f"{n}. ({stage} #{i}) {v}")
   for mode, res in rep.numbers.items():
-    what = mode if mode != "programs" else f"programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernels; the rest as ASTs)"
-    if not rep.ran.get(mode): lines.append(f"numbers, kernel graph with {mode}: not run ({res})")
-    elif res is None: lines.append(f"numbers, kernel graph with {what}: tinyspec's evaluator reproduces tinygrad's outputs")
-    else: lines.append(f"numbers, kernel graph with {what}: MISMATCH: {res}")
+    what = {"callified": "callified graph (its precompiled CALL)", "kernel ASTs": "kernel graph with kernel ASTs",
+            "programs": f"kernel graph with programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernels; the rest as ASTs)"}[mode]
+    if not rep.ran.get(mode): lines.append(f"numbers, {what}: not run ({res})")
+    elif res is None: lines.append(f"numbers, {what}: tinyspec's evaluator reproduces tinygrad's outputs")
+    else: lines.append(f"numbers, {what}: MISMATCH: {res}")
   if rep.ok: lines.append(f"{name}: all holds")
   else:
     by_rule = Counter(v.rule for vs in rep.violations.values() for _, v in vs)

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, operand_dtype, param_size)
 from tinyspec.dtype import dtypes
-from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id
+from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
 
 
 # ---- the rules ----
@@ -151,12 +151,13 @@ def r_function(tr: Tr, u: Any, want: Any) -> UOp:
   body = u.src[0]
   if body.op.name != "TUPLE": raise Untranslatable("FUNCTION", tr.stage, f"a FUNCTION whose body is {body.op.name}, not TUPLE")
   inner = Tr(tr.t, tr.stage)  # the body's PARAMs stand for this call's args
-  return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), getattr(u.arg, "name", None))
+  return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
 
 
 def r_call(tr: Tr, u: Any, want: Any) -> UOp:
-  """CALL(body, args...) with a void dtype: a kernel (SINK with KernelInfo), a nested graph (SINK), a LINEAR of
-  kernel CALLs (precompiled), or a COPY."""
+  """CALL(body, args...) with a void dtype: a kernel (SINK with KernelInfo), a precompiled call (a SINK storing tensor
+  values into its PARAMs: its body is translated as a tensor graph over its own PARAMs), a LINEAR of kernel CALLs (a
+  precompiled call's schedule), or a COPY."""
   if u.dtype.name != "void": raise Untranslatable("CALL", tr.stage, "a value-returning CALL inside a kernel (an inline function call)")
   body = u.src[0]
   args = tuple(tr(a) for a in u.src[1:])
@@ -164,7 +165,7 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if (prg := tr.bodies.get(body)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
     return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage), *args))
-  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args))
+  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
       raise Untranslatable("CALL", tr.stage, "a call of a LINEAR holding more than kernel CALLs")
@@ -172,6 +173,11 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def call_name(u: Any) -> str | None:
+  """The function name a CallInfo carries (None for tinygrad's unnamed calls)."""
+  return getattr(u.arg, "name", None)
 
 
 def stored_slots(body: UOp) -> set[int]:
@@ -189,7 +195,8 @@ def schedule_to_graph(tr: Tr, linear: Any) -> UOp:
   """A precompiled function's schedule, LINEAR(CALL(kernel, args...)...), runs its calls in order; tinyspec's form is a
   nested kernel graph where order is AFTER. Each call takes the latest version of every arg (AFTER of the last call
   that wrote it, read after write) and a written arg also waits for the calls that read its previous version (write
-  after read); the SINK holds the last version of every written arg."""
+  after read); the SINK holds the last version of every written PARAM (the call's outputs; a kernel-graph-local BUFFER
+  is scratch, reached through the AFTERs of the calls that read it)."""
   state: dict[UOp, UOp] = {}
   readers: dict[UOp, list[UOp]] = {}
   for c in linear.src:
@@ -207,7 +214,7 @@ def schedule_to_graph(tr: Tr, linear: Any) -> UOp:
       if k in written:
         state[a], readers[a] = UOp(Ops.AFTER, a.dtype, (new_args[k], call)), []
       else: readers.setdefault(a, []).append(call)
-  return UOp(Ops.SINK, dtypes.void, tuple(state.values()))
+  return UOp(Ops.SINK, dtypes.void, tuple(v for a, v in state.items() if storage_of(a).op is Ops.PARAM))
 
 
 def r_tuple(tr: Tr, u: Any, want: Any) -> UOp: return UOp(Ops.TUPLE, dtypes.void, tuple(tr(s) for s in u.src))
@@ -320,9 +327,12 @@ RULES: dict[str, Rule] = {
   "GROUP": Rule("GROUP(effects...)", "GROUP(effects...)", r_effects(Ops.GROUP)),
   "END": Rule("END(effect, ranges...)", "END(effect, ranges...)", r_effects(Ops.END)),
   "FUNCTION": Rule("FUNCTION(TUPLE(...), args...) arg CallInfo", "CALL(TUPLE(...), args...) arg the name: a value call", r_function),
-  "CALL": Rule("CALL(body, args...) arg CallInfo, void; body a kernel SINK, a graph SINK, a COPY, or a LINEAR of kernel CALLs",
-               "CALL(body, args...); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested kernel-graph SINK whose "
-               "order is AFTER (each call takes the latest version of its args; a write also waits for earlier readers)", r_call),
+  "CALL": Rule("CALL(body, args...) arg CallInfo, void; body a kernel SINK, a SINK of STOREs of tensor values into its PARAMs (a "
+               "precompiled function once callified, and the whole callified graph), a COPY, or a LINEAR of kernel CALLs",
+               "CALL(body, args...) arg the name; a SINK of STOREs into PARAMs is tinyspec's precompiled call at TENSOR, as it is (its "
+               "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
+               "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
+               "readers) and whose entries are the PARAMs it writes", r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
   "RANGE": Rule("RANGE(bound[, ordering ranges...]) arg (axis..., AxisType)",

@@ -249,14 +249,9 @@ def _folded(root: Any) -> set:
 
 
 def callified(t: Translation, call: Any) -> UOp:
-  """tinygrad's callified graph CALL(SINK(assigns...), buffers...) is a function of storage whose body is a tensor graph;
-  tinyspec has no void CALL of a tensor graph, so the body is inlined: PARAM slot k becomes the call's arg k, and the
-  result is the tensor graph SINK(assigns...) over BUFFERs, checked at TENSOR."""
-  outer = Tr(t, "callified")
-  if call.op.name != "CALL" or call.src[0].op.name != "SINK": return outer(call)
-  bind = {i: outer(a) for i, a in enumerate(call.src[1:])}
-  t.visited.setdefault("callified", set()).add(call)
-  return Tr(t, "callified", bind=bind)(call.src[0])
+  """tinygrad's callified graph CALL(SINK(assigns...), buffers...) stores tensor values into its PARAMs: tinyspec's
+  precompiled call at TENSOR (a CALL of tensor-level effects over storage args), translated as it is."""
+  return Tr(t, "callified")(call)
 
 
 def called(kg: UOp) -> UOp:

@@ -1,0 +1,43 @@
+# tinyspec counterexample: parity-signed-overflow/tinygrad-after-programs/int16
+# seed 0, case 100, found 2026-12-01 18:38:50 UTC
+# tinyspec's evaluator on tinygrad's programs: output 0 differs at (0, 2, 0): tinyspec np.int16(-16), tinygrad np.int16(2032)
+# graph(): tinygrad's tensor graph, translated
+import numpy as np
+from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, RangeArg, SourceArg
+from tinyspec.dtype import dtypes
+
+SIGNATURE = ('parity-signed-overflow', 'tinygrad-after-programs', 'int16')
+EXPECT = 'fails'
+KIND = 'tinygrad'
+OPTIONS = {}
+BACKENDS = ('reference',)
+PER_REWRITE = False
+SEED = 0
+CASE = 100
+PROGRAM = '''\
+def program():
+  x0 = Tensor(np.array([0, 0, 127], dtype=np.int8).reshape((1, 3, 1)))
+  v3 = x0 << 4
+  v4 = v3.cast(dtypes.int16)
+  return v4,
+'''
+
+
+def graph():
+  n0 = UOp(Ops.BUFFER, dtypes.int8, (), BufferArg(id=849, size=3, device='NPY', addrspace=AddrSpace.GLOBAL))
+  n1 = UOp(Ops.RESHAPE, dtypes.int8, (n0, ), (1, 3, 1, ))
+  n2 = UOp(Ops.COPY, dtypes.int8, (n1, ), 'CPU')
+  n3 = UOp(Ops.CONST, dtypes.int8, (), 4)
+  n4 = UOp(Ops.RESHAPE, dtypes.int8, (n3, ), (1, 1, ))
+  n5 = UOp(Ops.EXPAND, dtypes.int8, (n4, ), (3, ))
+  n6 = UOp(Ops.PERMUTE, dtypes.int8, (n5, ), (1, 0, 2, ))
+  n7 = UOp(Ops.SHL, dtypes.int8, (n2, n6, ), None)
+  n8 = UOp(Ops.CAST, dtypes.int16, (n7, ), None)
+  n9 = UOp(Ops.SINK, dtypes.void, (n8, ), None)
+  return n9
+
+
+def inputs():
+  return {
+    849: np.array([0, 0, 127], dtype='int8'),
+  }

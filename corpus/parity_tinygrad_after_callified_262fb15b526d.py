@@ -1,0 +1,39 @@
+# tinyspec counterexample: parity/tinygrad-after-callified/uint32
+# seed 0, case 63, found 2026-12-01 18:38:48 UTC
+# tinyspec's evaluator on tinygrad's callified: output 0 differs at (0,): tinyspec np.uint32(0), tinygrad np.uint32(4294967295) (the kernel ASTs, programs agree with tinygrad's numbers)
+# graph(): tinygrad's tensor graph, translated
+import numpy as np
+from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, RangeArg, SourceArg
+from tinyspec.dtype import dtypes
+
+SIGNATURE = ('parity', 'tinygrad-after-callified', 'uint32')
+EXPECT = 'fails'
+KIND = 'tinygrad'
+OPTIONS = {}
+BACKENDS = ('reference',)
+PER_REWRITE = False
+SEED = 0
+CASE = 63
+PROGRAM = '''\
+def program():
+  x0 = Tensor(np.array([1], dtype=np.uint32).reshape((1,)))
+  v1 = x0 // -1
+  return v1,
+'''
+
+
+def graph():
+  n0 = UOp(Ops.BUFFER, dtypes.uint32, (), BufferArg(id=458, size=1, device='NPY', addrspace=AddrSpace.GLOBAL))
+  n1 = UOp(Ops.COPY, dtypes.uint32, (n0, ), 'CPU')
+  n2 = UOp(Ops.CONST, dtypes.uint32, (), 4294967295)
+  n3 = UOp(Ops.RESHAPE, dtypes.uint32, (n2, ), (1, ))
+  n4 = UOp(Ops.EXPAND, dtypes.uint32, (n3, ), ())
+  n5 = UOp(Ops.IDIV, dtypes.uint32, (n1, n4, ), None)
+  n6 = UOp(Ops.SINK, dtypes.void, (n5, ), None)
+  return n6
+
+
+def inputs():
+  return {
+    458: np.array([1], dtype='uint32'),
+  }

@@ -1,0 +1,186 @@
+"""`tinyspec fuzz --target tinygrad`: the program generator, the exact-integer overflow screen, every oracle firing on a
+known tinygrad defect or a deliberately broken translation (and not on a correct program), the reducer, corpus entries
+that carry the program and replay, and a short campaign end to end."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
+
+from fuzz.check.exact_ints import overflows_signed  # noqa: E402
+from fuzz.check.tinygrad_oracles import TinygradChecker, tinygrad_outputs, tinyspec_outputs  # noqa: E402
+from fuzz.corpus.store import load_entry  # noqa: E402
+from fuzz.engine.campaign import CampaignConfig, run_campaign  # noqa: E402
+from fuzz.engine.targets import replay  # noqa: E402
+from fuzz.engine.tinygrad_target import TinygradSession, TinygradTarget  # noqa: E402
+from fuzz.generate.tinygrad_programs import Input, Line, Program, check_program, program_for, source  # noqa: E402
+from fuzz.reduce.tinygrad_program import reduce_program  # noqa: E402
+from tinyspec.spec import Stage, check  # noqa: E402
+from tinyspec.uop import UOp  # noqa: E402
+
+pytestmark = pytest.mark.tinygrad
+ROOT = Path(__file__).resolve().parent.parent
+
+# tinygrad 0.14 compares a uint8 tensor with the literal -1 as if the literal were not converted to uint8: 255 != -1
+NE_MINUS_ONE = Program((Input("x0", "uint8", (2,), (0, 255)),), (Line(("v0",), "ne", ("x0", -1)),), ("v0",))
+def _raw(name: str):
+  from fuzz.generate.tinygrad_programs import Raw
+  return Raw(name)
+
+
+def shift_cast() -> Program:
+  """tinygrad's C code leaves a uint8 sum in int (C's promotion) when it is cast to float: 128 + 128 gives 256, not 0."""
+  return Program((Input("x0", "uint8", (2,), (1, 3)),), (Line(("v0",), "shl", ("x0", 7)), Line(("v1",), "add", ("v0", "v0")),
+                                                         Line(("v2",), "cast", ("v1", _raw("float32")))), ("v2",))
+
+
+def sigs(findings) -> set[tuple[str, str, str]]: return {f.signature for f in findings}
+
+
+# ---- the generator ----
+def test_programs_are_deterministic_valid_and_run_in_both_apis():
+  progs = [program_for(3, i) for i in range(40)]
+  assert [source(p) for p in progs] == [source(program_for(3, i)) for i in range(40)]
+  assert len({source(p) for p in progs}) == 40
+  for p in progs:
+    env = check_program(p)
+    assert env is not None, source(p)
+    ts = tinyspec_outputs(source(p))
+    tg = tinygrad_outputs(source(p), "PYTHON")
+    # both APIs give every output the shape the generator inferred for it
+    assert [a.shape for a in ts] == [b.shape for b in tg] == [env[o][1] for o in p.outputs], source(p)
+
+
+def test_generator_draws_the_promised_forms():
+  ops = {op for i in range(400) for op in program_for(0, i).ops()}
+  assert {"call", "matmul", "where", "cast", "sum", "idiv", "mod", "pad", "shrink", "expand", "permute", "flip"} <= ops
+  srcs = "".join(source(program_for(0, i)) for i in range(400))
+  assert "// -1" in srcs and "@function" in srcs and "np.uint64" in srcs and "18446744073709551615" in srcs
+
+
+# ---- the exact-integer screen ----
+@pytest.mark.parametrize("body, overflows", [
+  ("Tensor(np.array([100], dtype=np.int8)) + 100", True),          # 200 does not fit int8
+  ("Tensor(np.array([100], dtype=np.int8)) + 27", False),          # 127 does
+  ("Tensor(np.array([200], dtype=np.uint8)) + 100", False),        # unsigned wraps, as defined
+  ("-Tensor(np.array([-128], dtype=np.int8))", True),
+  ("Tensor(np.array([1], dtype=np.int16)) << 15", True),
+  ("Tensor(np.array([7], dtype=np.uint32)) // -1", False),         # the literal is converted to uint32, no overflow
+  ("Tensor(np.array([70000], dtype=np.int32)).cast(dtypes.int16)", True),
+])
+def test_overflows_signed(body: str, overflows: bool):
+  assert overflows_signed(f"def program():\n  return {body},\n") is overflows
+
+
+# ---- the oracles ----
+def test_a_correct_program_has_no_finding():
+  p = Program((Input("x0", "int32", (2, 3), (1, -2, 3, 4, 5, -6)),), (Line(("v0",), "add", ("x0", 7)), Line(("v1",), "sum", ("v0", 1))),
+              ("v1",))
+  assert TinygradChecker().check(source(p)) == []
+
+
+def test_a_tinygrad_defect_is_localized_after_the_stage_that_still_means_the_right_thing():
+  fs = TinygradChecker().check(source(NE_MINUS_ONE))
+  assert ("parity", "tinygrad-after-callified", "bool") in sigs(fs)       # the callified graph still means 255 != 255
+  assert ("parity", "tinygrad-vs-tinyspec", "bool") in sigs(fs)
+  assert not any(f.oracle == "parity-signed-overflow" for f in fs)
+  assert tinyspec_outputs(source(NE_MINUS_ONE))[0].tolist() == [True, False]
+
+
+def test_cpu_against_python():
+  fs = TinygradChecker().check(source(shift_cast()))
+  assert ("parity", "cpu-vs-python", "float32") in sigs(fs), [f.describe() for f in fs]
+  assert tinygrad_outputs(source(shift_cast()), "PYTHON")[0].tolist() == [0.0, 0.0]   # (1 << 7) + (1 << 7) wraps in uint8
+
+
+def test_signed_overflow_is_reported_apart():
+  # (-128) * (-128) overflows int8: tinygrad's C code compares the product in int (16384 < 127 is false), PYTHON wraps it (0)
+  p = Program((Input("x0", "int8", (2,), (0, -128)),), (Line(("v0",), "mul", ("x0", "x0")), Line(("v1",), "lt", ("v0", 127))), ("v1",))
+  fs = TinygradChecker().check(source(p))
+  assert ("parity-signed-overflow", "cpu-vs-python", "bool") in sigs(fs), [f.describe() for f in fs]
+  assert all(f.oracle != "parity" for f in fs)
+
+
+def test_spec_oracle_fires_on_a_broken_translation(monkeypatch):
+  import tinyspec.bridge.tinygrad.check as chk
+  from tinyspec.dtype import dtypes
+  orig = chk.translate
+  def broken(cap, strict=True):
+    t = orig(cap, strict)
+    # every translated kernel gets a stray value entry in its SINK: a kernel SINK holds only effects
+    t.graphs["kernel"] = [(a, None if g is None else g.replace(src=(*g.src, UOp.const(dtypes.int32, 1)))) for a, g in t.graphs["kernel"]]
+    return t
+  monkeypatch.setattr(chk, "translate", broken)
+  p = Program((Input("x0", "float32", (3,), (1.0, 2.0, 3.0)),), (Line(("v0",), "mul", ("x0", 2.0)),), ("v0",))
+  fs = TinygradChecker().check(source(p))
+  assert any(f.signature[:2] == ("spec", "tinygrad-kernel") for f in fs), [f.describe() for f in fs]
+
+
+def test_frontend_oracle_fires_on_a_broken_frontend(monkeypatch):
+  from tinyspec.frontend import Tensor
+  monkeypatch.setattr(Tensor, "__add__", lambda self, x: self._arith(__import__("tinyspec.uop").uop.Ops.SUB, x, False, "-"))
+  p = Program((Input("x0", "int32", (2,), (1, 2)),), (Line(("v0",), "add", ("x0", 5)),), ("v0",))
+  assert sigs(TinygradChecker().check(source(p))) == {("parity", "tinygrad-vs-tinyspec", "int32")}
+
+
+def test_error_oracle_names_the_device():
+  # tinygrad 0.14's PYTHON device fails on minimum of a uint32 tensor of 4 elements (run as a vector of 4)
+  p = Program((Input("x0", "uint32", (4,), (0, 5, 0, 1)),), (Line(("v0",), "minimum", ("x0", 0)),), ("v0",))
+  assert ("error", "tinygrad-PYTHON", "TypeError") in sigs(TinygradChecker().check(source(p)))
+
+
+# ---- the reducer ----
+def test_reducer_keeps_the_signature_and_shrinks():
+  big = Program((Input("x0", "uint8", (2, 3), (0, 252, 7, 9, 255, 1)), Input("x1", "float32", (3,), (1.0, 2.0, 3.0))),
+                (Line(("v0",), "mul", ("x1", 2.0)), Line(("v1",), "add", ("x0", 3)), Line(("v2",), "ne", ("v1", -1)),
+                 Line(("v3",), "flip", ("v2", 0))), ("v3", "v0"))
+  chk = TinygradChecker()
+  sig = ("parity", "tinygrad-vs-tinyspec", "bool")
+  assert sig in sigs(chk.check(source(big)))
+  small = reduce_program(big, lambda p: sig in sigs(chk.check(source(p))), max_seconds=60)
+  assert sig in sigs(chk.check(source(small)))
+  assert small.size() < big.size() and len(small.outputs) == 1 and len(small.inputs) == 1
+
+
+# ---- corpus entries ----
+def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
+  session = TinygradSession(CampaignConfig(corpus=str(tmp_path)))
+  f = next(f for f in session.checker.check(source(NE_MINUS_ONE)) if f.stage == "tinygrad-vs-tinyspec")
+  path, new, _ = session.store(NE_MINUS_ONE, f, f.signature)
+  assert new and path.exists()
+  entry = load_entry(path)
+  assert entry.case.kind == "tinygrad" and entry.meta["PROGRAM"] == source(NE_MINUS_ONE)
+  assert check(entry.case.root, Stage.TENSOR) == []          # tinygrad's tensor graph, translated, is legal
+  assert sorted(np.concatenate([a.reshape(-1) for a in entry.case.inputs.values()]).tolist()) == [0, 255]
+  fails, findings = replay(entry)
+  assert fails and f.signature in sigs(findings)
+  out = subprocess.run([sys.executable, "-m", "tinyspec.cli", "repro", str(path)], capture_output=True, text=True, cwd=ROOT)
+  assert out.returncode == 1 and "tinygrad-vs-tinyspec" in out.stdout + out.stderr
+
+
+# ---- the campaign ----
+def test_campaign_finds_reduces_and_stores(tmp_path):
+  cfg = CampaignConfig(seconds=300, seed=0, workers=0, corpus=str(tmp_path), max_cases=70, reduce_seconds=3, target="tinygrad")
+  s = run_campaign(cfg)
+  assert s.target == "tinygrad" and s.cases == 70 and s.counts["nodes"] > 0
+  assert s.findings, s.text()
+  for r in s.findings:
+    e = load_entry(r.path)
+    assert e.signature == r.signature and "def program():" in e.meta["PROGRAM"]
+  assert any(r.signature[0] == "parity" for r in s.findings)
+  assert "generate/call" in s.rules_fired and "tinygrad/kernel" in s.rules_fired
+
+
+def test_cli_rejects_reference_options():
+  out = subprocess.run([sys.executable, "-m", "tinyspec.cli", "fuzz", "--target", "tinygrad", "--backends", "cpu", "--seconds", "1"],
+                       capture_output=True, text=True, cwd=ROOT)
+  assert out.returncode == 2 and "not of tinygrad" in out.stderr
+
+
+def test_target_is_registered():
+  assert TinygradTarget().kinds == ("tinygrad",)
