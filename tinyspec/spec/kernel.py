@@ -6,7 +6,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
-from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
   | GroupOp.RangeForm
@@ -223,6 +223,30 @@ def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
+# ---- kernel-local storage: a BUFFER declared in the kernel holds nothing until a STORE writes it ----
+def _stores_into(deps: tuple[UOp, ...], buf: UOp) -> bool:
+  """Whether some STORE under deps (not entering call bodies) writes into buf."""
+  for x in walk(deps, lambda x: x.src[1:] if x.op is Ops.CALL else x.src):
+    if x.op is Ops.STORE and x.src and x.src[0].op is Ops.INDEX and x.src[0].src and storage_base(x.src[0].src[0]) is buf: return True
+  return False
+
+
+@rule("kernel.local_read_after_write", "A LOAD of a kernel-local BUFFER (an accumulator or scratch, REG or LOCAL) is ordered after a STORE "
+      "into it: its INDEX reaches the buffer through AFTERs one of whose dependencies holds such a STORE. A kernel-local buffer holds nothing "
+      "until it is written; reading it before is reading uninitialized memory, undefined as in C.")
+def local_read_after_write(u: UOp, cx: Ctx) -> str | None:
+  if not u.src or (idx := u.src[0]).op is not Ops.INDEX or not idx.src: return None
+  deps: list[UOp] = []
+  s = idx.src[0]
+  while s.op is Ops.AFTER and s.src:
+    deps += s.src[1:]
+    s = s.src[0]
+  if s.op is not Ops.BUFFER or _stores_into(tuple(deps), s): return None
+  space = getattr(s.arg, "addrspace", None)
+  return (f"LOAD of kernel-local BUFFER {getattr(s.arg, 'id', '?')} ({space.name if space else '?'}) is ordered after no STORE into it; at "
+          f"{cx.sname} a kernel-local buffer is read only after it is written (through AFTER(buffer, the STORE...))")
+
+
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
 
 @rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
@@ -356,7 +380,7 @@ KERNEL_TABLE = table(
   (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
   (Ops.BUFFER, (buffer_local,)),
   (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
-  (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
+  (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout, local_read_after_write)),
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
