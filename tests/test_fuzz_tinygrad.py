@@ -214,3 +214,23 @@ def test_cli_rejects_reference_options():
 
 def test_target_is_registered():
   assert TinygradTarget().kinds == ("tinygrad",)
+
+
+def test_a_shift_past_the_width_is_a_spec_finding_and_explains_the_numbers():
+  # tinygrad 0.14 rewrites x.cast(int64) >> 47 into (x >> 47).cast(int64) on an int32 x: a shift past the width (undefined
+  # in C; the compiled code gives 0 or -65536, the answer is -1). The kernel stage breaks kernel.shift_count, and the
+  # differing numbers after it are its consequence, not a second finding
+  p = Program((Input("x0", "int32", (1,), (-2147483648,)),), (Line(("v0",), "cast", ("x0", _raw("int64"))), Line(("v1",), "shr", ("v0", 47))),
+              ("v1",))
+  chk = TinygradChecker()
+  fs = chk.check(source(p))
+  assert ("spec", "tinygrad-kernel", "kernel.shift_count") in sigs(fs), [f.describe() for f in fs]
+  assert not any(f.oracle == "parity" for f in fs) and chk.counts["parity differences after a spec violation"] >= 1
+
+
+def test_downstream_of_a_violation():
+  from fuzz.check.tinygrad_oracles import STAGE_ORDER, downstream
+  k = STAGE_ORDER.index("kernel")
+  assert downstream("schedule", k) and downstream("render", k) and downstream("callify+schedule", k)
+  assert not downstream("callify", k) and not downstream("frontend", k)
+  assert not downstream("render", None)

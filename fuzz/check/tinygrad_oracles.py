@@ -46,6 +46,10 @@ from fuzz.generate.tinygrad_programs import run_program
 # what tinygrad does between one point of the chain and the next (the point it leads to is the key)
 LINKS = {"tensor": "frontend", "callified": "callify", "kernel ASTs": "schedule", "programs": "codegen", "device": "render"}
 SHARED = "kernel ASTs"  # the last point of the chain the PYTHON device shares with the captured one
+# the last captured stage (tinyspec.bridge.tinygrad.translate.STAGES, in order) each link makes: a spec violation at or
+# before it leaves that link's output undefined, so a difference of numbers there is the violation's consequence
+STAGE_ORDER = ("tensor", "callified", "kernel_graph", "kernel", "program")
+LINK_MAKES = {"frontend": "tensor", "callify": "callified", "schedule": "kernel", "codegen": "program", "render": None}
 
 
 @dataclass
@@ -141,6 +145,14 @@ def first_break(chain: list[Point]) -> tuple[int, int, str] | None:
   return None
 
 
+def downstream(link: str, illegal: int | None) -> bool:
+  """Whether a finding blamed on link (one name, or several joined by "+") lies after the first stage a spec violation
+  was found at (its index in STAGE_ORDER, None: no violation): the output of the link's last part is already undefined."""
+  if illegal is None: return False
+  made = LINK_MAKES[link.split("+")[-1]]
+  return (len(STAGE_ORDER) if made is None else STAGE_ORDER.index(made)) >= illegal
+
+
 def link_name(chain: list[Point], a: int, b: int) -> str:
   """What lies between points a and b: the links of every point after a up to b ("callify+schedule" over a gap)."""
   return "+".join(LINKS[p.name] for p in chain[a + 1:b + 1])
@@ -189,15 +201,20 @@ class TinygradChecker:
         add(TgFinding("spec", f"tinygrad-{stage}", v.rule, str(v)))
     for mode, e in rep.errors.items():
       add(TgFinding("error", "tinyspec-evaluate", type(e).__name__, f"tinyspec's evaluator on tinygrad's {mode}: {type(e).__name__}: {e}"))
+    illegal = min((STAGE_ORDER.index(st) for st, vs in rep.violations.items() if vs), default=None)
     chains = self._chains(rep, ts, main)
-    if (f := self._chain_finding(chains, parity)) is not None: add(f)
+    if (f := self._chain_finding(chains, parity)) is not None:
+      if downstream(f.stage.removeprefix("tinygrad-"), illegal): self.counts["parity differences after a spec violation"] += 1
+      else: add(f)
     if other is not None:
       try:
         with quiet_stderr(): py = tinygrad_outputs(src, other)
       except Exception as e:
         add(TgFinding("error", f"tinygrad-{other}", type(e).__name__, f"tinygrad on {other} raised {type(e).__name__}: {e}"))
       else:
-        if (f := self._device_finding(chains, py, parity, other)) is not None: add(f)
+        if (f := self._device_finding(chains, py, parity, other)) is not None:
+          if downstream("schedule", illegal): self.counts["parity differences after a spec violation"] += 1
+          else: add(f)
     return list(found.values())
 
   def _chains(self, rep: Any, ts: list[np.ndarray] | None, device: str) -> list[list[Point]]:

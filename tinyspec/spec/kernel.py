@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tinyspec import smt
 from tinyspec.dtype import dtypes
+from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
@@ -223,6 +224,18 @@ def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
+@rule("kernel.shift_count", "A SHL or SHR whose count lies outside [0, the shift width) for every value its interval bounds allow is "
+      "undefined wherever it runs (docs/spec.md, undefined points): such a shift is a mistake of whatever made it (a count that may "
+      "be in range is legal).")
+def shift_count(u: UOp, cx: Ctx) -> str | None:
+  if len(u.src) != 2 or not u.dtype.is_int or not u.src[1].dtype.is_int or wellformed(u.src[1]): return None
+  b, width = u.src[1], shift_bits(u.dtype)
+  if b.vmax < 0 or b.vmin >= width:
+    return (f"{u.op.name} of {u.dtype.name} by a count in [{b.vmin}, {b.vmax}], never in [0, {width}); at {cx.sname} a shift count is "
+            "within the width for some value")
+  return None
+
+
 # ---- kernel-local storage: a BUFFER declared in the kernel holds nothing until a STORE writes it ----
 def _stores_into(deps: tuple[UOp, ...], buf: UOp) -> bool:
   """Whether some STORE under deps (not entering call bodies) writes into buf."""
@@ -375,7 +388,7 @@ def body_nodes(u: UOp) -> list[UOp]:
 _ALU = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
 
 KERNEL_TABLE = table(
-  (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
+  (GroupOp.Unary | GroupOp.Binary, _ALU), ((Ops.SHL, Ops.SHR), (shift_count,)), (Ops.WHERE, (*_ALU, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, scalar_values)),
   (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
   (Ops.BUFFER, (buffer_local,)),
