@@ -361,6 +361,11 @@ def is_value_call(u: UOp) -> bool:
   return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
+def is_opaque_call(u: UOp) -> bool:
+  """A CALL of anything but a TUPLE (a kernel, a program, a COPY, precompiled effects): a void call, ordered by AFTER."""
+  return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is not Ops.TUPLE
+
+
 def storage_of(u: UOp) -> UOp:
   """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
   while u.op is Ops.AFTER and u.src: u = u.src[0]

@@ -26,7 +26,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
 
 INF = float("inf")
 STORED_DBITS = 4        # denominator bits a stored float may carry (inputs and constants carry at most 2)
@@ -99,11 +99,6 @@ def _mul_iv(a: Abs, b: Abs) -> tuple[float, float]:
   return min(xs), max(xs)
 
 
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER and u.src: u = u.src[0]
-  return u
-
-
 # ---- one value ----
 class KernelAbs:
   """Abs of the values of one kernel body: `written` storage (PARAMs and REG BUFFERs it stores to) loads as c=1 floats
@@ -140,7 +135,7 @@ class KernelAbs:
     raise KernelUnsafe(f"{op.name} is not analysed")
 
   def _load(self, u: UOp) -> Abs:
-    base = _storage(u.src[0].src[0])
+    base = storage_of(u.src[0].src[0])
     if base in self.written: a = full(u.dtype)
     elif base.op is Ops.PARAM: a = self.read.get(base.arg.slot, full(u.dtype))
     else: a = full(u.dtype)
@@ -250,16 +245,16 @@ def _multiplicities(body: UOp) -> dict[UOp, int]:
 
 def _check_reg_loads(nodes: list[UOp]) -> None:
   """Every LOAD of a REG buffer waits (through its AFTERs) for an ungated STORE of it that does not read it."""
-  loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (a := _storage(u.src[0].src[0])).op is Ops.BUFFER
+  loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (a := storage_of(u.src[0].src[0])).op is Ops.BUFFER
            and a.arg.addrspace is AddrSpace.REG]
   if not loads: return
   inits = {x for x in nodes if x.op is Ops.STORE and len(x.src) == 2 and x.src[0].op is Ops.INDEX and
-           (acc := _storage(x.src[0].src[0])).op is Ops.BUFFER and not _reads(x.src[1], acc)}
+           (acc := storage_of(x.src[0].src[0])).op is Ops.BUFFER and not _reads(x.src[1], acc)}
   for u in loads:
     st = u.src[0].src[0]
-    acc = _storage(st)
+    acc = storage_of(st)
     deps = [d for a in _afters(st) for d in a.src[1:] if d.op is not Ops.RANGE]
-    ok = any(x in inits and _storage(x.src[0].src[0]) is acc for d in deps for x in d.toposort(lambda n: n.op is not Ops.CALL))
+    ok = any(x in inits and storage_of(x.src[0].src[0]) is acc for d in deps for x in d.toposort(lambda n: n.op is not Ops.CALL))
     if not ok: raise KernelUnsafe(f"a LOAD of REG buffer {acc.arg.id} may run before any STORE initialises it")
 
 
@@ -272,7 +267,7 @@ def _afters(u: UOp) -> list[UOp]:
 
 
 def _reads(v: UOp, acc: UOp) -> bool:
-  return any(n.op is Ops.INDEX and _storage(n.src[0]) is acc for n in v.toposort(lambda n: n.op is not Ops.CALL))
+  return any(n.op is Ops.INDEX and storage_of(n.src[0]) is acc for n in v.toposort(lambda n: n.op is not Ops.CALL))
 
 
 def _enclosing(body: UOp) -> dict[UOp, set[UOp]]:
@@ -296,10 +291,10 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
     if not rs <= deps[s]:
       raise KernelUnsafe(f"a STORE under an END over axis {min(r.arg.axis for r in rs - deps[s])} does not depend on that range")
   by_base: dict[UOp, list[UOp]] = {}
-  for s in stores: by_base.setdefault(_storage(s.src[0].src[0]), []).append(s)
+  for s in stores: by_base.setdefault(storage_of(s.src[0].src[0]), []).append(s)
   for s in stores:
     for ld in (x for x in deps[s] if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX):
-      for w in by_base.get(_storage(ld.src[0].src[0]), ()):
+      for w in by_base.get(storage_of(ld.src[0].src[0]), ()):
         if w is not s and w not in ld.toposort() and ld not in deps[w]:
           raise KernelUnsafe("a LOAD and a STORE of one storage with no dependency ordering them")
   for ws in by_base.values():
@@ -314,7 +309,7 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
   nodes = body.toposort(lambda n: n.op is not Ops.CALL)
   stores = [u for u in nodes if u.op is Ops.STORE]
   if any(s.src[0].op is not Ops.INDEX for s in stores): raise KernelUnsafe("STORE not through an INDEX")
-  written = {_storage(s.src[0].src[0]) for s in stores}
+  written = {storage_of(s.src[0].src[0]) for s in stores}
   _check_reg_loads(nodes)
   check_order(body, stores)
   ka = KernelAbs(written, {k: v for k, v in bounds.items() if not any(w.op is Ops.PARAM and w.arg.slot == k for w in written)})
@@ -355,7 +350,7 @@ def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     for call in kernel_calls(root):
       body = call.src[0]
       if not is_kernel_body(body) or body.op is not Ops.SINK: raise KernelUnsafe(f"a CALL body {body.op.name} is not analysed")
-      args = [_storage(a) for a in call.src[1:]]
+      args = [storage_of(a) for a in call.src[1:]]
       if any(a.op is not Ops.BUFFER for a in args): raise KernelUnsafe("a kernel arg that is not a BUFFER")
       if len({a.arg.id for a in args}) != len(args): raise KernelUnsafe("two args of one kernel on the same BUFFER (its pointers are restrict)")
       for a in args:

@@ -21,7 +21,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.intervals import INTERVALS, interval
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call
 
 FLOAT_LIMIT = 1e6          # magnitude a float value may reach; beyond it sums of rounded terms lose too much
 MAX_DBITS = 12             # denominator bits an exact float may carry
@@ -131,7 +131,7 @@ def _stores(dep: UOp) -> list[UOp]:
   out, stack = [], [dep]
   while stack:
     e = stack.pop()
-    if e.op is Ops.STORE or (e.op is Ops.CALL and e.src and e.src[0].op is not Ops.TUPLE): out.append(e)
+    if e.op is Ops.STORE or is_opaque_call(e): out.append(e)
     elif e.op is Ops.GROUP: stack.extend(e.src)
   return out
 
@@ -319,7 +319,7 @@ class Analysis:
         stack.extend((x, False) for x in srcs if x not in self.cache)
         continue
       if u.op is Ops.CALL:
-        if u.src and u.src[0].op is not Ops.TUPLE:
+        if is_opaque_call(u):
           call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
         self.cache[u] = None
         continue
@@ -335,7 +335,7 @@ class Analysis:
   def _gettuple(self, u: UOp) -> Info | None:
     c = u.src[0]
     if c.op is Ops.TUPLE: return self.info(c.src[u.arg])
-    if c.op is not Ops.CALL or c.src[0].op is not Ops.TUPLE: raise Unsafe("GETTUPLE of a non-call")
+    if not is_value_call(c): raise Unsafe("GETTUPLE of a non-call")
     key = ("body", c)
     if key not in self.cache:  # type: ignore[comparison-overlap]
       args = [self.info(a) for a in c.src[1:]]
@@ -347,7 +347,7 @@ def opaque_race(root: UOp) -> str | None:
   """_opaque_race of the graph as rangeify schedules it (DETACH dropped, AFTER under views), with its value calls kept
   and inlined: an inlined call's output may be the very storage it was given, and values made equal by dropping a
   DETACH become one node, so two args on distinct nodes may share storage there."""
-  if not any(u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE for u in root.toposort()): return None
+  if not any(is_opaque_call(u) for u in root.toposort()): return None
   from tinyspec.lower.base import LowerOptions, Trace
   from tinyspec.lower.callify import CALLIFY
   from tinyspec.lower.rangeify import pm_prepare
@@ -362,7 +362,7 @@ def _opaque_race(root: UOp) -> str | None:
   leaves: an AFTER of the other must stand in the arg (or STORE target) on that storage of one of the two. A value an
   arg computes counts as storage of its own (it is realized into a buffer that the call may write)."""
   nodes = root.toposort()
-  calls = [u for u in nodes if u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE]
+  calls = [u for u in nodes if is_opaque_call(u)]
   if not calls: return None
   touched: dict[UOp, list[tuple[UOp, UOp]]] = {}  # storage -> (effect, its operand on that storage)
   for u in nodes:
