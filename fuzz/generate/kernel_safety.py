@@ -26,6 +26,9 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
+from tinyspec.ops.classes import dtype_error
+from tinyspec.ops.intervals import cast_interval, float_interval, interval, undefined_in
+from tinyspec.ops.scalar import cast_undefined
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
 
 INF = float("inf")
@@ -92,13 +95,6 @@ def join(a: Abs, b: Abs) -> Abs:
   return Abs(max(a.c, b.c), max(a.m, b.m), min(a.lo, b.lo), max(a.hi, b.hi), max(a.d, b.d))
 
 
-def _mul_iv(a: Abs, b: Abs) -> tuple[float, float]:
-  if (a.lo == a.hi == 0) or (b.lo == b.hi == 0): return 0.0, 0.0
-  if INF in (abs(a.lo), abs(a.hi), abs(b.lo), abs(b.hi)): return -INF, INF
-  xs = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-  return min(xs), max(xs)
-
-
 # ---- one value ----
 class KernelAbs:
   """Abs of the values of one kernel body: `written` storage (PARAMs and REG BUFFERs it stores to) loads as c=1 floats
@@ -160,68 +156,46 @@ class KernelAbs:
   def _alu(self, u: UOp, s: list[Abs]) -> Abs:
     op, dt = u.op, u.dtype
     sd = u.src[0].dtype
-    if op in GroupOp.Comparison: return BOOL
-    if op is Ops.WHERE: return join(s[1], s[2])
     if op is Ops.CAST: return self._cast(dt, sd, s[0])
     if op is Ops.BITCAST:
       if dt.is_float or sd.is_float or sd.is_bool: raise KernelUnsafe("BITCAST to or from a float or a bool")
       return full(dt)
-    if dt.is_bool:
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB, Ops.NEG): return BOOL
-      raise KernelUnsafe(f"{op.name} on bool")
+    if (msg := dtype_error(op, u.src[-1].dtype)) is not None: raise KernelUnsafe(msg)  # an op outside its dtype class has no meaning
+    if op in GroupOp.Comparison or dt.is_bool: return BOOL
+    if op is Ops.WHERE: return join(s[1], s[2])
     if dt.is_float: return self._float(u, s)
-    a, b = s[0], (s[1] if len(s) > 1 else None)
-    if op is Ops.NEG: return of_interval(dt, -a.hi, -a.lo)
-    if op is Ops.TRUNC: return a
-    if b is None: raise KernelUnsafe(f"{op.name} on {dt.name}")
-    if op is Ops.ADD: return of_interval(dt, a.lo + b.lo, a.hi + b.hi)
-    if op is Ops.SUB: return of_interval(dt, a.lo - b.hi, a.hi - b.lo)
-    if op is Ops.MUL: return of_interval(dt, *_mul_iv(a, b))
-    if op is Ops.MAX: return of_interval(dt, max(a.lo, b.lo), max(a.hi, b.hi))
-    if op in (Ops.IDIV, Ops.MOD):
-      if b.lo <= 0 <= b.hi: raise KernelUnsafe(f"{op.name} by a range [{b.lo}, {b.hi}] holding 0")
-      if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise KernelUnsafe(f"{op.name} of the minimum by -1")
-      mb = max(abs(b.lo), abs(b.hi))
-      if op is Ops.IDIV: return of_interval(dt, -a.m, a.m) if a.lo < 0 else of_interval(dt, 0, a.hi)
-      return of_interval(dt, 0, min(a.hi, mb - 1)) if a.lo >= 0 else of_interval(dt, -(mb - 1), mb - 1)
-    if op in (Ops.SHL, Ops.SHR):
-      if b.lo < 0 or b.hi >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in [{b.lo}, {b.hi}] outside [0, {dt.bits})")
-      if op is Ops.SHR: return of_interval(dt, 0, a.hi) if a.lo >= 0 else of_interval(dt, min(a.lo, 0), max(a.hi, 0))
-      return full(dt)
-    if op is Ops.AND:
-      nonneg = [x.hi for x in (a, b) if x.lo >= 0]
-      return of_interval(dt, 0, min(nonneg)) if nonneg else full(dt)
-    if op in (Ops.OR, Ops.XOR):
-      if a.lo >= 0 and b.lo >= 0: return of_interval(dt, 0, (1 << int(max(a.hi, b.hi)).bit_length()) - 1)
-      return full(dt)
-    raise KernelUnsafe(f"{op.name} on {dt.name}")
+    ivs = [(int(x.lo), int(x.hi)) for x in s]
+    if (why := undefined_in(op, dt, *ivs)) is not None: raise KernelUnsafe(why)
+    # the screen keeps shift counts inside the dtype's own width too: past it, a narrow int's value is tinyspec's choice
+    if op in (Ops.SHL, Ops.SHR) and ivs[1][1] >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in {list(ivs[1])} outside [0, {dt.bits})")
+    return of_interval(dt, *interval(op, dt, *ivs))  # the registry's bounds (the whole dtype where the result may wrap)
 
   def _cast(self, dt: DType, sd: DType, a: Abs) -> Abs:
     if dt.is_bool: return BOOL
-    if dt.is_float:
-      if sd.is_float: return a
-      if a.lo < -(2 ** 24) or a.hi > 2 ** 24: raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
-      return Abs(0, a.m, a.lo, a.hi, 0)
-    if sd.is_float:
-      if not (dt.min <= a.lo and a.hi <= dt.max): raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name} may overflow")
-      return of_interval(dt, math.trunc(a.lo), math.trunc(a.hi))
-    return of_interval(dt, a.lo, a.hi)
+    if dt.is_float and not sd.is_float and (a.lo < -(2 ** 24) or a.hi > 2 ** 24):
+      raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
+    if sd.is_float and not dt.is_float and (why := cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt)) is not None:
+      raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name}: {why}")
+    lo, hi = cast_interval(sd, dt, (a.lo, a.hi))  # the registry's range of the conversion
+    if dt.is_float: return Abs(a.c, a.m, lo, hi, a.d) if sd.is_float else Abs(0, a.m, lo, hi, 0)
+    return of_interval(dt, lo, hi)
 
   def _float(self, u: UOp, s: list[Abs]) -> Abs:
-    op = u.op
+    op, dt = u.op, u.dtype
     a, b = s[0], (s[1] if len(s) > 1 else None)
-    if op is Ops.NEG: return Abs(a.c, a.m, -a.hi, -a.lo, a.d)
-    if op is Ops.TRUNC: return Abs(a.c, a.m, -INF if a.lo == -INF else math.trunc(a.lo), INF if a.hi == INF else math.trunc(a.hi), 0)
-    if b is None or op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
+    if op not in (Ops.NEG, Ops.TRUNC, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
+    lo, hi = float_interval(op, dt, *((x.lo, x.hi) for x in s))  # the registry's range of the exact result
+    if op is Ops.NEG: return Abs(a.c, a.m, lo, hi, a.d)
+    if op is Ops.TRUNC: return Abs(a.c, a.m, lo, hi, 0)
+    assert b is not None
     d = max(a.d, b.d)
-    if op is Ops.ADD: return Abs(a.c + b.c, a.m + b.m, a.lo + b.lo, a.hi + b.hi, d)
-    if op is Ops.SUB: return Abs(a.c + b.c, a.m + b.m, a.lo - b.hi, a.hi - b.lo, d)
-    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), max(a.lo, b.lo), max(a.hi, b.hi), d)
+    if op in (Ops.ADD, Ops.SUB): return Abs(a.c + b.c, a.m + b.m, lo, hi, d)
+    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), lo, hi, d)
     if a.c > 0 and b.c > 0: raise KernelUnsafe("product of two values the kernel writes")
     # a factor of a written value must be an integer of magnitude <= 1, or repeated products grow or lose bits
     for x, y in ((a, b), (b, a)):
       if x.c > 0 and (y.m > 1 or y.d > 0): raise KernelUnsafe("a written value multiplied by more than a sign")
-    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, *_mul_iv(a, b), a.d + b.d)
+    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, lo, hi, a.d + b.d)
 
 
 # ---- a kernel, a graph ----
