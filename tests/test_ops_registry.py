@@ -327,3 +327,21 @@ def test_undefined_in_a_range_is_c_undefined_at_one_of_its_points(op, dt):
       pointwise = any(c_undefined(op, dt, x, y) not in (None, SIGNED_OVERFLOW) for x in range(a[0], a[1] + 1) for y in range(b[0], b[1] + 1))
       assert (undefined_in(op, dt, a, b) is not None) == pointwise, (op.name, dt.name, a, b)
   assert undefined_in(Ops.ADD, dt, (dt.min, dt.max), (dt.min, dt.max)) is None  # wraps, as defined
+
+
+@pytest.mark.parametrize("op", [Ops.ADD, Ops.MUL, Ops.MAX], ids=lambda o: o.name)
+@pytest.mark.parametrize("dt", [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.float64], ids=lambda d: d.name)
+def test_reduce_interval_holds_every_reduction_of_values_in_range(op, dt):
+  from tinyspec.ops.intervals import reduce_interval
+  rng = np.random.default_rng(3)
+  ranges = [(False, False), (False, True), (True, True)] if dt.kind == "b" else \
+    [(-3, -1), (-2, 5), (0, 0), (0, 3), (1, 4), (-7, 7)] + ([(dt.min, dt.max)] if dt.kind in "iu" else [(-0.5, 2.25)])
+  for a in [r for r in ranges if dt.min <= r[0] and r[1] <= dt.max]:
+    for n in (0, 1, 2, 3, 5):
+      lo, hi = reduce_interval(op, dt, a, n)
+      for _ in range(20):
+        xs = rng.uniform(a[0], a[1], n) if dt.kind == "f" else rng.integers(int(a[0]), int(a[1]), n, endpoint=True)
+        v = scalar.reduce_identity(op, dt)
+        for x in xs: v = scalar.run(op if not (dt.kind == "b" and op is Ops.ADD) else Ops.OR, dt, v, x.item())
+        assert lo <= v <= hi or _within(v, lo, hi), (op.name, dt.name, a, n, v, (lo, hi))
+  if dt.kind in "iu" and op is not Ops.MAX: assert reduce_interval(op, dt, (dt.max, dt.max), 2) == (dt.min, dt.max)  # may wrap

@@ -27,7 +27,7 @@ import numpy as np
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
 from tinyspec.ops.classes import dtype_error
-from tinyspec.ops.intervals import cast_interval, float_interval, interval, undefined_in
+from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
 
@@ -142,16 +142,13 @@ class KernelAbs:
     for r in u.src[1:]:
       if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST: raise KernelUnsafe("REDUCE over a range without a constant bound")
       n *= max(int(r.src[0].arg), 0)
-    if u.arg is Ops.MAX or n <= 1: return a
+    if u.arg is Ops.MAX or n == 1: return a
     dt = u.dtype
-    if u.arg is Ops.ADD:
-      lo, hi = min(a.lo, a.lo * n), max(a.hi, a.hi * n)
-      return of_interval(dt, lo, hi, a.c * n, a.d) if not dt.is_float else Abs(a.c * n, a.m * n, lo, hi, a.d)
-    if dt.is_float:
-      if a.c > 0 or a.m > 1: raise KernelUnsafe("float MUL reduction may grow")
-      return Abs(0, 1, -1, 1, a.d * n)
-    m = a.m ** n if a.m < 2 ** 64 else INF
-    return of_interval(dt, -m, m)
+    if dt.is_float and u.arg is Ops.MUL and (a.c > 0 or a.m > 1): raise KernelUnsafe("float MUL reduction may grow")
+    lo, hi = reduce_interval(u.arg, dt, (a.lo, a.hi), n)  # the registry's range of the reduction
+    if not dt.is_float: return of_interval(dt, lo, hi)
+    if u.arg is Ops.ADD: return Abs(a.c * n, a.m * n, lo, hi, a.d)
+    return Abs(0, 1, lo, hi, a.d * n)
 
   def _alu(self, u: UOp, s: list[Abs]) -> Abs:
     op, dt = u.op, u.dtype

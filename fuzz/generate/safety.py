@@ -21,7 +21,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import dtype_error
-from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, undefined_in
+from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined
 from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call
 
@@ -195,14 +195,10 @@ def _reduce(u: UOp, a: Info) -> Info:
   cnt = math.prod(u.src[0].shape[:n])
   dt = u.dtype
   if rop is Ops.MAX: return a
-  if rop is Ops.ADD:
-    lo, hi = a.lo * cnt, a.hi * cnt
-    return _float(dt, lo, hi, a.exact, a.dbits) if dt.is_float else _int(dt, lo, hi)
   m = max(abs(a.lo), abs(a.hi))
-  lo, hi = (a.lo ** cnt, a.hi ** cnt) if a.lo >= 0 else (-(m ** cnt), m ** cnt)
-  if dt.is_float:
-    if m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
-    return _float(dt, lo, hi, a.exact, a.dbits * cnt)
+  if rop is Ops.MUL and dt.is_float and m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
+  lo, hi = reduce_interval(rop, dt, (a.lo, a.hi), cnt)  # the registry's range of the reduction
+  if dt.is_float: return _float(dt, lo, hi, a.exact, a.dbits * cnt if rop is Ops.MUL else a.dbits)
   return _int(dt, lo, hi)
 
 

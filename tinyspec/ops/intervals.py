@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from tinyspec.dtype import DType
-from tinyspec.ops.scalar import cdiv, shift_bits
+from tinyspec.ops.scalar import cdiv, reduce_identity, shift_bits
 from tinyspec.uop import Ops, UOp
 
 Interval = tuple  # (lo, hi): ints, or bools for bool values
@@ -165,6 +165,24 @@ def cast_interval(src: DType, dst: DType, a: Interval) -> Interval:
     return tuple(int(dst.min) if v <= dst.min else int(dst.max) if v >= dst.max else int(math.trunc(v)) for v in a)
   if dst.min <= a[0] and a[1] <= dst.max: return int(a[0]), int(a[1])
   return dst.min, dst.max
+
+
+def _pow(x, n: int):
+  try: return x ** n
+  except OverflowError: return math.inf if x > 0 or n % 2 == 0 else -math.inf  # a float past Python's range
+
+
+def reduce_interval(op: Ops, dt: DType, a: Interval, n: int) -> Interval:
+  """The range of REDUCE with op (ADD, MUL, MAX) over n values of dtype dt, each in a: the identity when n is 0; for a
+  fixed-width int the whole dtype where the exact result may leave it (it wraps); for floats the exact real range."""
+  if n == 0: return (reduce_identity(op, dt),) * 2
+  if op is Ops.MAX or dt.kind == "b": return a  # on bool ADD is OR and MUL is AND: both stay within a
+  if op is Ops.ADD: lo, hi = a[0] * n, a[1] * n
+  elif op is Ops.MUL:
+    m = max(abs(a[0]), abs(a[1]))
+    lo, hi = (_pow(a[0], n), _pow(a[1], n)) if a[0] >= 0 else (-_pow(m, n), _pow(m, n))
+  else: raise ValueError(f"{op!r} is not a reduce op (ADD, MUL, MAX)")
+  return fit(dt, lo, hi)
 
 
 def undefined_in(op: Ops, dt: DType, *ivs: Interval) -> str | None:
