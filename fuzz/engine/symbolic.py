@@ -243,9 +243,9 @@ def blame(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) ->
 
 
 def simplify_table() -> PatternMatcher:
-  """The integer simplifier the symbolic fuzzer checks by default: the simplify pass's table."""
-  from tinyspec.lower import simplify as S
-  return S.pm_simplify
+  """The integer simplifier the symbolic fuzzer checks by default: the table the simplify pass rewrites with."""
+  from tinyspec.lower.simplify import SIMPLIFY
+  return SIMPLIFY.tables["pm_simplify"]
 
 
 class SymbolicChecker:

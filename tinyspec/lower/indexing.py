@@ -233,4 +233,4 @@ pm_indexing = PatternMatcher([
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
-], "indexing")
+], "pm_indexing")
