@@ -185,7 +185,17 @@ def prove_in_bounds(idx: UOp, size: int, gate: UOp | None = None, timeout_ms: in
 def prove_iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None], timeout_ms: int | None = None) -> BoundsResult:
   """Whether accesses a and b, each (index, gate), never reach one element from two different iterations of range r.
   Each iteration gets its own values of every other range and of every loaded value (another thread is anywhere in
-  its own loops). "violated" gives the two iterations and the element; "proved" means no two iterations share one."""
+  its own loops). "violated" gives the two iterations and the element; "proved" means no two iterations share one.
+  A decided answer is kept on r (nodes are interned, so the same question asked after another pass is not re-solved)."""
+  memo = r._cache.setdefault("smt:apart", {})
+  key = (a, b, timeout_ms)
+  if (res := memo.get(key)) is None:
+    res = _iterations_apart(r, a, b, timeout_ms)
+    if res.status != "unknown": memo[key] = res
+  return res
+
+
+def _iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None], timeout_ms: int | None) -> BoundsResult:
   t1, t2 = Translator(prefix="p_"), Translator(prefix="q_")
   s = z3.Solver()
   s.set(timeout=TIMEOUT_MS if timeout_ms is None else timeout_ms)

@@ -263,10 +263,13 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
       raise KernelUnsafe(f"a STORE under an END over axis {min(r.arg.axis for r in rs - deps[s])} does not depend on that range")
   by_base: dict[UOp, list[UOp]] = {}
   for s in stores: by_base.setdefault(storage_of(s.src[0].src[0]), []).append(s)
+  below: dict[UOp, set[UOp]] = {}  # each LOAD's own sources, walked once however many stores share its storage
   for s in stores:
     for ld in (x for x in deps[s] if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX):
       for w in by_base.get(storage_of(ld.src[0].src[0]), ()):
-        if w is not s and w not in ld.toposort() and ld not in deps[w]:
+        if w is s or ld in deps[w]: continue
+        if ld not in below: below[ld] = set(ld.toposort())
+        if w not in below[ld]:
           raise KernelUnsafe("a LOAD and a STORE of one storage with no dependency ordering them")
   for ws in by_base.values():
     for i, a in enumerate(ws):
