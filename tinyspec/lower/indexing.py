@@ -231,6 +231,8 @@ pm_indexing = PatternMatcher([
   ("index_through_elementwise", _on(GroupOp.Elementwise), _elementwise),
   ("index_through_detach", _on(Ops.DETACH), lambda v: vindex(v.src[0].src[0], view_indices(v))),
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
+  # a kernel reads a variable as its DEFINE_VAR; the CALL that runs the kernel binds it (rangeify passes the BIND as an arg)
+  ("index_of_variable", _on(GroupOp.Variable), lambda v: v.src[0] if v.src[0].op is Ops.DEFINE_VAR else v.src[0].src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
 ], "indexing")

@@ -172,6 +172,8 @@ _NODE: dict[Ops, Callable[[UOp], Interval]] = {
   Ops.RANGE: lambda u: (0, u.src[0].vmax - 1), Ops.SPECIAL: lambda u: (0, u.src[0].vmax - 1),
   Ops.CAST: lambda u: cast_interval(u.src[0].dtype, u.dtype, _src(u, 0)),
   Ops.AFTER: lambda u: _src(u, 0), Ops.DETACH: lambda u: _src(u, 0), Ops.CONTIGUOUS: lambda u: _src(u, 0),
+  # a variable is known by its bounds; a bound one keeps them (the code using it is the same for every value it is bound to)
+  Ops.DEFINE_VAR: lambda u: (u.arg.min, u.arg.max), Ops.BIND: lambda u: _src(u, 0),
   **{op: _node_alu for op in INTERVALS},
 }
 
