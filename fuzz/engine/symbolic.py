@@ -1,6 +1,7 @@
 """The symbolic fuzzer: random index expressions of the kind rangeify makes from views, simplified, checked equal.
 
-A case is an `index` expression over RANGEs and bounded variables (DEFINE_VARs, whose bounds may be negative): flat offsets (sums of ranges times strides plus an offset), unflattened by nested IDIV and MOD, clamped
+A case is an `index` expression over RANGEs and bounded variables (DEFINE_VARs, whose bounds may be negative): flat
+offsets (sums of ranges times strides plus an offset), unflattened by nested IDIV and MOD, clamped
 with MAX, gated with WHERE of comparisons (PAD), combined again. The simplify rules rewrite it (graph_rewrite with
 a PatternMatcher, so a changed rule table can be tried), and two oracles hold:
   equal:  the simplified expression has the original's value at every assignment of the leaves;
@@ -218,7 +219,15 @@ def leaves_of(e: UOp) -> list[Leaf]:
   for u in e.toposort():
     if u.op is Ops.DEFINE_VAR: out[u] = Leaf(u, u.arg.min, u.arg.max)
     elif u.op is Ops.RANGE: out[u] = Leaf(u, 0, int(u.src[0].arg) - 1)
-  return sorted(out.values(), key=lambda lf: (lf.node.op is not Ops.RANGE, lf.node.arg.axis if lf.node.op is Ops.RANGE else lf.node.arg.name))
+  return sorted(out.values(), key=_leaf_order)
+
+
+def _leaf_order(lf: Leaf) -> tuple[int, str]:
+  # the generator's leaves by their shared numbering (RANGE axis k, variable v<k>); any other variable after, by name
+  u = lf.node
+  if u.op is Ops.RANGE: return (u.arg.axis, "")
+  name = u.arg.name
+  return (int(name[1:]), "") if name[:1] == "v" and name[1:].isdigit() else (1 << 60, name)
 
 
 def _row(env: dict[UOp, np.ndarray], i: int) -> dict[UOp, np.ndarray]:

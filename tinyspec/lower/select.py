@@ -73,8 +73,9 @@ def _combines(t: UOp, tt: UOp, f: UOp, ff: UOp) -> bool:
 def where_sum_combine(x: UOp) -> UOp | None:
   """In a sum, k1*c.where(t, f) + k2*c.where(tt, ff) is c.where(k1*t + k2*tt, k1*f + k2*ff) when a branch pair is
   constant or each pair has a zero side. Tried where the sum's last term is a WHERE."""
-  last = lin(x.src[-1])
-  if last is None or not any(b.op is Ops.WHERE for b in last.terms) or (a := lin(x)) is None: return None
+  t = x.src[-1]
+  if t.op is Ops.MUL or t.op is Ops.NEG: t = t.src[0]
+  if t.op is not Ops.WHERE or (a := lin(x)) is None: return None
   ws = [(b, k) for b, k in a.terms.items() if b.op is Ops.WHERE]
   dt = x.dtype
   for i, (w1, k1) in enumerate(ws):
