@@ -120,9 +120,11 @@ class TensorGen:
     self.outer: _Scope | None = None
     self.buffers: list[UOp] = []        # input buffers (flat), for captures
     self.assigned: list[UOp] = []       # ends of assign chains, kept for the SINK
-    # some cases hold bounded variables where constants would be (drawn from `side`, so the other cases stay the same)
+    # some cases hold bounded variables where constants would be, chosen by a Random of their own (drawing from neither rng
+    # nor side), so every other case is the one the same (seed, index) gave before
     self.vars: dict[str, UOp] = {}      # name -> its BIND: a graph binds a name to one value
-    self.with_vars = self.side.random() < VAR_SHARE * self.w.get("var:bound", 1.0)
+    self.vrng = side_random(rng)
+    self.with_vars = self.vrng.random() < VAR_SHARE * self.w.get("var:bound", 1.0)
 
   # ---- choices ----
   def choose(self, prefix: str, items: list) -> Any:
@@ -193,7 +195,7 @@ class TensorGen:
 
   def variable(self, dt: DType, value: Any) -> UOp | None:
     """Sometimes, a bounded variable bound to value (cast to dt) in place of the constant; None otherwise."""
-    s = self.side
+    s = self.vrng
     if dt.is_bool or s.random() >= 0.5 or int(value) != value: return None
     value = int(value)
     vdt = dt if dt.is_int and s.random() < 0.4 else dtypes.index

@@ -255,8 +255,10 @@ _k = UPat.cvar("k", INTS)
 EXAMPLES = {
   "div_of_div_sum": (UPat(Ops.IDIV, src=(UPat(Ops.ADD, src=[UPat(Ops.IDIV, src=(_y, UPat.cvar("c1", INTS))), _k]), UPat.cvar("c2", INTS))),),
   "mod_nested_mod": (UPat(Ops.MOD, src=(UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_y, _k)), _b]), UPat.cvar("c", INTS))),),
+  # the rule fires only where x // f folds to something smaller: most instances of the sum of two terms must be tried
   "divmod_nest_factor": (UPat((Ops.IDIV, Ops.MOD), src=(UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_a, _k]),
-                                                                           UPat(Ops.MUL, src=[_b, UPat.cvar("k2", INTS)])]), UPat.cvar("c", INTS))),),
+                                                                           UPat(Ops.MUL, src=[_b, UPat.cvar("k2", INTS)])]), UPat.cvar("c", INTS))),
+                         *[UPat((Ops.IDIV, Ops.MOD), src=(UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_a, _k]), _b]), UPat.cvar("c", INTS)))] * 4),
   "divmod_var_factor": (UPat((Ops.IDIV, Ops.MOD), src=(UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_y, _a]), _b]), _y)),
                         UPat((Ops.IDIV, Ops.MOD), src=(UPat(Ops.ADD, src=[_y, _b]), _y))),
 }

@@ -41,6 +41,7 @@ def iadd(a: UOp, b: UOp | int) -> UOp:
   if _isc(a) and _isc(b): return iconst(a.arg + b.arg)
   if _isc(b, 0): return a
   if _isc(a, 0): return b
+  if _isc(a): a, b = b, a  # the constant last, as the simplifier writes a sum (tinyspec.lower.sums)
   return a.alu(Ops.ADD, b)
 
 
@@ -80,11 +81,15 @@ def imin(a: UOp, b: int) -> UOp:
 
 
 def flatten(idx: Sequence[UOp], shape: Sequence[int]) -> UOp:
-  """The row-major flat offset of a multi-index into shape (axes of size 1 contribute nothing)."""
-  ret, stride = iconst(0), 1
-  for i, d in reversed(list(zip(idx, shape))):
-    if d != 1: ret = iadd(imul(i, stride), ret)
+  """The row-major flat offset of a multi-index into shape (axes of size 1 contribute nothing), summed outermost axis
+  first, left to right: the order the simplifier writes a sum in, so it need not rewrite every index."""
+  strides, stride = [], 1
+  for d in reversed(shape):
+    strides.append(stride)
     stride *= d
+  ret = iconst(0)
+  for i, d, st in zip(idx, shape, reversed(strides)):
+    if d != 1: ret = iadd(ret, imul(i, st))
   return ret
 
 
