@@ -1,5 +1,5 @@
 # tinyspec counterexample: error/tinygrad-CPU/CalledProcessError
-# seed 0, case 4829, found 2026-12-01 18:42:31 UTC
+# seed 0, case 4829, found 2026-12-01 23:50:57 UTC
 # tinygrad raised CalledProcessError: Command '['clang', '-c', '-x', 'c', '-O2', '-fPIC', '-ffreestanding', '-fno-math-errno', '-nostdlib', '-fno-ident', '--target=x86_64-none-unknown-elf', '-march=native', '-', '-o', '-']' returned non-zero exit status 1.
 # graph(): tinyspec's frontend graph of the program
 import numpy as np
@@ -24,7 +24,7 @@ def program():
 
 
 def graph():
-  n0 = UOp(Ops.BUFFER, dtypes.int64, (), BufferArg(id=19339, size=1, device='CPU', addrspace=AddrSpace.GLOBAL))
+  n0 = UOp(Ops.BUFFER, dtypes.int64, (), BufferArg(id=15888, size=1, device='CPU', addrspace=AddrSpace.GLOBAL))
   n1 = UOp(Ops.RESHAPE, dtypes.int64, (n0, ), (1, 1, 1, ))
   n2 = UOp(Ops.CONST, dtypes.int64, (), -9223372036854775808)
   n3 = UOp(Ops.RESHAPE, dtypes.int64, (n2, ), (1, 1, 1, ))
@@ -36,5 +36,5 @@ def graph():
 
 def inputs():
   return {
-    19339: np.array([0], dtype='int64'),
+    15888: np.array([0], dtype='int64'),
   }

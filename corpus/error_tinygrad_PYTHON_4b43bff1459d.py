@@ -1,5 +1,5 @@
 # tinyspec counterexample: error/tinygrad-PYTHON/TypeError
-# seed 0, case 814, found 2026-12-01 18:39:13 UTC
+# seed 0, case 814, found 2026-12-01 23:28:46 UTC
 # tinygrad on PYTHON raised TypeError: int() argument must be a string, a bytes-like object or a real number, not 'list'
 # graph(): tinygrad's tensor graph, translated
 import numpy as np
@@ -23,7 +23,7 @@ def program():
 
 
 def graph():
-  n0 = UOp(Ops.BUFFER, dtypes.uint32, (), BufferArg(id=4758, size=4, device='NPY', addrspace=AddrSpace.GLOBAL))
+  n0 = UOp(Ops.BUFFER, dtypes.uint32, (), BufferArg(id=3099, size=4, device='NPY', addrspace=AddrSpace.GLOBAL))
   n1 = UOp(Ops.RESHAPE, dtypes.uint32, (n0, ), (4, 1, ))
   n2 = UOp(Ops.COPY, dtypes.uint32, (n1, ), 'CPU')
   n3 = UOp(Ops.CONST, dtypes.uint32, (), 4294967295)
@@ -42,5 +42,5 @@ def graph():
 
 def inputs():
   return {
-    4758: np.array([0, 0, 0, 0], dtype='uint32'),
+    3099: np.array([0, 0, 0, 0], dtype='uint32'),
   }

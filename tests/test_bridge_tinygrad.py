@@ -168,9 +168,11 @@ def test_capture_restores_tinygrad():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_examples_hold(path):
-  # every example is legal at every stage and its numbers agree from the callified graph and the kernel graph both ways
+  # every example is legal at every stage and its numbers agree from the tensor graph, the callified graph and the kernel graph
+  # both ways
   rep = run_check(runpy.run_path(str(path))["program"])
-  assert rep.ran == {"callified": True, "kernel ASTs": True, "programs": True} and all(r is None for r in rep.numbers.values()), rep.numbers
+  assert rep.ran == {"tensor": True, "callified": True, "kernel ASTs": True, "programs": True}
+  assert all(r is None for r in rep.numbers.values()), rep.numbers
   assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
   assert rep.ok
 

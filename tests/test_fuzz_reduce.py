@@ -216,3 +216,15 @@ def test_a_segfaulting_kernel_is_reduced_in_child_processes(tmp_path):
   assert run_isolated(chk.check, case, 10) == "signal11"
   fixed = Checker(Config(backends=("reference", "cpu"), cc="tcc"))
   assert run_isolated(fixed.check, case, 10) == "ok"
+
+
+def test_still_fails_holds_while_the_same_bug_shows_and_keeps_its_last_finding():
+  from types import SimpleNamespace as F
+
+  from fuzz.corpus.store import StillFails
+  found = F(signature=("metamorphic", "simplify", "r"), message="as found")
+  by_case = {1: [F(signature=("spec", "simplify", "r"), message="other bug")], 2: [F(signature=("parity", "simplify", "r"), message="smaller")]}
+  still = StillFails(lambda c: by_case.get(c, []), found)
+  assert still.last is found and not still(1) and still.last is found  # another oracle's finding is another bug
+  assert still(2) and still.last.message == "smaller"  # a metamorphic difference replays as a parity one
+  assert not still(3) and still.last.message == "smaller"

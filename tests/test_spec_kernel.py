@@ -45,7 +45,21 @@ def two_stores_one_unclosed():
   return sink(st.end(r), p(1).index(r).store(c(2.0)))
 
 
+def reg() -> UOp: return UOp.buffer(f32, 1, "CPU", AddrSpace.REG)
+
+
+def acc_without_init(other_store: bool) -> UOp:
+  """tinygrad 0.14's max of a value folded away: a REG accumulator read after a loop that stores nothing into it (or that
+  stores into another buffer)."""
+  acc, r = reg(), rng(4, 0)
+  body = p(1).index(r).store(c(2.0)) if other_store else group()
+  return sink(p().index(ic(0)).store(acc.after(body.end(r)).index(ic(0)).load()))
+
+
 ILLEGAL = {
+  "local_read_before_any_store": (lambda: sink(p().index(ic(0)).store(reg().index(ic(0)).load())), {"kernel.local_read_after_write"}),
+  "local_read_after_an_empty_loop": (lambda: acc_without_init(False), {"kernel.local_read_after_write"}),
+  "local_read_after_a_store_elsewhere": (lambda: acc_without_init(True), {"kernel.local_read_after_write"}),
   "oob_z3_refutes": (lambda: store_loop(lambda r: r * ic(2) - r + ic(1)), {"kernel.index_bounds"}),
   "oob_plain": (lambda: store_loop(lambda r: r + ic(1)), {"kernel.index_bounds"}),
   "oob_gate_too_wide": (lambda: store_loop(lambda r: r - ic(1), gate=lambda r: ic(-1) < r), {"kernel.index_bounds"}),
@@ -132,6 +146,14 @@ def test_proof_timeout_is_a_violation(monkeypatch):
   k = sink(st.end(*rs))
   (v,) = check(k, K)
   assert v.rule == "kernel.index_bounds_timeout" and "timed out after 1 ms" in v.message
+
+
+
+
+def test_local_read_after_its_store_is_legal():
+  acc = reg()
+  init = acc.index(ic(0)).store(c(3.0))
+  assert check(sink(p().index(ic(0)).store(acc.after(init).index(ic(0)).load())), K) == []
 
 
 def test_accumulator_form_of_ir_md():

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.corpus.store import Entry, same_bug, write_entry
+from fuzz.corpus.store import Entry, StillFails, same_bug, write_entry
 from fuzz.engine.coverage import Coverage, steer
 from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.reduce.graph import node_count, reduce_case
@@ -52,17 +52,11 @@ class ReferenceSession:
   def shrink(self, case: Case, f: Finding) -> tuple[Case, Finding]:
     start = replace(case, options=dict(f.options) if f.options else dict(case.options))
     if f.oracle == "input": return start, f
-    last: dict[str, Finding] = {}
-    def fails(c: Case) -> bool:
-      for g in self.reducer_checker.check(c):
-        if same_bug(g.signature, f.signature):
-          last["f"] = g
-          return True
-      return False
+    fails = StillFails(self.reducer_checker.check, f)
     if not fails(start): return case, f  # flaky under its own options: keep it as found
     small = reduce_case(start, fails, max_seconds=self.cfg.reduce_seconds)
     fails(small)
-    return small, last.get("f", f)
+    return small, fails.last
 
   def shrink_crash(self, case: Case, why: str) -> Case:
     cfg = self.cfg

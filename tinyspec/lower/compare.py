@@ -140,4 +140,4 @@ pm_compare = PatternMatcher([
   ("lt_negated", UPat(Ops.CMPLT, src=(UPat(Ops.NEG, src=(_x,)), UPat(Ops.NEG, src=(UPat.var("y", INTS),)))), lt_negated),
   ("lt_negated_const", UPat(Ops.CMPLT, src=(UPat(Ops.NEG, src=(_x,)), _c0)), lt_negated_const),
   ("eq_offset", UPat((Ops.CMPEQ, Ops.CMPNE), name="e", src=[_x, _c0]), eq_offset),
-], name="compare")
+], name="pm_compare")

@@ -281,4 +281,4 @@ pm_divmod = PatternMatcher([(*r, EXAMPLES.get(r[0], ())) for r in [
   ("divmod_var_factor", UPat(_dm, name="d", src=(UPat.var("x", INTS), UPat.var("y", INTS))), divmod_var_factor),
   ("mod_below_var", UPat(Ops.MOD, src=(UPat.var("x", INTS), UPat.var("y", INTS))), mod_below_var),
   ("mod_var_constant_quotient", UPat(Ops.MOD, src=(UPat.var("x", INTS), UPat.var("y", INTS))), mod_var_constant_quotient),
-]], name="divmod")
+]], name="pm_divmod")

@@ -17,6 +17,7 @@ import math
 from typing import Sequence
 
 from tinyspec.dtype import dtypes
+from tinyspec.ops.scalar import cdiv, cmod
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec.shared import VIEW_INDEX
 from tinyspec.uop import GroupOp, Ops, UOp
@@ -52,13 +53,12 @@ def imul(a: UOp, b: int) -> UOp:
 
 
 def idiv(a: UOp, b: int) -> UOp:
-  # every index reaching here is >= 0, so truncating division is floor division
-  if _isc(a): return iconst(a.arg // b)
+  if _isc(a): return iconst(cdiv(a.arg, b))  # IDIV's own meaning (tinyspec.ops.scalar), whatever the signs
   return a if b == 1 else a.alu(Ops.IDIV, iconst(b))
 
 
 def imod(a: UOp, b: int) -> UOp:
-  if _isc(a): return iconst(a.arg % b)
+  if _isc(a): return iconst(cmod(a.arg, b))
   if b == 1: return iconst(0)
   if a.vmin >= 0 and a.vmax < b: return a
   return a.alu(Ops.MOD, iconst(b))
@@ -240,4 +240,4 @@ pm_indexing = PatternMatcher([
   ("index_of_variable", _on(GroupOp.Variable), lambda v: v.src[0] if v.src[0].op is Ops.DEFINE_VAR else v.src[0].src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
-], "indexing")
+], "pm_indexing")

@@ -130,10 +130,10 @@ pm_where = PatternMatcher([
                                                                        UPat.var("y", INTS)]), UPat.var("f", INTS))),
     UPat(Ops.WHERE, src=(UPat.var("c", dtypes.bool), UPat.var("t", INTS),
                          UPat(Ops.MAX, src=[UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a", INTS), UPat.var("b"))), UPat.var("y", INTS)]))))),
-], name="where")
+], name="pm_where")
 
 pm_max = PatternMatcher([
   ("max_const_assoc", UPat(Ops.MAX, src=[UPat(Ops.MAX, src=[UPat.var("x", INTS), UPat.cvar("c1", INTS)]), UPat.cvar("c2", INTS)]), max_const_assoc),
   ("where_as_max", UPat(Ops.WHERE, src=(UPat(Ops.CMPLT, src=(UPat.var("a", INTS), UPat.var("b"))), UPat.var("b"), UPat.var("a"))),
    lambda a, b: a.maximum(b)),
-], name="max")
+], name="pm_max")

@@ -305,4 +305,4 @@ pm_sums = PatternMatcher([
     UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_y, _c)),
                        UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_y, _c)), UPat.cvar("d", INTS))), _c])]))),
   ("sum_canonical", UPat((Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL), dtype=INTS, name="x"), canonical),
-], name="sums")
+], name="pm_sums")

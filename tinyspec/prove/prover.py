@@ -35,7 +35,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TextIO
 
 import numpy as np
 import z3
@@ -45,6 +45,7 @@ from tinyspec.prove.exact import Analysis, ExactForm, Unsupported, analyze
 from tinyspec.prove.evalsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.ordering import ORDER_TABLES
+from tinyspec.ops.spelling import INFIX
 from tinyspec.uop import substitute
 from tinyspec.rewrite import Rule
 from tinyspec.uop import AxisType, Ops, UOp
@@ -180,14 +181,12 @@ class RuleResult:
 
 
 def _expr(u: UOp, depth: int = 6) -> str:
-  """A short infix rendering of an integer expression."""
-  names = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
-           Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
+  """A short infix rendering of an integer expression, each op spelled as C spells it (IDIV is `/`, truncating)."""
   if depth == 0: return "..."
   if u.op is Ops.CONST: return repr(u.arg)
   if u.op is Ops.DETACH and isinstance(u.arg, tuple) and u.arg[:1] == ("slot",): return f"s{u.arg[1]}"
   if u.op is Ops.DEFINE_VAR: return u.arg.name
-  if u.op in names and len(u.src) == 2: return f"({_expr(u.src[0], depth - 1)} {names[u.op]} {_expr(u.src[1], depth - 1)})"
+  if u.op in INFIX and len(u.src) == 2: return f"({_expr(u.src[0], depth - 1)} {INFIX[u.op]} {_expr(u.src[1], depth - 1)})"
   inner = ", ".join(_expr(s, depth - 1) for s in u.src)
   return f"{u.op.name}{'.' + u.dtype.name if u.op is Ops.CAST else ''}({inner})"
 
@@ -224,9 +223,13 @@ class Prover:
 
   def prove(self, ref: RuleRef) -> RuleResult:
     t0 = time.perf_counter()
-    res = self.finish(ref, [] if ref.rule.takes_ctx else [self.prove_dtype(ref, dt) for dt in self.dts])
+    res = self.finish(ref, [self.prove_dtype(ref, dt) for dt in self.dts] if self.per_dtype(ref) else [])
     res.seconds = time.perf_counter() - t0
     return res
+
+  def per_dtype(self, ref: RuleRef) -> bool:
+    """Whether the rule is proven dtype by dtype (a rule that reads its pass's context is not proven at all)."""
+    return not ref.rule.takes_ctx
 
   def finish(self, ref: RuleRef, per_dtype: list[DtypeResult]) -> RuleResult:
     """The rule's result from its per-dtype results; a counterexample is stored (self.store) here."""
@@ -408,14 +411,24 @@ def evaluate_scalar(u: UOp) -> int | bool:
 
 
 # ---- the whole rule set ----
-_WORK: tuple[list[RuleRef], Prover] | None = None  # what forked workers prove: set before the pool starts
+class RuleProver(Protocol):
+  """What prove_rules drives: tinyspec's Prover and the tinygrad bridge's prover both are one."""
+  dts: tuple[DType, ...]
+  stats: Counter
+  def prove(self, rule: Any) -> Any: ...
+  def prove_dtype(self, rule: Any, dt: DType) -> Any: ...
+  def finish(self, rule: Any, per_dtype: list) -> Any: ...
+  def per_dtype(self, rule: Any) -> bool: ...
 
 
-def _prove_task(task: tuple[int, int]) -> tuple[DtypeResult, Counter]:
+_WORK: tuple[list, RuleProver] | None = None  # what forked workers prove: set before the pool starts
+
+
+def _prove_task(task: tuple[int, int]) -> tuple[Any, Counter]:
   assert _WORK is not None
-  refs, prover = _WORK
-  prover.stats = Counter()
-  return prover.prove_dtype(refs[task[0]], prover.dts[task[1]]), prover.stats
+  rules, prover = _WORK
+  before = Counter(prover.stats)
+  return prover.prove_dtype(rules[task[0]], prover.dts[task[1]]), prover.stats - before
 
 
 def default_jobs() -> int:
@@ -423,30 +436,31 @@ def default_jobs() -> int:
   except AttributeError: return os.cpu_count() or 1
 
 
-def prove_rules(refs: Iterable[RuleRef], prover: Prover, out: TextIO | None = None, jobs: int = 1) -> list[RuleResult]:
+def prove_rules(rules: Iterable, prover: RuleProver, out: TextIO | None = None, jobs: int = 1) -> list:
   """Every rule's result, in order, each line printed to out as soon as the rule is done. With jobs > 1 the (rule,
-  dtype) pairs are proven by that many worker processes (forked, so rules need not pickle)."""
+  dtype) pairs of the rules proven per dtype are proven by that many worker processes (forked, so rules need not pickle)."""
   global _WORK
-  refs = list(refs)
-  results: list[RuleResult] = []
-  def done(r: RuleResult) -> None:
+  rules = list(rules)
+  results: list = []
+  def done(r) -> None:
     results.append(r)
     if out is not None: print(r.line(), file=out, flush=True)
-  if jobs <= 1 or len(refs) * len(prover.dts) <= 1 or "fork" not in mp.get_all_start_methods():
-    for ref in refs: done(prover.prove(ref))
+  if jobs <= 1 or len(rules) * len(prover.dts) <= 1 or "fork" not in mp.get_all_start_methods():
+    for rule in rules: done(prover.prove(rule))
     return results
-  tasks = [(i, j) for i, ref in enumerate(refs) if not ref.rule.takes_ctx for j in range(len(prover.dts))]
-  _WORK = (refs, prover)
+  split = [prover.per_dtype(rule) for rule in rules]
+  tasks = [(i, j) for i in range(len(rules)) if split[i] for j in range(len(prover.dts))]
+  _WORK = (rules, prover)
   try:
     with mp.get_context("fork").Pool(min(jobs, len(tasks) or 1)) as pool:
       it = pool.imap(_prove_task, tasks, chunksize=1)  # in task order: a rule's dtypes arrive together, rules in order
-      for ref in refs:
-        per: list[DtypeResult] = []
-        for _ in (range(len(prover.dts)) if not ref.rule.takes_ctx else ()):
+      for rule, whole in zip(rules, split):
+        per: list = []
+        for _ in (prover.dts if whole else ()):
           dr, stats = next(it)
           per.append(dr)
           prover.stats.update(stats)
-        done(prover.finish(ref, per))
+        done(prover.finish(rule, per))
   finally: _WORK = None
   return results
 

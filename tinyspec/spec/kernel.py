@@ -1,12 +1,15 @@
 """The KERNEL stage: a kernel body, SINK of STORE/GROUP/END over scalar values, with every INDEX proven in bounds."""
 from __future__ import annotations
 
+import math
+
 from tinyspec import smt
 from tinyspec.dtype import dtypes
+from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
-                                  shape_ok, storage_base, value_source, var_dtype, VOID_OPS, wellformed, what, where_cond)
-from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges
+                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
   | GroupOp.Elementwise | GroupOp.RangeForm
@@ -190,6 +193,51 @@ def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
   return out
 
 
+def _terms(e: UOp) -> list[UOp]:
+  """The summands of an ADD chain."""
+  out, stack = [], [e]
+  while stack:
+    x = stack.pop()
+    if x.op is Ops.ADD and len(x.src) == 2: stack += x.src
+    else: out.append(x)
+  return out
+
+
+def _coefficient(t: UOp, r: UOp) -> int | None:
+  """c when t is MUL(r, CONST c) in either order, else None."""
+  if t.op is not Ops.MUL or len(t.src) != 2: return None
+  return next((k.arg for a, k in (t.src, t.src[::-1]) if a is r and k.op is Ops.CONST and isinstance(k.arg, int)), None)
+
+
+def injective_in(e: UOp, r: UOp, limit: int = 4096) -> bool:
+  """Whether two iterations of r never reach one element through index e, shown without z3: e is c*r plus terms free
+  of r, some k*y (k constant: they change e by multiples of g = gcd of the k) and others whose spreads sum to S, and no
+  step c*j (0 < j < r's bound) lies within S of a multiple of g (e = 4*r0 + r2 is injective in r2 and in r0; r*c + rest
+  with 0 <= rest < c is too). No wrap is allowed. False means not shown, not a conflict."""
+  coef, ks, spread, lo, hi = None, [], 0, 0, 0
+  for t in _terms(e):
+    c = 1 if t is r else _coefficient(t, r)
+    if c is not None and coef is None and c != 0:
+      coef = c
+      continue
+    if r in t.toposort(): return False
+    lo, hi = lo + t.vmin, hi + t.vmax
+    if t.op is Ops.CONST: continue
+    k = next((x.arg for x in t.src if x.op is Ops.CONST and isinstance(x.arg, int)), None) if t.op is Ops.MUL and len(t.src) == 2 else None
+    if k: ks.append(abs(k))
+    else: spread += t.vmax - t.vmin
+  n = r.vmax - r.vmin + 1 if isinstance(r.vmax, int) and isinstance(r.vmin, int) else limit + 1
+  if coef is None or n > limit: return False
+  if e.dtype is not dtypes.index:  # the exact value must fit the dtype, or it wraps
+    ends = (coef * r.vmin + lo, coef * r.vmin + hi, coef * r.vmax + lo, coef * r.vmax + hi)
+    if not e.dtype.is_int or min(ends) < e.dtype.min or max(ends) > e.dtype.max: return False
+  g = math.gcd(*ks) if ks else 0
+  for j in range(1, n):
+    d = abs(coef) * j
+    if (min(d % g, g - d % g) if g else d) <= spread: return False
+  return True
+
+
 def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsResult]]:
   """(STORE, access, verdict) for every pair of a STORE and another access of the same global storage in body that is
   not proven to stay apart across iterations of r (violated, or unknown when z3 gives no answer)."""
@@ -201,6 +249,7 @@ def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsRes
     for i, (st, se, sg) in enumerate(stores):
       # a pair of stores is one question whichever comes first; a store against itself is asked too
       for (x, xe, xg) in stores[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
+        if xe is se and injective_in(se, r): continue  # one index, one element per iteration: apart
         res = smt.prove_iterations_apart(r, (se, sg), (xe, xg))
         if res.status != "proved": out.append((st, x, res))
   c[r] = out
@@ -223,6 +272,42 @@ def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
     else: why = f"z3 could not prove within {smt.TIMEOUT_MS} ms that the iterations of {name} store apart from where others {other[:-1]}"
     out.append((paths.get(st, ()), st, "kernel.thread_independent", f"{why}; at {cx.sname} the iterations of a thread range are independent"))
   return out or None
+
+
+@rule("kernel.shift_count", "A SHL or SHR whose count lies outside [0, the shift width) for every value its interval bounds allow is "
+      "undefined wherever it runs (docs/spec.md, undefined points): such a shift is a mistake of whatever made it (a count that may "
+      "be in range is legal).")
+def shift_count(u: UOp, cx: Ctx) -> str | None:
+  if len(u.src) != 2 or not u.dtype.is_int or not u.src[1].dtype.is_int or wellformed(u.src[1]): return None
+  b, width = u.src[1], shift_bits(u.dtype)
+  if b.vmax < 0 or b.vmin >= width:
+    return (f"{u.op.name} of {u.dtype.name} by a count in [{b.vmin}, {b.vmax}], never in [0, {width}); at {cx.sname} a shift count is "
+            "within the width for some value")
+  return None
+
+
+# ---- kernel-local storage: a BUFFER declared in the kernel holds nothing until a STORE writes it ----
+def _stores_into(deps: tuple[UOp, ...], buf: UOp) -> bool:
+  """Whether some STORE under deps (not entering call bodies) writes into buf."""
+  for x in walk(deps, lambda x: x.src[1:] if x.op is Ops.CALL else x.src):
+    if x.op is Ops.STORE and x.src and x.src[0].op is Ops.INDEX and x.src[0].src and storage_base(x.src[0].src[0]) is buf: return True
+  return False
+
+
+@rule("kernel.local_read_after_write", "A LOAD of a kernel-local BUFFER (an accumulator or scratch, REG or LOCAL) is ordered after a STORE "
+      "into it: its INDEX reaches the buffer through AFTERs one of whose dependencies holds such a STORE. A kernel-local buffer holds nothing "
+      "until it is written; reading it before is reading uninitialized memory, undefined as in C.")
+def local_read_after_write(u: UOp, cx: Ctx) -> str | None:
+  if not u.src or (idx := u.src[0]).op is not Ops.INDEX or not idx.src: return None
+  deps: list[UOp] = []
+  s = idx.src[0]
+  while s.op is Ops.AFTER and s.src:
+    deps += s.src[1:]
+    s = s.src[0]
+  if s.op is not Ops.BUFFER or _stores_into(tuple(deps), s): return None
+  space = getattr(s.arg, "addrspace", None)
+  return (f"LOAD of kernel-local BUFFER {getattr(s.arg, 'id', '?')} ({space.name if space else '?'}) is ordered after no STORE into it; at "
+          f"{cx.sname} a kernel-local buffer is read only after it is written (through AFTER(buffer, the STORE...))")
 
 
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
@@ -353,12 +438,12 @@ def body_nodes(u: UOp) -> list[UOp]:
 _ALU = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
 
 KERNEL_TABLE = table(
-  (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
+  (GroupOp.Unary | GroupOp.Binary, _ALU), ((Ops.SHL, Ops.SHR), (shift_count,)), (Ops.WHERE, (*_ALU, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, scalar_values)),
   (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
   (Ops.BUFFER, (buffer_local,)),
   (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
-  (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
+  (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout, local_read_after_write)),
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),

@@ -35,6 +35,7 @@ class Capture:
   inputs: dict[Any, np.ndarray] = field(default_factory=dict)         # tinygrad BUFFER uop -> its contents before the run
   outputs: list[np.ndarray] = field(default_factory=list)             # tinygrad's realized numbers, one per output
   output_storage: list[Any] = field(default_factory=list)             # per output: the BUFFER it was realized into (None: a view)
+  realized: list[Any] = field(default_factory=list)                   # per output: its uop once realized (storage, or views of it)
 
   @property
   def kernels(self) -> list[Any]:
@@ -147,7 +148,8 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       Tensor.realize(*outs)
     # tinygrad's numbers, and which storage each output was realized into
     cap.outputs = [t.numpy() for t in outs]
-    cap.output_storage = [_storage_of(t.uop) for t in outs]
+    cap.realized = [t.uop for t in outs]
+    cap.output_storage = [_storage_of(u) for u in cap.realized]
   return cap
 
 

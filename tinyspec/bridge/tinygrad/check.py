@@ -1,7 +1,7 @@
 """`tinyspec tinygrad check FILE.py`: capture a tinygrad program, translate every stage, check each against tinyspec's
-spec, and evaluate with tinyspec's evaluator against tinygrad's numbers the callified graph (a precompiled call over
-the program's BUFFERs) and the kernel graph (a) with tinygrad's kernel ASTs as the kernel bodies and (b) with its
-linearized programs as the bodies, where they translate.
+spec, and evaluate with tinyspec's evaluator against tinygrad's numbers (the MODES, in pipeline order) the tensor graph,
+the callified graph (a precompiled call over the program's BUFFERs) and the kernel graph (a) with tinygrad's kernel
+ASTs as the kernel bodies and (b) with its linearized programs as the bodies, where they translate.
 
 FILE uses tinygrad's Tensor API and defines `program()` returning the tensor (or tuple of tensors) to realize.
 Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input.
@@ -22,6 +22,8 @@ from tinyspec.spec import Stage, Violation, check
 from tinyspec.dtype import dtypes
 from tinyspec.uop import Ops, UOp
 
+# the evaluations of a capture, in the order tinygrad's pipeline makes their graphs
+MODES = ("tensor", "callified", "kernel ASTs", "programs")
 SPEC_STAGE = {"tensor": Stage.TENSOR, "callified": Stage.TENSOR, "kernel_graph": Stage.KERNEL_GRAPH,
               "kernel": Stage.KERNEL, "program": Stage.PROGRAM}
 
@@ -40,6 +42,8 @@ class Report:
   ran: dict[str, bool] = field(default_factory=dict)              # mode -> whether it was evaluated at all
   as_programs: tuple[int, int] = (0, 0)                           # (kernels run as their translated PROGRAM, all kernels)
   differs: dict[str, int] = field(default_factory=dict)            # mode -> the first output whose numbers differ
+  values: dict[str, list] = field(default_factory=dict)             # mode -> tinyspec's evaluation of each output (None: no value)
+  errors: dict[str, Exception] = field(default_factory=dict)        # mode -> what the evaluator raised on that stage's graph
 
   @property
   def ok(self) -> bool:
@@ -82,15 +86,33 @@ def compare(got: list, want: list[np.ndarray]) -> str | None:
 
 def _record(rep: Report, mode: str, got: list) -> None:
   """Compare one evaluation with tinygrad's numbers into the report (and which output differs first)."""
-  # an output tinygrad left a view of storage was not written by the program: there is nothing of its to compare
-  views = frozenset(i for i, b in enumerate(rep.capture.output_storage) if b is None)
-  diff = first_difference(got, rep.capture.outputs, skip=views)
+  # an output that is a view of storage whose view did not translate has no value to compare
+  missing = frozenset(i for i, (b, v) in enumerate(zip(rep.translation.outputs, rep.translation.output_views)) if b is None and v is None)
+  diff = first_difference(got, rep.capture.outputs, skip=missing)
+  rep.values[mode] = list(got)
   rep.ran[mode], rep.numbers[mode] = True, None if diff is None else diff[1]
   if diff is not None: rep.differs[mode] = diff[0]
 
 
+def _failed(rep: Report, mode: str, e: Exception) -> None:
+  rep.ran[mode], rep.numbers[mode], rep.errors[mode] = True, f"the evaluator failed: {type(e).__name__}: {e}", e
+
+
+def read_outputs(t: Translation, storage: dict[int, Any]) -> list:
+  """Each output from the contents of the program's BUFFERs (by id) after a stage ran: its own storage, or the view
+  tinygrad left it, evaluated over that storage (None when neither is known)."""
+  from tinyspec.semantics import evaluate
+  store = {**t.inputs, **storage}
+  out: list = []
+  for b, v in zip(t.outputs, t.output_views):
+    if b is not None: out.append(store.get(b.arg.id))
+    elif v is not None and all(x.arg.id in store for x in v.toposort() if x.op is Ops.BUFFER): out.append(evaluate(v, store))
+    else: out.append(None)
+  return out
+
+
 def evaluate_outputs(t: Translation, kg: UOp) -> list:
-  """Evaluate a translated kernel graph and read each output's storage."""
+  """Evaluate a translated kernel graph and read each output from the storage it leaves."""
   from tinyspec.semantics import evaluate
   vals = evaluate(kg, dict(t.inputs))
   by_id: dict[int, Any] = {}
@@ -98,17 +120,23 @@ def evaluate_outputs(t: Translation, kg: UOp) -> list:
     base = entry
     while base.op is Ops.AFTER: base = base.src[0]
     if base.op is Ops.BUFFER: by_id[base.arg.id] = v
-  return [None if b is None else by_id.get(b.arg.id, t.inputs.get(b.arg.id)) for b in t.outputs]
+  return read_outputs(t, by_id)
+
+
+def evaluate_tensor(t: Translation) -> list:
+  """Evaluate the translated tensor graph (a SINK of the outputs, before tinygrad realizes anything): each output's value."""
+  from tinyspec.semantics import evaluate
+  return list(evaluate(t.graphs["tensor"][0][1], dict(t.inputs)))
 
 
 def evaluate_callified(t: Translation) -> list:
   """Evaluate the translated callified CALL (a precompiled call over the program's BUFFERs: its body stores every output
-  into its storage) and read each output's storage after it."""
+  into its storage) and read each output from the storage after it."""
   from tinyspec.semantics import evaluate
   call = t.graphs["callified"][-1][1]
-  outs = [b for b in t.outputs if b is not None]
-  vals = iter(evaluate(UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.AFTER, b.dtype, (b, call)) for b in outs)), dict(t.inputs)))
-  return [None if b is None else next(vals) for b in t.outputs]
+  bufs = list(dict.fromkeys(a for a in call.src[1:] if a.op is Ops.BUFFER))
+  vals = evaluate(UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.AFTER, b.dtype, (b, call)) for b in bufs)), dict(t.inputs))
+  return read_outputs(t, {b.arg.id: v for b, v in zip(bufs, vals)})
 
 
 def run_check(program: Callable[[], Any], device: str | None = None) -> Report:
@@ -123,11 +151,12 @@ def check_capture(cap: Capture) -> Report:
   rep = Report(cap, t)
   for stage in STAGES:
     rep.violations[stage] = [(i, v) for i, (_, g) in enumerate(t.graphs[stage]) if g is not None for v in check(g, SPEC_STAGE[stage])]
-  if not t.graphs["callified"] or t.graphs["callified"][-1][1] is None:
-    rep.ran["callified"], rep.numbers["callified"] = False, "the callified graph did not translate"
-  else:
-    try: _record(rep, "callified", evaluate_callified(t))
-    except Exception as e: rep.ran["callified"], rep.numbers["callified"] = True, f"the evaluator failed: {type(e).__name__}: {e}"
+  for mode, stage, run in (("tensor", "tensor", evaluate_tensor), ("callified", "callified", evaluate_callified)):
+    if not t.graphs[stage] or t.graphs[stage][-1][1] is None:
+      rep.ran[mode], rep.numbers[mode] = False, f"the {stage} graph did not translate"
+      continue
+    try: _record(rep, mode, run(t))
+    except Exception as e: _failed(rep, mode, e)
   main = t.main_kernel_graph
   kg_ok = main is not None and t.graphs["kernel_graph"][main][1] is not None
   for mode, with_programs in (("kernel ASTs", False), ("programs", True)):
@@ -143,8 +172,7 @@ def check_capture(cap: Capture) -> Report:
         bodies = [u.src[0] for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op in (Ops.PROGRAM, Ops.SINK)]
         rep.as_programs = (sum(b.op is Ops.PROGRAM for b in bodies), len(bodies))
       _record(rep, mode, evaluate_outputs(t, kg))
-    except Exception as e:
-      rep.ran[mode], rep.numbers[mode] = True, f"the evaluator failed: {type(e).__name__}: {e}"
+    except Exception as e: _failed(rep, mode, e)
   return rep
 
 
@@ -168,7 +196,7 @@ def format_report(rep: Report, name: str) -> str:
       n += 1
       lines.append(f"{n}. ({stage} #{i}) {v}")
   for mode, res in rep.numbers.items():
-    what = {"callified": "callified graph (its precompiled CALL)", "kernel ASTs": "kernel graph with kernel ASTs",
+    what = {"tensor": "tensor graph", "callified": "callified graph (its precompiled CALL)", "kernel ASTs": "kernel graph with kernel ASTs",
             "programs": f"kernel graph with programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernels; the rest as ASTs)"}[mode]
     if not rep.ran.get(mode): lines.append(f"numbers, {what}: not run ({res})")
     elif res is None: lines.append(f"numbers, {what}: tinyspec's evaluator reproduces tinygrad's outputs")

@@ -28,7 +28,6 @@ each result truncated to its dtype, weak operands committed to the consumer's dt
 from __future__ import annotations
 
 import fnmatch
-import multiprocessing as mp
 import os
 import random
 import time
@@ -47,6 +46,7 @@ from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, No
 from tinyspec.dtype import DType, dtypes
 from tinyspec.prove.overflow import overflows_at, shift_counts_defined, strictly_defined
 from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, evaluate_scalar
+from tinyspec.prove.prover import prove_rules as prove_all
 from tinyspec.prove.templates import Instance, Slot
 from tinyspec.uop import Ops, UOp, substitute
 
@@ -265,12 +265,17 @@ class TgProver:
     if self._ctx is None: self._ctx = _renderer()
     return self._ctx
 
+  @property
+  def stats(self) -> Counter: return self.prover.stats  # how z3 answered, by encoding
+
+  def per_dtype(self, r: TgRule) -> bool: return out_of_scope(r) is None
+
   def prove(self, r: TgRule) -> TgRuleResult:
-    t0 = time.perf_counter()
+    return self.finish(r, [self.prove_dtype(r, dt) for dt in self.dts] if self.per_dtype(r) else [])
+
+  def finish(self, r: TgRule, per: list[TgDtypeResult]) -> TgRuleResult:
     if (why := out_of_scope(r)) is not None: return TgRuleResult(r, skipped=why)
-    res = TgRuleResult(r, [self.prove_dtype(r, dt) for dt in self.dts])
-    res.seconds = time.perf_counter() - t0
-    return res
+    return TgRuleResult(r, per, seconds=sum(d.seconds for d in per))
 
   def applicable(self, r: TgRule, dt) -> bool:
     md = r.pat.match_dtype
@@ -393,45 +398,9 @@ def wide_constants(after: TUOp, before: TUOp) -> list[str]:
 
 
 # ---- the whole table set ----
-_WORK: tuple[list[TgRule], TgProver] | None = None
-
-
-def _task(task: tuple[int, int]) -> tuple[TgDtypeResult, Counter]:
-  assert _WORK is not None
-  rules, p = _WORK
-  p.prover.stats = Counter()
-  return p.prove_dtype(rules[task[0]], p.dts[task[1]]), p.prover.stats
-
-
 def prove_rules(rules: Sequence[TgRule], p: TgProver, out=None, jobs: int = 1) -> list[TgRuleResult]:
   """Every rule's result in order, each printed to out when done; jobs > 1 proves (rule, dtype) pairs in forked workers."""
-  global _WORK
-  rules = list(rules)
-  results: list[TgRuleResult] = []
-  def done(res: TgRuleResult) -> None:
-    results.append(res)
-    if out is not None: print(res.line(), file=out, flush=True)
-  if jobs <= 1 or "fork" not in mp.get_all_start_methods():
-    for r in rules: done(p.prove(r))
-    return results
-  skip = [out_of_scope(r) for r in rules]
-  tasks = [(i, j) for i in range(len(rules)) if skip[i] is None for j in range(len(p.dts))]
-  _WORK = (rules, p)
-  try:
-    with mp.get_context("fork").Pool(min(jobs, len(tasks) or 1)) as pool:
-      it = pool.imap(_task, tasks, chunksize=1)  # in task order: a rule's dtypes arrive together, rules in order
-      for r, why in zip(rules, skip):
-        if why is not None:
-          done(TgRuleResult(r, skipped=why))
-          continue
-        per = []
-        for _ in p.dts:
-          dr, stats = next(it)
-          per.append(dr)
-          p.prover.stats.update(stats)
-        done(TgRuleResult(r, per, seconds=sum(d.seconds for d in per)))
-  finally: _WORK = None
-  return results
+  return prove_all(rules, p, out, jobs)
 
 
 def summary(results: Sequence[TgRuleResult], dts: Sequence[DType]) -> list[str]:

@@ -325,6 +325,8 @@ RULES: dict[str, Rule] = {
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
   "GROUP": Rule("GROUP(effects...)", "GROUP(effects...)", r_effects(Ops.GROUP)),
+  "NOOP": Rule("NOOP(), void: an effect that does nothing (a loop body whose work was folded away)", "GROUP(): a GROUP of no effects",
+               r_effects(Ops.GROUP)),
   "END": Rule("END(effect, ranges...)", "END(effect, ranges...)", r_effects(Ops.END)),
   "FUNCTION": Rule("FUNCTION(TUPLE(...), args...) arg CallInfo", "CALL(TUPLE(...), args...) arg the name: a value call", r_function),
   "CALL": Rule("CALL(body, args...) arg CallInfo, void; body a kernel SINK, a SINK of STOREs of tensor values into its PARAMs (a "

@@ -121,6 +121,7 @@ class Translation:
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
   programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
   outputs: list[UOp | None] = field(default_factory=list)  # per output: the tinyspec BUFFER it was realized into
+  output_views: list[UOp | None] = field(default_factory=list)  # per output left a view of storage: that view, over its BUFFER
   bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
@@ -326,4 +327,14 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
+  t.output_views = [None if s is not None else _view_of(t, u) for s, u in zip(cap.output_storage, cap.realized)]
   return t
+
+
+def _view_of(t: Translation, u: Any) -> UOp | None:
+  """A realized output that tinygrad left a view (movement ops over the BUFFER it realized), translated over the same
+  BUFFER as the stages use; None when it does not translate. It is no stage: nothing of it counts in coverage."""
+  strict, t.strict = t.strict, True
+  try: return Tr(t, "tensor")(u)
+  except Untranslatable: return None
+  finally: t.strict = strict
