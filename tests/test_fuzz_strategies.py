@@ -314,4 +314,5 @@ def test_generators_make_bounded_variables(many):
   for c in tensors[:3] + kernels[:2]:
     want, got = evaluate(c.root, c.inputs), run(c.root, c.inputs, "cpu")
     assert len(want) == len(got)
-    for w, g in zip(want, got): np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-5, equal_nan=True)
+    for w, g in zip(want, got):
+      np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-5, equal_nan=True)
