@@ -134,7 +134,7 @@ def test_kernel_mod_bug_reduces(tmp_path):
                        max_cases=300, stop_when=lambda r: r.signature[1:] == (bug.pass_name, bug.rule))
   hit = next(f for f in run_campaign(cfg, io.StringIO()).findings if f.signature[1:] == (bug.pass_name, bug.rule))
   case = load_entry(hit.path).case
-  assert hit.nodes <= 18 < hit.found_nodes
+  assert hit.nodes <= 19 < hit.found_nodes  # one kernel, one loop, one load through a MOD index: a kernel graph of ~18 nodes
   assert sum(u.op is Ops.RANGE for u in case.root.toposort()) == 1
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from tinyspec.dtype import DType
 from tinyspec.uop import UOp
 
-HEADER = ("from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, RangeArg, SourceArg\n"
+HEADER = ("from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, RangeArg, SourceArg, VarArg\n"
           "from tinyspec.dtype import dtypes\n")
 
 

@@ -33,6 +33,8 @@ class Ops(Enum):
   RANGE = auto(); END = auto(); INDEX = auto(); LOAD = auto(); SPECIAL = auto()  # noqa: E702
   # program
   LINEAR = auto(); PROGRAM = auto(); SOURCE = auto()  # noqa: E702
+  # bounded variables: an integer scalar known only by its bounds, and its binding to a value at a call site
+  DEFINE_VAR = auto(); BIND = auto()  # noqa: E702
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -58,8 +60,9 @@ class GroupOp:
   Order = frozenset({Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
   RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL})
   Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+  Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
   groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,
-                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program}
+                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program, "variable": Variable}
 
 
 def op_group(op: Ops) -> str:
@@ -105,6 +108,15 @@ class RangeArg:
   """Arg of RANGE: the axis id (unique within a kernel) and how the axis is run."""
   axis: int
   kind: AxisType = AxisType.LOOP
+
+
+@dataclass(frozen=True)
+class VarArg:
+  """Arg of DEFINE_VAR: the variable's name (a C identifier, one variable per name) and the bounds [min, max] every
+  value bound to it lies in."""
+  name: str
+  min: int
+  max: int
 
 
 @dataclass(frozen=True)
@@ -235,6 +247,16 @@ class UOp(metaclass=UOpMetaClass):
     if not isinstance(bound, UOp): bound = UOp.const(dtypes.index, bound)
     return UOp(Ops.RANGE, dtypes.index, (bound,), RangeArg(axis, kind))
 
+  @staticmethod
+  def variable(name: str, vmin: int, vmax: int, dtype: DType = dtypes.index) -> UOp:
+    """DEFINE_VAR: an integer scalar whose value is known only to lie in [vmin, vmax]."""
+    return UOp(Ops.DEFINE_VAR, dtype, (), VarArg(name, vmin, vmax))
+
+  def bind(self, value: int) -> UOp:
+    """BIND of this DEFINE_VAR to value: the variable's value at a call site (the spec holds value within its bounds)."""
+    if self.op is not Ops.DEFINE_VAR: raise ValueError(f"bind takes a DEFINE_VAR, not {self.op.name}")
+    return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, value)))
+
   def alu(self, op: Ops, *srcs: UOp) -> UOp:
     dt = dtypes.bool if op in GroupOp.Comparison else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
     return UOp(op, dt, (self, *srcs))
@@ -364,6 +386,12 @@ def storage_of(u: UOp) -> UOp:
   """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
   while u.op is Ops.AFTER and u.src: u = u.src[0]
   return u
+
+
+def graph_binds(root: UOp) -> dict[str, UOp]:
+  """The BIND of each variable name in the graph under root (call bodies included). A graph binds a variable to one
+  value (the spec's bind.one_value), and that value is what every DEFINE_VAR of the name in it means."""
+  return {u.src[0].arg.name: u for u in walk((root,)) if u.op is Ops.BIND and len(u.src) == 2 and u.src[0].op is Ops.DEFINE_VAR}
 
 
 def uop_srcs(x: UOp) -> list[UOp]:
@@ -502,7 +530,7 @@ _shape_rules: dict[Ops, Callable[[UOp], tuple | None]] = {
   **{op: _movement_shape for op in GroupOp.Movement}, **{op: _same_shape for op in GroupOp.Elementwise},
   Ops.REDUCE: _reduce_shape, Ops.GETTUPLE: _gettuple_shape,
   **{op: (lambda u: u.src[0].shape) for op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY)},
-  **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL)},
+  **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.BIND)},
 }
 
 

@@ -117,7 +117,7 @@ class KernelAbs:
 
   def _node(self, u: UOp) -> Abs:
     op, dt = u.op, u.dtype
-    if dt is dtypes.index or op in (Ops.RANGE, Ops.SPECIAL):
+    if dt is dtypes.index or op in (Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR):  # a variable: any value of its bounds
       return Abs(0, max(abs(u.vmin), abs(u.vmax)), u.vmin, u.vmax)
     if op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK, Ops.AFTER, Ops.PARAM, Ops.BUFFER, Ops.INDEX) or dt is dtypes.void:
       return Abs(0, 0, 0, 0)
@@ -324,7 +324,7 @@ def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     for call in kernel_calls(root):
       body = call.src[0]
       if not is_kernel_body(body) or body.op is not Ops.SINK: raise KernelUnsafe(f"a CALL body {body.op.name} is not analysed")
-      args = [storage_of(a) for a in call.src[1:]]
+      args = [storage_of(a) for a in call.src[1:] if a.op not in GroupOp.Variable]  # variable args come last: slots stay positions
       if any(a.op is not Ops.BUFFER for a in args): raise KernelUnsafe("a kernel arg that is not a BUFFER")
       if len({a.arg.id for a in args}) != len(args): raise KernelUnsafe("two args of one kernel on the same BUFFER (its pointers are restrict)")
       for a in args:

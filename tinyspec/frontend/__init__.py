@@ -26,6 +26,11 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
   a dtype that cannot hold them raises OverflowError.
 - Broadcasting follows numpy and is lowered to RESHAPE, EXPAND (which prepends dims) and PERMUTE.
 - sum and prod keep the dtype (bool sums as int32); integer sums wrap.
+- Bounded variables (`UOp.variable(name, lo, hi)`, bound with `.bind(value)`) are integer scalars: as an operand one is
+  promoted as a Python int is (it takes the tensor's dtype, int32 with a bool tensor), so `x * n` casts n; as an index
+  `x[n]` selects the element at n along that axis (a sum of a one-hot mask: the IR has no gather), with n's bounds
+  inside the axis. Shapes stay concrete: `Tensor.arange(n)` with a variable n needs symbolic shapes, which tinyspec's
+  IR does not have.
 """
 from tinyspec.frontend.function import function
 from tinyspec.frontend.tensor import Tensor, inputs_of

@@ -58,6 +58,11 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   return tuple(out)
 
 
+def is_variable(x: Any) -> bool:
+  """A bounded variable as an operand: a DEFINE_VAR, or one bound to a value (BIND)."""
+  return isinstance(x, UOp) and x.op in GroupOp.Variable
+
+
 def broadcast_uop(u: UOp, shape: tuple[int, ...]) -> UOp:
   """u broadcast to shape with RESHAPE, EXPAND (prepending the broadcast axes) and PERMUTE."""
   s = u.shape
@@ -276,6 +281,7 @@ class Tensor:
   def _wrap(self, x: Any, dtype: DType | None = None) -> Tensor:
     if isinstance(x, Tensor): return x
     if isinstance(x, (bool, int, float, np.generic)): return Tensor.full((), x, dtype or _scalar_dtype(self.dtype, x))
+    if is_variable(x): return Tensor(x.cast(dtype or _scalar_dtype(self.dtype, 0)))  # an integer scalar, promoted as an int is
     return Tensor(x)
 
   def _binop_srcs(self, x: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
@@ -454,9 +460,14 @@ class Tensor:
       key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
     if len(key) > self.ndim: raise IndexError(f"too many indices ({len(key)}) for {self.ndim} dims")
     key = key + (slice(None),) * (self.ndim - len(key))
-    window, flips, out_shape = [], [], []
+    window, flips, out_shape, selects = [], [], [], []
     for i, (k, d) in enumerate(zip(key, self.shape)):
-      if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+      if is_variable(k):  # kept whole here, then the element at the variable picked out below
+        if not 0 <= k.vmin <= k.vmax < d: raise IndexError(f"variable index in [{k.vmin}, {k.vmax}] may fall outside axis {i} of size {d}")
+        selects.append((len(out_shape) - len(selects), k))
+        window.append((0, d))
+        out_shape.append(d)
+      elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
         k = int(k)
         if not -d <= k < d: raise IndexError(f"index {k} out of range for axis {i} of size {d}")
         window.append((k % d, k % d + 1))
@@ -472,7 +483,13 @@ class Tensor:
       else: raise IndexError(f"unsupported index {k!r}")
     x = self.shrink(window)
     if flips: x = x.flip(flips)
-    return x.reshape(tuple(out_shape))
+    x = x.reshape(tuple(out_shape))
+    # x[..., v, ...] for a variable v: the sum over the axis of the elements where arange == v (no gather op in the IR)
+    for ax, v in selects:
+      d = x.shape[ax]
+      hit = (Tensor.arange(d, dtype=dtypes.int64) == v).reshape((d,) + (1,) * (x.ndim - ax - 1))
+      x = hit.where(x, Tensor.full((), 0, x.dtype)).sum(ax)
+    return x
 
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:

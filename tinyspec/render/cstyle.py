@@ -14,6 +14,7 @@ where the operands' bounds reach those points, so index arithmetic stays plain.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
@@ -25,6 +26,20 @@ from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 class RenderError(ValueError):
   """A node the renderer cannot express; the message names it."""
+
+
+@dataclass(frozen=True)
+class KernelParam:
+  """One parameter of a kernel function: a pointer to storage of element dtype `dtype` (None: a slot the kernel never
+  reads), or, when `var` names a variable, a scalar of dtype `dtype` passed by value."""
+  dtype: DType | None
+  restrict: bool = False
+  var: str | None = None
+
+
+def var_symbol(name: str) -> str:
+  """The C name of a variable: prefixed, so it never meets a generated name (data0, ridx0, alu0...)."""
+  return f"var_{name}"
 
 
 class CStyleRenderer:
@@ -58,6 +73,10 @@ class CStyleRenderer:
   def param_decl(self, slot: int, dt: DType | None, restrict: bool) -> str:
     t = self.type_name(dt) if dt is not None else "void"
     return f"{self.buffer_qualifier}{t}* {self.restrict + ' ' if restrict and self.restrict else ''}data{slot}"
+
+  def var_decl(self, name: str, dt: DType) -> str:
+    """A variable parameter: a scalar passed by value."""
+    return f"const {self.type_name(dt)} {var_symbol(name)}"
 
   def signature(self, name: str, params: list[str]) -> str:
     return f"{self.kernel_qualifier}void {name}({', '.join(params)})"
@@ -158,8 +177,8 @@ class CStyleRenderer:
     return self.cast_expr(x, dst)
 
   # ---- the kernel ----
-  def render(self, name: str, linear: list[UOp], params: list[tuple[DType | None, bool]]) -> str:
-    """The source of one kernel: prelude, helpers it needs, then the function. params: (dtype, restrict) per slot."""
+  def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
+    """The source of one kernel: prelude, helpers it needs, then the function, with one parameter per entry of params."""
     self.helpers: dict[str, str] = {}
     names: dict[UOp, str] = {}
     lines: list[str] = []
@@ -192,6 +211,8 @@ class CStyleRenderer:
         names[u] = f"data{u.arg.slot}"
       elif op is Ops.CONST:
         names[u] = self.render_const(u.arg, u.dtype)
+      elif op is Ops.DEFINE_VAR:
+        names[u] = var_symbol(u.arg.name)
       elif op is Ops.BUFFER:
         if u.arg.addrspace is AddrSpace.GLOBAL: raise RenderError("a GLOBAL BUFFER inside a kernel body; kernels reach global storage through PARAMs")
         names[u] = fresh("acc")
@@ -232,7 +253,8 @@ class CStyleRenderer:
       else:
         raise self.unsupported(u)
     if depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({depth - 1} loop(s) left open)")
-    sig = self.signature(name, [self.param_decl(k, dt, r) for k, (dt, r) in enumerate(params)])
+    sig = self.signature(name, [self.var_decl(p.var, p.dtype) if p.var is not None and p.dtype is not None else
+                                self.param_decl(k, p.dtype, p.restrict) for k, p in enumerate(params)])
     helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{body}\n#endif" for fn, body in self.helpers.items()]
     return "\n".join([*self.prelude(), *helpers, sig + " {", *lines, "}", ""])
 

@@ -25,8 +25,10 @@ from typing import Callable
 
 import numpy as np
 
+from tinyspec.dtype import DType
 from tinyspec.lower.kernel_map import kernel_calls
-from tinyspec.uop import Ops, UOp
+from tinyspec.render.program import var_param_dtype
+from tinyspec.uop import GroupOp, Ops, UOp
 
 # -ffp-contract=off: a*b+c must round twice, as the evaluator computes it
 COMPILERS: dict[str, tuple[str, ...]] = {
@@ -173,9 +175,22 @@ def build(root: UOp, compiler: str | None = None) -> dict[UOp, Callable]:
   return fns
 
 
-def _ptr_args(args: list[np.ndarray]) -> tuple[list, list[tuple[np.ndarray, np.ndarray]]]:
+_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+           "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
+
+
+def scalar_arg(value: np.ndarray, dt: DType) -> ctypes._SimpleCData:
+  """A variable's value as the C scalar its kernel parameter is."""
+  return _CTYPES[dt.name](int(value))
+
+
+def _ptr_args(args: list[np.ndarray], call: UOp | None = None) -> tuple[list, list[tuple[np.ndarray, np.ndarray]]]:
   ptrs, copies = [], []
-  for a in args:
+  linear = call.src[0].src[1].src if call is not None else ()
+  for k, a in enumerate(args):
+    if call is not None and call.src[k + 1].op in GroupOp.Variable:  # a variable: passed by value
+      ptrs.append(scalar_arg(a, var_param_dtype(call.src[k + 1], linear)))
+      continue
     if not (a.flags.c_contiguous and a.flags.writeable):
       tmp = np.ascontiguousarray(a).copy()
       copies.append((a, tmp))
@@ -191,7 +206,7 @@ def make_runner(fns: dict[UOp, Callable], compiler: str | None = None) -> Callab
     if (fn := fns.get(prg)) is None:
       fns.update(build(UOp(Ops.SINK, src=(call,)), compiler))
       fn = fns[prg]
-    ptrs, copies = _ptr_args(args)
+    ptrs, copies = _ptr_args(args, call)
     fn(*ptrs)
     for orig, tmp in copies: orig[...] = tmp.reshape(orig.shape)
   return runner

@@ -27,9 +27,10 @@ from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
 class KernelEval(LoopAnalysis):
   """Runs one kernel body on flat argument arrays, writing PARAM-bound arrays in place."""
 
-  def __init__(self, body: UOp, args: list[np.ndarray]):
+  def __init__(self, body: UOp, args: list[np.ndarray], var_vals: dict[str, int] | None = None):
     self.items = kernel_items(body)
     self.args = args
+    self.var_vals = dict(var_vals or {})
     self.env: dict[UOp, object] = {}
     self.keys: dict[UOp, int] = {}
     self.bounds: dict[int, int] = {}
@@ -152,6 +153,9 @@ class KernelEval(LoopAnalysis):
   def _const(self, u: UOp) -> LArr:
     if u.src: raise EvalError(u, "CONST takes no sources")
     return LArr(np.array(u.arg, dtype=u.dtype.np), ())
+
+  def _var(self, u: UOp) -> LArr:
+    return LArr(np.array(var_value(u, self.var_vals), dtype=u.dtype.np), ())
 
   def _range(self, u: UOp) -> LArr:
     raise EvalError(u, "is used outside the loop it opens")
@@ -278,7 +282,8 @@ class KernelEval(LoopAnalysis):
 _BROADCASTS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE})
 
 _HANDLERS = {
-  Ops.CONST: KernelEval._const, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param, Ops.BUFFER: KernelEval._buffer,
+  Ops.CONST: KernelEval._const, Ops.DEFINE_VAR: KernelEval._var, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param,
+  Ops.BUFFER: KernelEval._buffer,
   Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load, Ops.STORE: KernelEval._store,
   Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,
   Ops.CONTIGUOUS: KernelEval._pass, Ops.DETACH: KernelEval._pass,
@@ -293,6 +298,16 @@ def guard(u: UOp, fn, *args):
     raise EvalError(u, f"cannot be evaluated: {type(e).__name__}: {e}") from e
 
 
-def evaluate_kernel(body: UOp, args: list[np.ndarray]) -> None:
-  """Run one kernel body (a kernel SINK, a LINEAR or a PROGRAM) on flat arrays; PARAM slot k is args[k], written in place."""
-  KernelEval(body, list(args)).run()
+def var_value(u: UOp, var_vals: dict[str, int]) -> int:
+  """The value of DEFINE_VAR u in var_vals (by name); EvalError when it is unbound or outside the variable's bounds."""
+  a = u.arg
+  if a.name not in var_vals: raise EvalError(u, f"variable {a.name} is not bound (bound here: {', '.join(sorted(var_vals)) or 'none'})")
+  v = int(var_vals[a.name])
+  if not a.min <= v <= a.max: raise EvalError(u, f"variable {a.name} is bound to {v}, outside its bounds [{a.min}, {a.max}]")
+  return v
+
+
+def evaluate_kernel(body: UOp, args: list[np.ndarray], var_vals: dict[str, int] | None = None) -> None:
+  """Run one kernel body (a kernel SINK, a LINEAR or a PROGRAM) on flat arrays; PARAM slot k is args[k], written in place. A
+  DEFINE_VAR of the body reads its value from var_vals, by name (what the CALL running the kernel binds)."""
+  KernelEval(body, list(args), var_vals).run()

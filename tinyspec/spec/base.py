@@ -118,14 +118,16 @@ class Ctx:
 
   top: reached from the root without entering a call body (a PARAM there is bound by nothing).
   body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says).
-  view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself)."""
-  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version", "view_ctx")
+  view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself).
+  var_ctx: where the sources of a BIND (its DEFINE_VAR and CONST) are checked (None: in this context itself)."""
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version", "view_ctx", "var_ctx")
 
   def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
     self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
     self.key, self.lkey = f"spec:{name}", f"spec:{name}:local"
     self.body_ctx: Callable[[UOp], Ctx] = lambda body: self
     self.view_ctx: Ctx | None = None
+    self.var_ctx: Ctx | None = None
     # fused accepts by op value (see spec/fast.py), valid for table version fused_version; the engine fills them in
     self.fused: list = []
     self.fused_version = -1

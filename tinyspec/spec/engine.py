@@ -54,6 +54,8 @@ G_BODY_T.body_ctx = _gt_body
 K_T.view_ctx = T_BODY
 for _bs in G_TOP:
   G_TOP[_bs].body_ctx = G_BODY[_bs].body_ctx = _g_body(_bs)
+# a kernel graph holds a variable a CALL is passed as the BIND itself; its DEFINE_VAR and CONST are values, as in a kernel
+for _g in (*G_TOP.values(), *G_BODY.values(), G_BODY_T): _g.var_ctx = K
 
 ROOT_SINK = declare("kgraph.root_sink", "The root of a kernel graph is a SINK.")
 KROOT_SINK = declare("kernel.root_sink", "A kernel body checked on its own is a SINK.")
@@ -69,6 +71,7 @@ def _children(u: UOp, cx: Ctx) -> list[tuple[UOp, Ctx]]:
     return [(src[0], bcx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
   if cx.view_ctx is not None and is_view_index(u) and src and isinstance(src[0], UOp):
     return [(src[0], cx.view_ctx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
+  if cx.var_ctx is not None and u.op is Ops.BIND: return [(s, cx.var_ctx) for s in src if isinstance(s, UOp)]
   return [(s, cx) for s in src if isinstance(s, UOp)]
 
 
@@ -135,7 +138,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
-    k, fused, views = x.key, x.fused, x.view_ctx is not None
+    k, fused, views, binds = x.key, x.fused, x.view_ctx is not None, x.var_ctx is not None
     pop, push = stack.pop, stack.append
     while stack:
       u = pop()
@@ -143,7 +146,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
         if k in u._cache: continue
         push(u)
         push(_POST)
-        if u.op is call or (views and is_view_index(u)):  # a source checked in another context
+        if u.op is call or (views and is_view_index(u)) or (binds and u.op is Ops.BIND):  # a source checked in another context
           for s, sx in _children(u, x):
             if sx.key in s._cache: continue
             if sx is x: push(s)
@@ -165,7 +168,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
           continue
       ok = not local_findings(u, x)
       if ok:
-        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) else
+        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) or (binds and op is Ops.BIND) else
                       ((s, x) for s in u.src if isinstance(s, UOp))):
           if not s._cache[sx.key]:
             ok = False
