@@ -146,7 +146,10 @@ def repro_main(args: argparse.Namespace) -> int:
     for t in texts: print(t)
     if draw_to: _draw(entry, None, draw_to)
   else:
-    fails, findings = replay(entry)
+    try: fails, findings = replay(entry)
+    except InputError as e:  # a tinygrad entry's PROGRAM outside the generator's grammar is refused before it runs
+      print(f"tinyspec repro: {e}", file=sys.stderr)
+      return 2
     for f in findings: print(f.describe())
     if draw_to: _draw(entry, findings, draw_to)
   if fails:

@@ -1,7 +1,8 @@
 """The tinygrad target (`tinyspec fuzz --target tinygrad`): random programs in the intersection of tinygrad's and
 tinyspec's Tensor APIs (fuzz.generate.tinygrad_programs) run through tinygrad 0.14 and through tinyspec, every oracle of
 fuzz.check.tinygrad_oracles checked, findings reduced by fuzz.reduce.tinygrad_program and stored as corpus entries
-of KIND "tinygrad": PROGRAM holds the program's source (which replays it through both APIs), graph() the tensor graph
+of KIND "tinygrad": PROGRAM holds the program's source (which replays it through both APIs, once it is checked to be in
+the generator's grammar: fuzz.generate.tinygrad_programs.check_program_source), graph() the tensor graph
 tinygrad built for it, translated to tinyspec's IR, and inputs() its data.
 
 Coverage counts the generator's ops ("generate/<op>") and the captured stages that had nodes ("tinygrad/<stage>").
@@ -22,6 +23,7 @@ from fuzz.corpus.store import Entry, same_bug, write_entry
 from fuzz.generate import tinygrad_programs as gen
 from fuzz.generate.strategies import Case
 from fuzz.reduce.tinygrad_program import reduce_program
+from tinyspec.loadfile import InputError
 from tinyspec.uop import Ops, UOp
 
 KIND = "tinygrad"
@@ -55,8 +57,12 @@ def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
     return UOp(Ops.SINK), {}, "no graph: neither side builds one"
 
 
-def replay_source(src: str, signature: Sequence[str]) -> tuple[bool, list[TgFinding]]:
-  """(still fails, findings) of a stored program: every oracle on its source."""
+def replay_source(src: str, signature: Sequence[str], where: str = "<program>") -> tuple[bool, list[TgFinding]]:
+  """(still fails, findings) of a stored program: every oracle on its source. The source runs (through tinygrad and
+  tinyspec's frontend) only once it is checked to be in the generator's grammar (gen.check_program_source): a stored
+  program computes with tensors and does nothing else."""
+  try: gen.check_program_source(src, where)
+  except gen.ProgramSourceError as e: raise InputError(str(e)) from None
   if (why := unavailable()) is not None: raise RuntimeError(f"cannot replay a tinygrad entry: {why}")
   findings = TinygradChecker().check(src)
   sig = tuple(signature)
@@ -149,7 +155,7 @@ class TinygradTarget:
   def replay(self, entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
     src = entry.meta.get("PROGRAM")
     if not isinstance(src, str): raise ValueError(f"{entry.path}: a tinygrad entry defines PROGRAM, the program's source")
-    return replay_source(src, entry.signature)
+    return replay_source(src, entry.signature, f"{entry.path}: PROGRAM")
 
   def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
     """The entry's graph (tinygrad's tensor graph, translated), with the finding as its title."""
