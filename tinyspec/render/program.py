@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 from tinyspec.dtype import DType
-from tinyspec.render.cstyle import RENDERERS, CStyleRenderer
+from tinyspec.render.cstyle import RENDERERS, CStyleRenderer, check_identifier, int_field
 from tinyspec.uop import Ops, SourceArg, UOp, storage_of
 
 # modules that register a renderer on import, by backend name
@@ -17,7 +17,7 @@ RENDERER_MODULES = {"c": "tinyspec.render.c", "opencl": "tinyspec.render.opencl"
 
 def kernel_source(renderer: CStyleRenderer, call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(entry name, source text) of a PROGRAM(sink, LINEAR) in renderer's language, one parameter per arg of call."""
-  name = prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel"
+  name = check_identifier(prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel", "PROGRAM name")
   return name, renderer.render(name, list(prg.src[1].src), kernel_params(call, prg.src[1].src))
 
 
@@ -33,7 +33,7 @@ def get_renderer(backend: str) -> CStyleRenderer:
 
 def kernel_params(call: UOp | None, linear: tuple[UOp, ...]) -> list[tuple[DType | None, bool]]:
   """(dtype, restrict) for every parameter slot of the kernel."""
-  pdt = {u.arg.slot: u.dtype for u in linear if u.op is Ops.PARAM}
+  pdt = {int_field(u, "slot", 0): u.dtype for u in linear if u.op is Ops.PARAM}
   if call is None:
     n = max(pdt, default=-1) + 1
     return [(pdt.get(k), False) for k in range(n)]
