@@ -218,7 +218,8 @@ def read_module(text: str, filename: str = "<text>", allow_source: bool = False)
   root UOp, an inputs() dict of arrays). ReadError naming the line for anything outside the grammar."""
   try: tree = ast.parse(text, filename=filename)
   except SyntaxError as e: raise ReadError(f"{filename}:{e.lineno}: not valid Python: {e.msg}") from None
-  except (ValueError, MemoryError, RecursionError) as e: raise ReadError(f"{filename}: cannot be parsed: {type(e).__name__}: {str(e)[:200]}") from None
+  except (ValueError, MemoryError, RecursionError) as e:
+    raise ReadError(f"{filename}: cannot be parsed: {type(e).__name__}: {str(e)[:200]}") from None
   try: return _Reader(filename, allow_source).module(tree)
   except RecursionError: raise ReadError(f"{filename}: nested too deeply to read") from None
 
