@@ -517,6 +517,24 @@ def print_graph(root: UOp, limit: int | None = None) -> str:
   return "\n".join(lines)
 
 
+Rows = list[tuple[str, str, tuple[int, ...], Any, Any]]
+
+
+def to_rows(root: UOp) -> Rows:
+  """The graph as flat rows (op name, dtype name, source row numbers, arg, tag), sources first and root last: what
+  goes to another process of tinyspec's own by pickle (a UOp pickles recursively, which a deep graph cannot)."""
+  nodes = root.toposort()
+  num = {u: i for i, u in enumerate(nodes)}
+  return [(u.op.name, u.dtype.name, tuple(num[s] for s in u.src), u.arg, u.tag) for u in nodes]
+
+
+def from_rows(rows: Rows) -> UOp:
+  """The graph of to_rows' rows (the identical, interned nodes)."""
+  built: list[UOp] = []
+  for op, dt, src, arg, tag in rows: built.append(UOp(Ops[op], dtypes.by_name[dt], tuple(built[i] for i in src), arg, tag))
+  return built[-1]
+
+
 def pyrender(root: UOp, fname: str = "graph") -> str:
   """Python source defining `fname()`, which rebuilds `root` (the identical, interned object)."""
   from tinyspec.pyrender import render_module

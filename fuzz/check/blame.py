@@ -156,6 +156,19 @@ def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
   return found
 
 
+def crash_site(tb: TracebackType | None) -> str:
+  """Where an exception was raised, as a signature can name it: the innermost frame in tinyspec's or the fuzzer's own
+  code, `file.py:function` (the last frame when none is)."""
+  import os
+  site = ""
+  while tb is not None:
+    code = tb.tb_frame.f_code
+    parts = os.path.normpath(code.co_filename).split(os.sep)
+    if not site or any(p in ("tinyspec", "fuzz") for p in parts[-4:-1]): site = f"{parts[-1]}:{code.co_name}"
+    tb = tb.tb_next
+  return site or "?"
+
+
 def _pass_location(p: Pass) -> str:
   code = getattr(p.fn, "__code__", None)
   if code is None: return "<unknown>"

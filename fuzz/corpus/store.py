@@ -25,7 +25,7 @@ from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError
 from tinyspec.pyread import read_module
 from tinyspec.pyrender import HEADER, literal_source, render_body
-from tinyspec.uop import UOp
+from tinyspec.uop import Ops, UOp
 
 
 @dataclass
@@ -115,6 +115,12 @@ def _extra_lines(extra: dict[str, Any]) -> list[str]:
     block = isinstance(v, str) and "\n" in v and "'''" not in v and "\\" not in v  # nothing the block would escape
     out.append(f"{k} = '''\\\n{v}'''" if block else f"{k} = {literal_source(v)}")
   return out
+
+
+def placeholder_entry(signature: Sequence[str], message: str, seed: int | None, index: int | None) -> str:
+  """The entry of a finding whose case cannot be written as it is (its graph is outside pyrender's grammar): the
+  signature, the message and where the case comes from, with an empty graph."""
+  return render_entry(Case(UOp(Ops.SINK), {}, {}, "tensor", seed, index), signature, message=message)
 
 
 def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **kw) -> tuple[Path, bool]:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.check.tinygrad_oracles import TgFinding, TinygradChecker, quiet_stderr, tinygrad_namespace, tinyspec_namespace
-from fuzz.corpus.store import Entry, same_bug, write_entry
+from fuzz.corpus.store import Entry, render_entry, same_bug
 from fuzz.generate import tinygrad_programs as gen
 from fuzz.generate.strategies import Case
 from fuzz.reduce.tinygrad_program import reduce_program
@@ -76,6 +76,9 @@ class TinygradSession:
     self.cfg = cfg
     self.checker = TinygradChecker()
     self.phase: Counter = Counter()
+    self.begin: Any = lambda k: None
+
+  def set_progress(self, begin: Any, at: Any) -> None: self.begin = begin
 
   def draw(self, seed: int, index: int, weights: dict[str, float]) -> gen.Program:
     t = time.perf_counter()
@@ -89,7 +92,8 @@ class TinygradSession:
 
   def check_batch(self, cases: Sequence[gen.Program]) -> list[tuple[list[TgFinding], dict[str, int]]]:
     out = []
-    for p in cases:
+    for k, p in enumerate(cases):
+      self.begin(k)
       t = time.perf_counter()
       fs = self.checker.check(gen.source(p))
       self.phase["check"] += time.perf_counter() - t
@@ -98,7 +102,7 @@ class TinygradSession:
       out.append((fs, dict(fired)))
     return out
 
-  def shrink(self, case: gen.Program, f: TgFinding) -> tuple[gen.Program, TgFinding]:
+  def shrink(self, case: gen.Program, f: TgFinding, seconds: float) -> tuple[gen.Program, TgFinding]:
     last: dict[str, TgFinding] = {}
     def fails(p: gen.Program) -> bool:
       for g in self.checker.check(gen.source(p)):
@@ -107,30 +111,30 @@ class TinygradSession:
           return True
       return False
     t = time.perf_counter()
-    small = reduce_program(case, fails, self.cfg.reduce_seconds)
+    small = reduce_program(case, fails, seconds)
     if small is not case: fails(small)
     self.phase["reduce"] += time.perf_counter() - t
     return small, last.get("f", f)
 
-  def shrink_crash(self, case: gen.Program, why: str) -> gen.Program: return case  # a crash is stored as found
+  def shrink_crash(self, case: gen.Program, why: str, seconds: float) -> gen.Program: return case  # a crash is stored as found
 
-  def _write(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
+  def _render(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> str:
     src = gen.source(case)
     root, inputs, what = translated_graph(src)
-    return write_entry(self.cfg.corpus, Case(root, inputs, {}, KIND, case.seed, case.index), signature,
-                       message=f"{message}\ngraph(): {what}", extra={"PROGRAM": src})
+    return render_entry(Case(root, inputs, {}, KIND, case.seed, case.index), signature, message=f"{message}\ngraph(): {what}", extra={"PROGRAM": src})
 
-  def store(self, case: gen.Program, f: TgFinding, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
-    return (*self._write(case, signature, f.message), "")
+  def entry(self, case: gen.Program, f: TgFinding, signature: tuple[str, str, str]) -> tuple[str, str]:
+    return self._render(case, signature, f.message), ""
 
-  def store_crash(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    return self._write(case, signature, message)
+  def crash_entry(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> str:
+    return self._render(case, signature, message)
 
 
 class TinygradTarget:
   name = "tinygrad"
   epoch = 64                # no weights to steer: an epoch only spaces out the state file's saves
   kinds = (KIND,)
+  reduces_crashes = False
 
   def session(self, cfg: Any) -> TinygradSession:
     if (why := unavailable()) is not None: raise RuntimeError(f"tinyspec fuzz --target tinygrad: {why}")
