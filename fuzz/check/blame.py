@@ -157,16 +157,19 @@ def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
 
 
 def crash_site(tb: TracebackType | None) -> str:
-  """Where an exception was raised, as a signature can name it: the innermost frame in tinyspec's or the fuzzer's own
-  code, `file.py:function` (the last frame when none is)."""
+  """Where an exception was raised, as a signature can name it: the innermost frame outside Python's own library and
+  installed packages (tinyspec's, the fuzzer's, a pass or rule given to it), `file.py:function`."""
   import os
-  site = ""
+  import sysconfig
+  libs = tuple(os.path.normpath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+  site = last = ""
   while tb is not None:
     code = tb.tb_frame.f_code
-    parts = os.path.normpath(code.co_filename).split(os.sep)
-    if not site or any(p in ("tinyspec", "fuzz") for p in parts[-4:-1]): site = f"{parts[-1]}:{code.co_name}"
+    name = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+    last = name
+    if not os.path.normpath(code.co_filename).startswith(libs): site = name
     tb = tb.tb_next
-  return site or "?"
+  return site or last or "?"
 
 
 def _pass_location(p: Pass) -> str:
