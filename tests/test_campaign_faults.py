@@ -50,6 +50,16 @@ def _alive(pid: int) -> bool:
   return state != "Z"
 
 
+def _reap(p: subprocess.Popen, kids: set[int]) -> None:
+  """Whatever the test's outcome, nothing it started stays: the child, its group, every descendant seen."""
+  for pid in (p.pid, *kids):
+    for kill in (os.killpg, os.kill):
+      try: kill(pid, signal.SIGKILL)
+      except OSError: pass
+  try: p.wait(10)
+  except subprocess.TimeoutExpired: pass
+
+
 def _wait_for(pred, timeout: float, what: str):
   end = time.monotonic() + timeout
   while time.monotonic() < end:
@@ -63,17 +73,50 @@ def _wait_for(pred, timeout: float, what: str):
 def test_sigkill_of_the_campaign_leaves_no_process_behind(tmp_path, workers):
   p = subprocess.Popen([TINYSPEC, "fuzz", "--seconds", "600", "--workers", workers, "--backends", "reference,cpu", "--corpus", str(tmp_path)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+  procs: set[int] = set()
   try:
     # workers and the kernel hosts they start (with --workers 0: the campaign's own kernel host)
     want = 4 if workers == "2" else 1
     procs = _wait_for(lambda: (d := _descendants(p.pid)) and len([x for x in d if _alive(x)]) >= want and d, 300, f"{want} child processes")
     os.kill(p.pid, signal.SIGKILL)
     p.wait(30)
-    left = _wait_for(lambda: (x := [q for q in procs if _alive(q)]) == [] or None, 10, "the children to die") is None
-    assert not left and [q for q in procs if _alive(q)] == []
+    _wait_for(lambda: not [q for q in procs if _alive(q)] or None, 10, "the children to die")
   finally:
-    try: os.killpg(p.pid, signal.SIGKILL)
-    except OSError: pass
+    _reap(p, procs)
+
+
+BUSY_SCRIPT = """
+import sys, time
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from tinyspec.lower.base import Pass
+from tinyspec.lower.pipeline import PASSES
+from tinyspec.spec import Stage
+sys.path.insert(0, sys.argv[3])
+from test_campaign_faults import _hang_kernels, _with_render
+def stall(root, options, trace, tables):
+  time.sleep(3600)
+passes = [Pass("stall", Stage.TENSOR, Stage.TENSOR, stall), *PASSES] if sys.argv[2] == "pass" else _with_render(_hang_kernels)
+run_campaign(CampaignConfig(seconds=600, workers=int(sys.argv[4]), corpus=sys.argv[1], passes=passes, backends=("reference", "cpu"), cc="tcc",
+                            case_timeout=600, weights={"kind:kernel": 0.0}))
+"""
+
+
+@pytest.mark.parametrize("busy, workers, want", [("pass", "2", 2), ("kernel", "0", 1), ("kernel", "1", 2)])
+def test_sigkill_leaves_no_busy_child_behind(tmp_path, busy, workers, want):
+  # the children are not waiting on their pipes (where the campaign's end shows as EOF) but stuck in a pass or in a
+  # kernel: only the parent-death signal ends them
+  p = subprocess.Popen([sys.executable, "-c", BUSY_SCRIPT, str(tmp_path), busy, str(ROOT / "tests"), workers], cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+  kids: set[int] = set()
+  try:
+    kids = _wait_for(lambda: (d := {x for x in _descendants(p.pid) if _alive(x)}) and len(d) >= want and d, 300, f"{want} children")
+    time.sleep(3)  # well inside the pass or the kernel
+    kids = {x for x in _descendants(p.pid) if _alive(x)}
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(30)
+    _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "the children to die")
+  finally:
+    _reap(p, kids)
 
 
 def test_the_worker_count_is_capped(tmp_path, capsys):
@@ -280,7 +323,8 @@ def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], li
   kids = _descendants(p.pid)
   os.kill(p.pid, signal.SIGKILL)
   out, _ = p.communicate(timeout=60)
-  _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
+  try: _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
+  finally: _reap(p, kids)
   reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
   lost = []
   for path in reported:
@@ -294,7 +338,7 @@ def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], li
 @pytest.mark.slow
 def test_sigkill_at_any_moment_loses_no_reported_finding(tmp_path):
   total = 0
-  for k, after in enumerate((20, 27, 34)):
+  for after in (20, 27, 34):
     reported, lost = kill_and_check(tmp_path, 3, after)
     assert lost == []
     total += len(reported)
