@@ -181,7 +181,7 @@ class UOp(metaclass=UOpMetaClass):
       if key in u._cache: continue
       if ready:
         try: u._cache[key] = fn(u)
-        except Exception as e: u._cache[key] = Malformed(e)  # malformed nodes give a marker, never an exception here
+        except Exception as e: u._cache[key] = Malformed(e.with_traceback(None))  # malformed nodes give a marker, never an exception here
         continue
       stack.append((u, True))
       stack.extend((s, False) for s in u.src if isinstance(s, UOp) and key not in s._cache)  # a non-UOp source makes u malformed, not the walk
@@ -192,7 +192,9 @@ class UOp(metaclass=UOpMetaClass):
   def shape(self) -> tuple[int, ...] | None:
     """The tensor shape, None for effects and other shapeless nodes. Raises ValueError on a malformed node."""
     ret = self._derive("shape", _shape_rule)
-    if isinstance(ret, Malformed): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
+    if isinstance(ret, Malformed):  # the cause, shortened: down a chain of malformed nodes it would nest once per node
+      err = str(ret.err)
+      raise ValueError(f"{self.op.name} has no valid shape: {err if len(err) <= 200 else err[:197] + '...'}")
     return ret
 
   @property
