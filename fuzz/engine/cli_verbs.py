@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from tinyspec.cliargs import number
 from tinyspec.runtime import procs
 
 BACKENDS = ("reference", "cpu", "opencl")
@@ -222,5 +223,5 @@ def add_symbolic_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--symbolic", action="store_true",
                  help="--target symbolic: fuzz the integer simplifier alone (random view index expressions, simplified, checked "
                  "equal and within bounds)")
-  p.add_argument("--depth", type=int, default=4, help="expression depth of --symbolic cases (default 4)")
-  p.add_argument("--z3-timeout-ms", type=int, default=300, help="z3 timeout per --symbolic case in ms (default 300)")
+  p.add_argument("--depth", type=number(int, 1), default=4, help="expression depth of --symbolic cases (default 4)")
+  p.add_argument("--z3-timeout-ms", type=number(int, 1), default=300, help="z3 timeout per --symbolic case in ms (default 300)")
