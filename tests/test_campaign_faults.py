@@ -343,3 +343,36 @@ def test_sigkill_at_any_moment_loses_no_reported_finding(tmp_path):
     assert lost == []
     total += len(reported)
   assert total > 0
+
+
+# ---- 7. every backend with any worker count ----
+def _oob_opencl(root: UOp, options, trace, tables) -> UOp:
+  """The reference render, except that every OpenCL kernel first writes far outside its output buffer."""
+  from tinyspec.lower.pipeline import PASSES
+  out = PASSES[-1].run(root, options, trace)
+  fix = {}
+  for u in out.toposort():
+    if u.op is Ops.PROGRAM and len(u.src) == 3 and u.src[2].arg.lang == "opencl":
+      a = u.src[2].arg
+      text = a.text.replace("{\n", "{\n  data0[1L << 40] = 0;\n", 1)
+      fix[u] = u.replace(src=(u.src[0], u.src[1], UOp(Ops.SOURCE, arg=SourceArg(a.lang, a.name, text))))
+  return substitute(out, fix) if fix else out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_opencl_cases_run_with_workers_after_this_process_opened_opencl(tmp_path, workers, opencl):
+  from tinyspec.runtime import opencl as ocl
+  assert ocl.available()[0]  # this process holds an OpenCL context: forking it used to hang its workers' kernels
+  s = run_campaign(CampaignConfig(seconds=600, seed=0, workers=workers, corpus=str(tmp_path), backends=("reference", "opencl"), max_cases=4,
+                                  case_timeout=120, weights={"kind:kernel": 0.0}), io.StringIO())
+  assert s.cases == 4 and [f for f in s.findings if f.signature[0] in ("hang", "crash")] == []
+  assert s.phase.get("run", 0) > 0  # kernels ran
+
+
+def test_a_crashing_opencl_kernel_is_a_finding_with_workers_0(tmp_path, opencl):
+  s = run_campaign(CampaignConfig(seconds=600, seed=0, workers=0, corpus=str(tmp_path), passes=_with_render(_oob_opencl),
+                                  backends=("reference", "opencl"), max_cases=3, case_timeout=60, reduce_seconds=0,
+                                  weights={"kind:kernel": 0.0}), io.StringIO())
+  assert s.cases == 3  # this process survived every one
+  crashes = [f for f in s.findings if f.signature[:2] == ("crash", "opencl")]
+  assert crashes and crashes[0].signature[2].startswith("signal"), [f.signature for f in s.findings]
