@@ -184,3 +184,10 @@ def test_violations_deep_in_a_chain_have_their_paths():
   for _ in range(100_000): y = -y
   vs = check(sink(y), Stage.TENSOR)
   assert [v.rule for v in vs] == ["tensor.elementwise_shape"] and vs[0].path == (0,) * 100_001
+
+
+def test_a_malformed_buffer_id_leaves_the_next_ids_alone():
+  # building a BUFFER arg with a hostile id (as HOSTILE_VALUES does on import) must not move every later id out of range
+  BufferArg(10 ** 5000, 4), BufferArg(-5, 4), BufferArg(2 ** 63, 4)
+  b = buf(4)
+  assert 0 <= b.arg.id < 2 ** 63

@@ -217,3 +217,15 @@ def test_a_segfaulting_kernel_is_a_finding_of_its_case_and_reduced(tmp_path):
   assert [f.signature for f in chk.check(case)] == [sig]  # and this process is still here
   fixed = Checker(Config(backends=("reference", "cpu"), cc="tcc"))
   assert fixed.check(case) == []
+
+
+def test_still_fails_holds_while_the_same_bug_shows_and_keeps_its_last_finding():
+  from types import SimpleNamespace as F
+
+  from fuzz.corpus.store import StillFails
+  found = F(signature=("metamorphic", "simplify", "r"), message="as found")
+  by_case = {1: [F(signature=("spec", "simplify", "r"), message="other bug")], 2: [F(signature=("parity", "simplify", "r"), message="smaller")]}
+  still = StillFails(lambda c: by_case.get(c, []), found)
+  assert still.last is found and not still(1) and still.last is found  # another oracle's finding is another bug
+  assert still(2) and still.last.message == "smaller"  # a metamorphic difference replays as a parity one
+  assert not still(3) and still.last.message == "smaller"

@@ -240,3 +240,108 @@ def test_every_elementwise_op_has_a_registry_entry_with_every_aspect():
     ints = accepts(op, dtypes.int32) or accepts(op, dtypes.bool)
     if ints: assert m.z3 is not None and m.interval is not None and m.scalar is not None, op
     assert m.c is not None or op in (Ops.MAX, Ops.WHERE, Ops.RECIP), op
+
+
+# ---- float intervals: the real range of each float op's result ----
+FLOAT_ENDS = [-1e6, -100.0, -3.5, -1.0, -0.25, 0.0, 0.5, 1.0, 2.0, 7.75, 30.0, 1e6]
+
+
+def _float_ranges(op: Ops) -> list[tuple[float, float]]:
+  rs = [(lo, hi) for lo in FLOAT_ENDS for hi in FLOAT_ENDS if lo <= hi]
+  if op in (Ops.SQRT, Ops.LOG2): return [r for r in rs if r[0] >= 0]  # their domain
+  if op is Ops.EXP2: return [r for r in rs if r[1] <= 100]
+  return rs
+
+
+def _within(v: float, lo: float, hi: float) -> bool:
+  """lo <= v <= hi, up to float64 rounding of the finite ends."""
+  tol = 1e-12 * max([1.0] + [abs(x) for x in (lo, hi) if math.isfinite(x)])
+  return lo - tol <= v <= hi + tol
+
+
+def _inside(lo: float, hi: float, n: int, rng: np.random.Generator) -> list[float]:
+  return [lo, hi, *rng.uniform(lo, hi, n)] + ([0.0] if lo <= 0 <= hi else [])
+
+
+@pytest.mark.parametrize("op", sorted((op for op in DTYPE_CLASS if accepts(op, dtypes.float64) and op in GroupOp.ALU), key=lambda o: o.value),
+                         ids=lambda o: o.name)
+def test_float_interval_holds_the_result_of_every_operand_in_range(op):
+  from tinyspec.ops.intervals import float_interval
+  rng = np.random.default_rng(op.value)
+  rs = _float_ranges(op)
+  for k, a in enumerate(rs):
+    if arity(op) == 1:
+      lo, hi = float_interval(op, dtypes.float64, a)
+      vals = [scalar.run(op, dtypes.float64, x) for x in _inside(*a, 6, rng)]
+    else:
+      b = rs[(k * 7) % len(rs)]
+      if op is Ops.WHERE:
+        lo, hi = float_interval(op, dtypes.float64, (False, True), a, b)
+        vals = [scalar.run(op, dtypes.float64, c, x, y) for c in (False, True) for x in _inside(*a, 3, rng) for y in _inside(*b, 3, rng)]
+      else:
+        lo, hi = float_interval(op, dtypes.float64, a, b)
+        vals = [scalar.run(op, dtypes.float64, x, y) for x in _inside(*a, 4, rng) for y in _inside(*b, 4, rng)]
+    out = [v for v in vals if not _within(v, lo, hi)]
+    assert out == [], (op, a, (lo, hi), out[:3])
+    if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG, Ops.SQRT, Ops.EXP2, Ops.TRUNC):
+      assert min(vals) == pytest.approx(lo) and max(vals) == pytest.approx(hi), (op, a)  # tight: the ends are reached
+
+
+def test_float_intervals_of_unbounded_and_partial_ranges():
+  from tinyspec.ops.intervals import float_interval
+  f = dtypes.float32
+  assert float_interval(Ops.MUL, f, (0.0, 0.0), (-math.inf, math.inf)) == (0.0, 0.0)  # 0 times any finite value
+  assert float_interval(Ops.MUL, f, (0.0, 2.0), (3.0, math.inf)) == (0.0, math.inf)
+  assert float_interval(Ops.RECIP, f, (-1.0, 2.0)) == (-math.inf, math.inf)  # 1 / +-0
+  assert float_interval(Ops.TRUNC, f, (-math.inf, 2.5)) == (-math.inf, 2.0)
+  assert float_interval(Ops.EXP2, f, (0.0, 5000.0)) == (1.0, math.inf)
+  assert float_interval(Ops.LOG2, f, (0.0, 8.0)) == (-math.inf, 3.0)
+  for op in (Ops.SQRT, Ops.LOG2):
+    with pytest.raises(ValueError, match="NaN below 0"): float_interval(op, f, (-1.0, 4.0))
+  with pytest.raises(KeyError): float_interval(Ops.IDIV, f, (1.0, 2.0), (1.0, 2.0))
+
+
+@pytest.mark.parametrize("src,dst", [(s, d) for s in VALUE_DTYPES for d in VALUE_DTYPES if s is not d and (s.kind == "f" or d.kind == "f")],
+                         ids=lambda d: d.name)
+def test_cast_interval_holds_the_casts_of_a_range(src, dst):
+  from tinyspec.ops.intervals import cast_interval
+  ends = [v for v in edges(src) if not (isinstance(v, float) and math.isnan(v))]
+  for lo, hi in [(a, b) for a in ends for b in ends if a <= b]:
+    got = cast_interval(src, dst, (lo, hi))
+    pts = [lo, hi] + ([lo + (hi - lo) * t for t in (0.1, 0.5, 0.9)] if src.kind == "f" and math.isfinite(hi - lo) else [])
+    for v in pts:
+      c = scalar.cast(v, src, dst)
+      assert got[0] <= c <= got[1], (src.name, dst.name, (lo, hi), v, c, got)
+
+
+@pytest.mark.parametrize("op", [Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR], ids=lambda o: o.name)
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8], ids=lambda d: d.name)
+def test_undefined_in_a_range_is_c_undefined_at_one_of_its_points(op, dt):
+  # every range of a small dtype, against c_undefined at every point of it (wrap-around is defined: tinyspec's and every backend's)
+  from tinyspec.ops.intervals import undefined_in
+  from tinyspec.ops.scalar import SIGNED_OVERFLOW
+  ends = sorted({dt.min, dt.min + 1, -2, -1, 0, 1, 2, 7, 8, 31, 32, 33, dt.max} & set(range(dt.min, dt.max + 1)))
+  ranges = [(lo, hi) for lo in ends for hi in ends if lo <= hi]
+  for a in ranges[::9]:
+    for b in ranges[::2]:
+      pointwise = any(c_undefined(op, dt, x, y) not in (None, SIGNED_OVERFLOW) for x in range(a[0], a[1] + 1) for y in range(b[0], b[1] + 1))
+      assert (undefined_in(op, dt, a, b) is not None) == pointwise, (op.name, dt.name, a, b)
+  assert undefined_in(Ops.ADD, dt, (dt.min, dt.max), (dt.min, dt.max)) is None  # wraps, as defined
+
+
+@pytest.mark.parametrize("op", [Ops.ADD, Ops.MUL, Ops.MAX], ids=lambda o: o.name)
+@pytest.mark.parametrize("dt", [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.float64], ids=lambda d: d.name)
+def test_reduce_interval_holds_every_reduction_of_values_in_range(op, dt):
+  from tinyspec.ops.intervals import reduce_interval
+  rng = np.random.default_rng(3)
+  ranges = [(False, False), (False, True), (True, True)] if dt.kind == "b" else \
+    [(-3, -1), (-2, 5), (0, 0), (0, 3), (1, 4), (-7, 7)] + ([(dt.min, dt.max)] if dt.kind in "iu" else [(-0.5, 2.25)])
+  for a in [r for r in ranges if dt.min <= r[0] and r[1] <= dt.max]:
+    for n in (0, 1, 2, 3, 5):
+      lo, hi = reduce_interval(op, dt, a, n)
+      for _ in range(20):
+        xs = rng.uniform(a[0], a[1], n) if dt.kind == "f" else rng.integers(int(a[0]), int(a[1]), n, endpoint=True)
+        v = scalar.reduce_identity(op, dt)
+        for x in xs: v = scalar.run(op if not (dt.kind == "b" and op is Ops.ADD) else Ops.OR, dt, v, x.item())
+        assert lo <= v <= hi or _within(v, lo, hi), (op.name, dt.name, a, n, v, (lo, hi))
+  if dt.kind in "iu" and op is not Ops.MAX: assert reduce_interval(op, dt, (dt.max, dt.max), 2) == (dt.min, dt.max)  # may wrap

@@ -210,3 +210,5 @@ def test_unsound_bitwise_and_nested_division_rules_are_refuted(name, pat, fn, dt
   cx = res.counterexample
   before, after = _value(cx.before), _value(cx.after)
   assert before != after and (before, after) == (cx.lhs, cx.rhs)
+  if name == "idiv_idiv_unguarded":  # ops read as C writes them: IDIV is C's truncating `/`, not Python's floor `//`
+    assert " / " in cx.describe() and "//" not in cx.describe(), cx.describe()

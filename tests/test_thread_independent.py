@@ -213,3 +213,38 @@ def test_docs_spec_lists_the_rule() -> None:
   from pathlib import Path
   text = (Path(__file__).resolve().parent.parent / "docs" / "spec.md").read_text()
   assert f"| `{RULE}` |" in text
+
+
+# ---- the shortcut that decides common kernels without z3 ----
+@pytest.mark.parametrize("make, r_at, want", [
+  (lambda r0, r2: r0 * ic(4) + r2, 1, True),      # the inner range of a row-major index
+  (lambda r0, r2: r0 * ic(4) + r2, 0, True),      # the outer one
+  (lambda r0, r2: r0 + r2, 0, False),             # r0 = 1, r2 = 0 and r0 = 0, r2 = 1 meet
+  (lambda r0, r2: r0 * ic(2) + r2, 0, False),     # 2 * 1 + 0 == 2 * 0 + 2
+  (lambda r0, r2: r0 * ic(5) + r2 * ic(6), 0, True),  # steps 5, 10, 15 miss every multiple of 6
+  (lambda r0, r2: r0 * ic(3) + r2 * ic(6), 0, False),  # 3 * 2 == 6 * 1
+  (lambda r0, r2: r0 * ic(2) + r2 * ic(6), 0, False),  # 2 * 3 == 6 * 1
+])
+def test_injective_shortcut_agrees_with_z3(make, r_at, want):
+  from tinyspec import smt
+  from tinyspec.spec.kernel import injective_in
+  r0, r2 = rng(4, 0), rng(4, 2)
+  e = make(r0, r2)
+  r = (r0, r2)[r_at]
+  assert injective_in(e, r) is want
+  assert (smt.prove_iterations_apart(r, (e, None), (e, None)).status == "proved") is want
+
+
+def test_injective_shortcut_never_claims_what_z3_refutes():
+  from tinyspec import smt
+  from tinyspec.spec.kernel import injective_in
+  rs = np.random.default_rng(0)
+  shown = 0
+  for _ in range(150):
+    r0, r1 = rng(int(rs.integers(1, 6)), 0), rng(int(rs.integers(1, 6)), 1)
+    a, b, k = (int(x) for x in rs.integers(-6, 7, size=3))
+    e = r0 * ic(a) + r1 * ic(b) + ic(k)
+    if injective_in(e, r0):
+      shown += 1
+      assert smt.prove_iterations_apart(r0, (e, None), (e, None)).status == "proved", (a, b, k)
+  assert shown > 20

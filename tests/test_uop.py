@@ -72,3 +72,13 @@ def test_bounds_contain_every_value(e: UOp) -> None:
     x = substitute(e, {r: UOp.const(dtypes.index, v) for r, v in zip(R, vals)})
     v = int(np.asarray(evaluate(x)))
     assert e.vmin <= v <= e.vmax, f"{v} outside [{e.vmin}, {e.vmax}] at ranges {vals}"
+
+
+def test_a_call_is_a_value_call_or_an_opaque_one_by_its_body():
+  from builders import call, k_add, tup
+  from tinyspec.uop import is_opaque_call, is_value_call
+  p = UOp.param(0, dtypes.float32, 4)
+  value, kernel, copy = call(tup(p + p), p), call(k_add(), p, p, p), call(UOp(Ops.COPY, dtypes.float32, (p,), "CPU"), p)
+  empty = UOp(Ops.CALL, dtypes.void, ())
+  assert [is_value_call(u) for u in (value, kernel, copy, empty, p)] == [True, False, False, False, False]
+  assert [is_opaque_call(u) for u in (value, kernel, copy, empty, p)] == [False, True, True, False, False]

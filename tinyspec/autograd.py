@@ -323,7 +323,7 @@ def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[in
   inlined graph has no path at all."""
   live = tuple(live) if live is not None else (True,) * len(body.src)
   # cached on the body node (nodes are immutable, so the cached backward body never goes stale); keyed by the rule
-  # table too, so a swapped pm_gradient (a seeded bug) is not hidden by bodies built with the real one
+  # table too, so a swapped pm_gradient (a test's broken rule) is not hidden by bodies built with the real one
   key = ("gradient.backward_body", id(pm_gradient), tuple(arg_dtypes), tuple(arg_sizes), live)
   if (ret := body._cache.get(key)) is not None: return ret
   n, outs, caps = len(arg_dtypes), body.src, captured(body)

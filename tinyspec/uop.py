@@ -96,8 +96,10 @@ class BufferArg:
   device: str = "CPU"
   addrspace: AddrSpace = AddrSpace.GLOBAL
 
-  # a graph rebuilt from source must not hand its ids out again to new buffers
-  def __post_init__(self): _reserve_buffer_id(self.id)
+  # a graph rebuilt from source must not hand its ids out again to new buffers (a malformed id, not an int of the
+  # int64 range, reserves nothing: it is the spec's to reject, and must not push every later id out of range)
+  def __post_init__(self):
+    if type(self.id) is int and 0 <= self.id < 2 ** 63: _reserve_buffer_id(self.id)
 
 
 @dataclass(frozen=True)
@@ -173,19 +175,13 @@ class UOp(metaclass=UOpMetaClass):
     return walk((self,), None if gate is None else (lambda u: u.src if gate(u) else ()))
 
   def _derive(self, key: str, fn: Callable[[UOp], Any]) -> Any:
-    """A property computed from the sources' values of the same property, cached per node, computed iteratively."""
+    """A property computed from the sources' values of the same property, cached per node (fold); a node fn raises on
+    gets a Malformed marker, never an exception here."""
     if key in self._cache: return self._cache[key]
-    stack: list[tuple[UOp, bool]] = [(self, False)]
-    while stack:
-      u, ready = stack.pop()
-      if key in u._cache: continue
-      if ready:
-        try: u._cache[key] = fn(u)
-        except Exception as e: u._cache[key] = Malformed(e.with_traceback(None))  # malformed nodes give a marker, never an exception here
-        continue
-      stack.append((u, True))
-      stack.extend((s, False) for s in u.src if isinstance(s, UOp) and key not in s._cache)  # a non-UOp source makes u malformed, not the walk
-    return self._cache[key]
+    def combine(u: UOp, srcs: list[UOp]) -> Any:
+      try: return fn(u)
+      except Exception as e: return Malformed(e.with_traceback(None))  # no frames kept alive by a marker
+    return fold(self, key, uop_srcs, combine)
 
   # ---- derived properties ----
   @property
@@ -363,32 +359,59 @@ def is_value_call(u: UOp) -> bool:
   return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE
 
 
+def is_opaque_call(u: UOp) -> bool:
+  """A CALL of anything but a TUPLE (a kernel, a program, a COPY, precompiled effects): a void call, ordered by AFTER."""
+  return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is not Ops.TUPLE
+
+
 def storage_of(u: UOp) -> UOp:
   """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
   while u.op is Ops.AFTER and u.src: u = u.src[0]
   return u
 
 
-def open_ranges(u: UOp) -> frozenset:
-  """The RANGEs u depends on that no END or range-form REDUCE between u and them closes. Cached on every node it
-  visits; iterative, so deep kernels do not recurse."""
-  key = "open_ranges"
-  if (ret := u._cache.get(key)) is not None: return ret
+def uop_srcs(x: UOp) -> list[UOp]:
+  """x's sources that are UOps (a malformed node may hold something else; a walk passes over it)."""
+  return [s for s in x.src if isinstance(s, UOp)]
+
+
+def fold(u: UOp, key: str, srcs_of: Callable[[UOp], list[UOp]], combine: Callable[[UOp, list[UOp]], Any]) -> Any:
+  """combine(x, srcs_of(x)) for u and every node below it (through srcs_of), sources first, each cached on its node under
+  key: how every derived fact of a graph (shape, bounds, open ranges, free PARAMs) is computed. Iterative, so deep
+  graphs do not recurse."""
+  c = u._cache
+  if key in c: return c[key]
   stack: list[tuple[UOp, bool]] = [(u, False)]
   while stack:
     x, ready = stack.pop()
     if key in x._cache: continue
-    srcs = [s for s in x.src if isinstance(s, UOp)]
+    srcs = srcs_of(x)
     if not ready:
       stack.append((x, True))
       stack.extend((s, False) for s in srcs if key not in s._cache)
       continue
-    sets = [s._cache[key] for s in srcs if s._cache[key]]
-    res = sets[0] if len(sets) == 1 else frozenset().union(*sets)
-    if x.op is Ops.RANGE: res = res | {x}
-    elif (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res: res = res - frozenset(srcs[1:])
-    x._cache[key] = res
-  return u._cache[key]
+    x._cache[key] = combine(x, srcs)
+  return c[key]
+
+
+def union_of(srcs: list[UOp], key: str) -> frozenset:
+  """The union of the sets cached under key on srcs, sharing a source's set when it is the only non-empty one."""
+  sets = [s._cache[key] for s in srcs if s._cache[key]]
+  if not sets: return frozenset()
+  return sets[0] if len(sets) == 1 else frozenset().union(*sets)
+
+
+def _open_ranges(x: UOp, srcs: list[UOp]) -> frozenset:
+  res = union_of(srcs, "open_ranges")
+  if x.op is Ops.RANGE: return res | {x}
+  if (x.op is Ops.END or (x.op is Ops.REDUCE and not isinstance(x.arg, tuple))) and res: return res - frozenset(srcs[1:])
+  return res
+
+
+def open_ranges(u: UOp) -> frozenset:
+  """The RANGEs u depends on that no END or range-form REDUCE between u and them closes. Cached on every node it
+  visits (fold)."""
+  return fold(u, "open_ranges", uop_srcs, _open_ranges)
 
 
 def walk(roots: Iterable[UOp], children: Callable[[UOp], Sequence[UOp]] | None = None) -> list[UOp]:

@@ -1,14 +1,23 @@
-"""Whether a generated tinygrad program overflows a signed integer: the program run on exact Python integers.
+"""A generated tinygrad program run on exact Python integers: whether it overflows a signed integer, and what it means
+under either reading of an integer literal that its tensor's dtype cannot hold.
 
 tinygrad treats signed overflow as undefined (its rewrites assume it never happens, and C compilers may too), so a
-difference in a program that overflows a signed int is reported apart from the real bugs. This module runs a program's
-source (fuzz.generate.tinygrad_programs) with a Tensor whose integers are unbounded Python ints: after every op, a
-signed result outside its dtype's range sets the overflow flag (and is wrapped, so the run goes on as tinygrad's would);
-an unsigned result wraps, as it is defined to. Floats run in float32 numpy. Only the ops the generator draws exist here.
+difference in a program that overflows a signed int is reported apart from the real bugs. And tinygrad keeps a Python
+literal weak: `x // -1` on a uint32 tensor computes with the literal's own value (-1) and wraps the result, where
+tinyspec (as C's conversions and numpy's casts do) first converts the literal to the tensor's dtype (4294967295). Both
+readings are consistent rules; a difference between them is a policy difference, not a bug of either side.
+
+This module runs a program's source (fuzz.generate.tinygrad_programs) with a Tensor whose integers are unbounded
+Python ints. After every op the result is wrapped into its dtype (unsigned wrap is defined; a signed result outside its
+range sets the overflow flag and is wrapped too, so the run goes on as tinygrad's would). A literal operand is
+converted to the tensor's dtype first (`exact_literals=False`, tinyspec's reading) or kept as it is (`True`, tinygrad's);
+a literal stored as a value (a WHERE branch, a pad) is converted in both. Floats run in float32 numpy. Only the ops
+the generator draws exist here.
 """
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -16,25 +25,27 @@ import numpy as np
 from fuzz.generate.tinygrad_programs import INT_BITS, int_range, is_int, is_signed, run_program
 
 
-class Overflow:
-  """The flag one run sets."""
-  def __init__(self) -> None: self.signed = False
-
-
-def _dtype_name(d: Any) -> str: return d if isinstance(d, str) else d.name
+@dataclass
+class Run:
+  """What one exact run gave: every output (numpy arrays of the program's dtypes) and whether a signed int overflowed."""
+  outputs: list[np.ndarray]
+  overflowed: bool
 
 
 class _Dtypes:
   def __getattr__(self, name: str) -> str: return name
 
 
-def make_tensor(flag: Overflow) -> type:
-  """A Tensor class over exact integers that sets flag.signed on a signed overflow."""
+def _dtype_name(d: Any) -> str: return d if isinstance(d, str) else d.name
+
+
+def make_tensor(flags: dict[str, bool], exact_literals: bool) -> type:
+  """A Tensor class over exact integers that sets flags["signed"] on a signed overflow."""
 
   def fit(a: np.ndarray, dt: str) -> np.ndarray:
     if not is_int(dt): return a
     lo, hi = int_range(dt)
-    if is_signed(dt) and any(not lo <= int(v) <= hi for v in a.reshape(-1)): flag.signed = True
+    if is_signed(dt) and any(not lo <= int(v) <= hi for v in a.reshape(-1)): flags["signed"] = True
     m = 1 << INT_BITS[dt]
     return np.vectorize(lambda v: (int(v) - lo) % m + lo, otypes=[object])(a) if a.size else a.astype(object)
 
@@ -48,12 +59,18 @@ def make_tensor(flag: Overflow) -> type:
     @property
     def shape(self) -> tuple[int, ...]: return self.a.shape
 
-    def numpy(self) -> np.ndarray: return self.a
+    def numpy(self) -> np.ndarray:
+      return np.array(self.a.reshape(-1).tolist(), dtype=self.dtype).reshape(self.a.shape)
 
-    def _lit(self, x: Any) -> np.ndarray:
+    def _value(self, x: Any) -> Any:
+      """x stored into this tensor's dtype: a literal converted."""
       if isinstance(x, Exact): return x.a
-      if is_int(self.dtype): return fit(np.array([int(x)], dtype=object), self.dtype)[0]  # a literal takes the tensor's dtype
-      return np.float32(x)
+      return fit(np.array([int(x)], dtype=object), self.dtype)[0] if is_int(self.dtype) else np.float32(x)
+
+    def _lit(self, x: Any) -> Any:
+      """x as an operand: a tensor's values; a literal converted, or as it is under tinygrad's reading."""
+      if isinstance(x, Exact) or not is_int(self.dtype) or not exact_literals: return self._value(x)
+      return int(x)
 
     def _bin(self, x: Any, fn: Callable, out: str | None = None) -> Exact:
       return Exact(fit(np.asarray(fn(self.a, self._lit(x))), self.dtype) if out is None else fn(self.a, self._lit(x)), out or self.dtype)
@@ -76,9 +93,7 @@ def make_tensor(flag: Overflow) -> type:
     def maximum(self, x): return self._bin(x, np.maximum)
     def minimum(self, x): return self._bin(x, np.minimum)
     def where(self, a, b):
-      dt = a.dtype
-      bb = b.a if isinstance(b, Exact) else a._lit(b)
-      return Exact(np.where(self.a, a.a, bb), dt)
+      return Exact(np.where(self.a, a.a, a._value(b)), a.dtype)
 
     def cast(self, to: Any) -> Exact:
       to = _dtype_name(to)
@@ -93,7 +108,7 @@ def make_tensor(flag: Overflow) -> type:
     def permute(self, *order: Any) -> Exact:
       return Exact(self.a.transpose(order[0] if len(order) == 1 and isinstance(order[0], tuple) else order), self.dtype)
     def flip(self, axis: int) -> Exact: return Exact(np.flip(self.a, axis), self.dtype)
-    def pad(self, pads: tuple) -> Exact: return Exact(np.pad(self.a, pads, constant_values=self._lit(0)), self.dtype)
+    def pad(self, pads: tuple) -> Exact: return Exact(np.pad(self.a, pads, constant_values=self._value(0)), self.dtype)
     def shrink(self, win: tuple) -> Exact: return Exact(self.a[tuple(slice(a, b) for a, b in win)], self.dtype)
     def expand(self, shape: tuple) -> Exact: return Exact(np.broadcast_to(self.a, shape).copy(), self.dtype)
     def matmul(self, w: Exact) -> Exact: return Exact(self.a @ w.a, self.dtype)
@@ -102,8 +117,14 @@ def make_tensor(flag: Overflow) -> type:
   return Exact
 
 
+def run_exact(src: str, exact_literals: bool = False) -> Run:
+  """The program in src on exact integers, ops applied as written, its literals read as tinyspec does (converted to the
+  tensor's dtype) or, with exact_literals, as tinygrad does (their own value)."""
+  flags = {"signed": False}
+  outs = run_program(src, {"Tensor": make_tensor(flags, exact_literals), "dtypes": _Dtypes(), "function": lambda f: f})
+  return Run([o.numpy() for o in outs], flags["signed"])
+
+
 def overflows_signed(src: str) -> bool:
-  """Whether the program in src overflows a signed integer anywhere (exact arithmetic, ops applied as written)."""
-  flag = Overflow()
-  run_program(src, {"Tensor": make_tensor(flag), "dtypes": _Dtypes(), "function": lambda f: f})
-  return flag.signed
+  """Whether the program in src overflows a signed integer anywhere, under either reading of its literals."""
+  return run_exact(src).overflowed or run_exact(src, exact_literals=True).overflowed

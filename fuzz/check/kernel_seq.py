@@ -19,18 +19,13 @@ import numpy as np
 from tinyspec.dtype import DType, truncate
 from tinyspec.lower.kernel_map import kernel_calls
 from tinyspec.ops import scalar
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
 
 
 def _scalar(v: Any, dt: DType) -> Any:
   if dt.is_bool: return bool(v)
   if dt.is_float: return dt.np.type(v)
   return truncate(int(v), dt)
-
-
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
 
 
 class _Kernel:
@@ -64,7 +59,7 @@ class _Kernel:
     self.env.pop(r, None)
 
   def cell(self, u: UOp) -> np.ndarray:
-    base = _storage(u)
+    base = storage_of(u)
     if base not in self.mem: self.mem[base] = np.zeros(base.arg.size, dtype=base.dtype.np)  # a REG buffer
     return self.mem[base]
 
@@ -124,8 +119,8 @@ def run_sequential(root: UOp, inputs: dict[int, np.ndarray]) -> list[np.ndarray]
   bufs = {u.arg.id: u for u in root.toposort() if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.GLOBAL}
   for i, b in bufs.items(): mem[b] = np.array(inputs[i], dtype=b.dtype.np).copy() if i in inputs else np.zeros(b.arg.size, dtype=b.dtype.np)
   for call in kernel_calls(root):
-    params = {p: mem[_storage(call.src[1 + p.arg.slot])] for p in call.src[0].toposort(lambda n: n.op is not Ops.CALL) if p.op is Ops.PARAM}
+    params = {p: mem[storage_of(call.src[1 + p.arg.slot])] for p in call.src[0].toposort(lambda n: n.op is not Ops.CALL) if p.op is Ops.PARAM}
     _check_contained(call.src[0])
     k = _Kernel(call.src[0], dict(params))
     k.run(call.src[0])
-  return [mem[_storage(e)].copy() for e in root.src]
+  return [mem[storage_of(e)].copy() for e in root.src]

@@ -31,7 +31,7 @@ from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.runtime.host import Skipped
 from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import UOp, is_value_call
 
 RTOL = {"float32": 1e-4, "float64": 1e-7}
 UNSAFE = object()   # the reference of a kernel case fuzz.generate.kernel_safety rejects: it is checked no further
@@ -264,7 +264,7 @@ class Checker:
 
   def gradient(self, case: Case) -> Finding | None:
     """Gradients through the case's value calls against gradients of its inlined graph (tensor cases with calls)."""
-    if case.kind != "tensor" or not any(u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE for u in case.root.toposort()): return None
+    if case.kind != "tensor" or not any(is_value_call(u) for u in case.root.toposort()): return None
     from fuzz.check.gradient_oracle import call_gradient_mismatches
     try:
       with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0)

@@ -24,9 +24,13 @@ Other findings:
   ("error", "tinygrad-<device>", exception)     tinygrad raised on a program tinyspec's frontend runs
   ("error", "tinyspec-evaluate", exception)     tinyspec's evaluator raised on a translated stage
 
-A parity finding of a program that overflows a signed integer (fuzz.check.exact_ints) has the oracle
-"parity-signed-overflow" instead: tinygrad leaves signed overflow undefined, so that difference is kept apart from the
-real bugs. What is not a finding is counted: nodes that do not translate, programs tinyspec's frontend rejects,
+Two policies of tinygrad's are kept apart from the real bugs, by running the program on exact integers
+(fuzz.check.exact_ints): a parity finding of a program that overflows a signed integer has the oracle
+"parity-signed-overflow" (tinygrad leaves signed overflow undefined), and one where the implementation gives what a
+literal its tensor's dtype cannot hold means under tinygrad's reading (the literal keeps its own value: uint8 `x // -1`
+is -x), while tinyspec's reading (the literal converted to the dtype, 255) gives another answer, has the oracle
+"parity-literal-policy". Their third part is the policy ("undefined", "weak-literal"), not the dtype.
+What is not a finding is counted: nodes that do not translate, programs tinyspec's frontend rejects,
 outputs whose dtype or shape the two APIs choose differently.
 """
 from __future__ import annotations
@@ -35,11 +39,11 @@ import contextlib
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from fuzz.check.exact_ints import overflows_signed
+from fuzz.check.exact_ints import Run, run_exact
 from fuzz.check.oracles import compare
 from fuzz.generate.tinygrad_programs import run_program
 
@@ -159,12 +163,37 @@ def link_name(chain: list[Point], a: int, b: int) -> str:
 
 
 SIGNED_OVERFLOW = "parity-signed-overflow"
+LITERAL_POLICY = "parity-literal-policy"
+POLICY_RULE = {SIGNED_OVERFLOW: "undefined", LITERAL_POLICY: "weak-literal"}
 
 
 def parity_rule(oracle: str, out: np.ndarray) -> str:
-  """The third part of a parity signature: the differing output's dtype; for a program that overflows a signed int,
-  "undefined" whatever the dtype (which undefined result tinygrad gives is one policy, not one bug per dtype)."""
-  return "undefined" if oracle == SIGNED_OVERFLOW else out.dtype.name
+  """The third part of a parity signature: the differing output's dtype; for a policy difference (a program that
+  overflows a signed int, a literal its dtype cannot hold) the policy's name whatever the dtype: one policy, not one bug
+  per dtype."""
+  return POLICY_RULE.get(oracle, out.dtype.name)
+
+
+@dataclass
+class ExactRuns:
+  """The program on exact integers under both readings of its literals (fuzz.check.exact_ints)."""
+  converted: Run      # tinyspec's reading: a literal is converted to its tensor's dtype
+  weak: Run           # tinygrad's reading: a literal keeps its value, the result wraps
+
+  @property
+  def overflowed(self) -> bool: return self.converted.overflowed or self.weak.overflowed
+
+  def weak_literal(self, i: int, got: np.ndarray) -> bool:
+    """Whether output i is where the two readings differ and got is what tinygrad's reading gives."""
+    if i >= len(self.weak.outputs) or i >= len(self.converted.outputs): return False
+    w, c = self.weak.outputs[i], self.converted.outputs[i]
+    if w.dtype != got.dtype or w.shape != got.shape: return False
+    return _same(c, w) is not None and _same(got, w) is None
+
+
+def exact_runs(src: str) -> ExactRuns | None:
+  try: return ExactRuns(run_exact(src), run_exact(src, exact_literals=True))
+  except Exception: return None
 
 
 class TinygradChecker:
@@ -185,10 +214,13 @@ class TinygradChecker:
       self.counts["rejected by tinyspec's frontend"] += 1
       ts = None
     main, other = devices()
-    try: signed = overflows_signed(src)
-    except Exception: signed = False
-    parity = SIGNED_OVERFLOW if signed else "parity"
+    exact = exact_runs(src)
+    signed = exact is not None and exact.overflowed
     if signed: self.counts["programs with signed overflow"] += 1
+    def oracle_for(i: int, got: np.ndarray) -> str:
+      """How a difference at output i, where an implementation gives got, is reported."""
+      if signed: return SIGNED_OVERFLOW
+      return LITERAL_POLICY if exact is not None and exact.weak_literal(i, got) else "parity"
     try:
       with quiet_stderr(): rep = check_capture(capture(lambda: run_program(src, tinygrad_namespace()), device=main))
     except Exception as e:
@@ -196,14 +228,17 @@ class TinygradChecker:
       else: self.counts["rejected by both"] += 1
       return list(found.values())
     self._translation(rep)
-    for stage, vs in rep.violations.items():
-      for _, v in vs:
-        add(TgFinding("spec", f"tinygrad-{stage}", v.rule, str(v)))
+    # a rule broken at one stage usually stays broken at the later ones, which are made from it: report the first
+    shown: set[str] = set()
+    for stage in STAGE_ORDER:
+      for _, v in rep.violations.get(stage, []):
+        if v.rule not in shown: add(TgFinding("spec", f"tinygrad-{stage}", v.rule, str(v)))
+      shown |= {v.rule for _, v in rep.violations.get(stage, [])}
     for mode, e in rep.errors.items():
       add(TgFinding("error", "tinyspec-evaluate", type(e).__name__, f"tinyspec's evaluator on tinygrad's {mode}: {type(e).__name__}: {e}"))
     illegal = min((STAGE_ORDER.index(st) for st, vs in rep.violations.items() if vs), default=None)
     chains = self._chains(rep, ts, main)
-    if (f := self._chain_finding(chains, parity)) is not None:
+    if (f := self._chain_finding(chains, oracle_for)) is not None:
       if downstream(f.stage.removeprefix("tinygrad-"), illegal): self.counts["parity differences after a spec violation"] += 1
       else: add(f)
     if other is not None:
@@ -212,7 +247,7 @@ class TinygradChecker:
       except Exception as e:
         add(TgFinding("error", f"tinygrad-{other}", type(e).__name__, f"tinygrad on {other} raised {type(e).__name__}: {e}"))
       else:
-        if (f := self._device_finding(chains, py, parity, other)) is not None:
+        if (f := self._device_finding(chains, py, oracle_for, other)) is not None:
           if downstream("schedule", illegal): self.counts["parity differences after a spec violation"] += 1
           else: add(f)
     return list(found.values())
@@ -236,12 +271,13 @@ class TinygradChecker:
     return out
 
   @staticmethod
-  def _chain_finding(chains: list[list[Point]], oracle: str) -> TgFinding | None:
+  def _chain_finding(chains: list[list[Point]], oracle_for: Callable[[int, np.ndarray], str]) -> TgFinding | None:
     """One finding for the output whose meaning changes earliest along the chain, blamed on that link."""
     breaks = [(b, i, a, msg) for i, ch in enumerate(chains) if (fb := first_break(ch)) is not None for a, b, msg in [fb]]
     if not breaks: return None
     b, i, a, msg = min(breaks)
     ch, w = chains[i], chains[i][-1].value
+    oracle = oracle_for(i, w)
     link = link_name(ch, a, b)
     agree = [p.label for p in ch[:a + 1] if p.value is not None]
     return TgFinding(oracle, f"tinygrad-{link}", parity_rule(oracle, w),
@@ -249,7 +285,8 @@ class TinygradChecker:
                      f"{ch[b].label}: {msg}" + (f" ({', '.join(agree)} agree)" if len(agree) > 1 else ""))
 
   @staticmethod
-  def _device_finding(chains: list[list[Point]], got: list[np.ndarray], oracle: str, device: str) -> TgFinding | None:
+  def _device_finding(chains: list[list[Point]], got: list[np.ndarray], oracle_for: Callable[[int, np.ndarray], str],
+                      device: str) -> TgFinding | None:
     """The other device against the last stage both devices share, for the first output where it differs from that
     stage and from the captured device's numbers."""
     for i, (ch, g) in enumerate(zip(chains, got)):
@@ -257,6 +294,7 @@ class TinygradChecker:
       if g.dtype != w.dtype or g.shape != w.shape: continue
       shared = shared_point(ch)
       if (msg := _same(g, shared.value)) is not None and _same(g, w) is not None:
+        oracle = oracle_for(i, g)
         return TgFinding(oracle, f"tinygrad-{device}", parity_rule(oracle, w),
                          f"output {i} ({w.dtype.name}{list(w.shape)}): tinygrad on {device} against tinyspec's evaluation of "
                          f"tinygrad's {shared.name}: {msg}")

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -174,5 +174,22 @@ def same_bug(a: Sequence[str], b: Sequence[str]) -> bool:
   other lowering choices it was found with, so the two oracles match each other."""
   norm = lambda s: ("parity" if s[0] == "metamorphic" else s[0], *s[1:])
   return norm(a) == norm(b)
+
+
+class StillFails:
+  """The predicate a reducer shrinks by: still(c) when check(c) gives a finding of the same bug as `finding` (same_bug
+  of the signatures). `last` is the finding it gave the last time it held (the original finding until then), so a
+  reducer's result comes with its own message. It calls the check it is given; storage imports no oracle."""
+
+  def __init__(self, check: Callable[[Any], Iterable[Any]], finding: Any):
+    self.check, self.signature, self.last = check, finding.signature, finding
+
+  def __call__(self, candidate: Any) -> bool:
+    for g in self.check(candidate):
+      if same_bug(g.signature, self.signature):
+        self.last = g
+        return True
+    return False
+
 
 

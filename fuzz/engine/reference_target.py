@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.corpus.store import Entry, render_entry, same_bug
+from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
 from fuzz.engine.coverage import Coverage, steer
 from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.reduce.graph import node_count, reduce_case
@@ -58,23 +58,17 @@ class ReferenceSession:
   def shrink(self, case: Case, f: Finding, seconds: float) -> tuple[Case, Finding]:
     start = replace(case, options=dict(f.options) if f.options else dict(case.options))
     if f.oracle == "input": return start, f
-    last: dict[str, Finding] = {}
     rc = self.reducer_checker
     # a candidate that outlives this is a hang; a crash or a result shows long before
     rc.config.kernel_timeout = min(self.cfg.case_timeout, max(1.0, seconds / 8)) if f.oracle == "hang" else self.cfg.case_timeout
-    def fails(c: Case) -> bool:
-      for g in rc.check(c):
-        if same_bug(g.signature, f.signature):
-          last["f"] = g
-          return True
-      return False
+    fails = StillFails(rc.check, f)
     try:
       if not fails(start): return case, f  # flaky under its own options: keep it as found
       small = reduce_case(start, fails, max_seconds=seconds)
       fails(small)
     finally:
       rc.config.kernel_timeout = self.cfg.case_timeout
-    return small, last.get("f", f)
+    return small, fails.last
 
   def shrink_crash(self, case: Case, why: str, seconds: float) -> Case:
     checker = Checker(self.config)

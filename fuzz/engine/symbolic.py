@@ -243,9 +243,9 @@ def blame(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarray]) ->
 
 
 def simplify_table() -> PatternMatcher:
-  """The integer simplifier the symbolic fuzzer checks by default: the simplify pass's table."""
-  from tinyspec.lower import simplify as S
-  return S.pm_simplify
+  """The integer simplifier the symbolic fuzzer checks by default: the table the simplify pass rewrites with."""
+  from tinyspec.lower.simplify import SIMPLIFY
+  return SIMPLIFY.tables["pm_simplify"]
 
 
 class SymbolicChecker:
@@ -459,18 +459,12 @@ class SymbolicSession:
     return out
 
   def shrink(self, case: SymCase, f: SymFinding, seconds: float) -> tuple[SymCase, SymFinding]:
-    from fuzz.corpus.store import same_bug
-    last: dict[str, SymFinding] = {}
-    def fails(c: SymCase) -> bool:
-      for g in self.check(c):
-        if same_bug(g.signature, f.signature):
-          last["f"] = g
-          return True
-      return False
+    from fuzz.corpus.store import StillFails
+    fails = StillFails(self.check, f)
     small = shrink_expr(case, fails, seconds)
     if small is case: return case, f
     fails(small)
-    return small, last.get("f", f)
+    return small, fails.last
 
   def shrink_crash(self, case: SymCase, why: str, seconds: float) -> SymCase: return case  # a crash is stored as found
 

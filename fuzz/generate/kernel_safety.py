@@ -26,7 +26,10 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp
+from tinyspec.ops.classes import dtype_error
+from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
+from tinyspec.ops.scalar import cast_undefined
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
 
 INF = float("inf")
 STORED_DBITS = 4        # denominator bits a stored float may carry (inputs and constants carry at most 2)
@@ -92,18 +95,6 @@ def join(a: Abs, b: Abs) -> Abs:
   return Abs(max(a.c, b.c), max(a.m, b.m), min(a.lo, b.lo), max(a.hi, b.hi), max(a.d, b.d))
 
 
-def _mul_iv(a: Abs, b: Abs) -> tuple[float, float]:
-  if (a.lo == a.hi == 0) or (b.lo == b.hi == 0): return 0.0, 0.0
-  if INF in (abs(a.lo), abs(a.hi), abs(b.lo), abs(b.hi)): return -INF, INF
-  xs = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-  return min(xs), max(xs)
-
-
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER and u.src: u = u.src[0]
-  return u
-
-
 # ---- one value ----
 class KernelAbs:
   """Abs of the values of one kernel body: `written` storage (PARAMs and REG BUFFERs it stores to) loads as c=1 floats
@@ -140,7 +131,7 @@ class KernelAbs:
     raise KernelUnsafe(f"{op.name} is not analysed")
 
   def _load(self, u: UOp) -> Abs:
-    base = _storage(u.src[0].src[0])
+    base = storage_of(u.src[0].src[0])
     if base in self.written: a = full(u.dtype)
     elif base.op is Ops.PARAM: a = self.read.get(base.arg.slot, full(u.dtype))
     else: a = full(u.dtype)
@@ -151,82 +142,57 @@ class KernelAbs:
     for r in u.src[1:]:
       if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST: raise KernelUnsafe("REDUCE over a range without a constant bound")
       n *= max(int(r.src[0].arg), 0)
-    if u.arg is Ops.MAX or n <= 1: return a
+    if u.arg is Ops.MAX or n == 1: return a
     dt = u.dtype
-    if u.arg is Ops.ADD:
-      lo, hi = min(a.lo, a.lo * n), max(a.hi, a.hi * n)
-      return of_interval(dt, lo, hi, a.c * n, a.d) if not dt.is_float else Abs(a.c * n, a.m * n, lo, hi, a.d)
-    if dt.is_float:
-      if a.c > 0 or a.m > 1: raise KernelUnsafe("float MUL reduction may grow")
-      return Abs(0, 1, -1, 1, a.d * n)
-    m = a.m ** n if a.m < 2 ** 64 else INF
-    return of_interval(dt, -m, m)
+    if dt.is_float and u.arg is Ops.MUL and (a.c > 0 or a.m > 1): raise KernelUnsafe("float MUL reduction may grow")
+    lo, hi = reduce_interval(u.arg, dt, (a.lo, a.hi), n)  # the registry's range of the reduction
+    if not dt.is_float: return of_interval(dt, lo, hi)
+    if u.arg is Ops.ADD: return Abs(a.c * n, a.m * n, lo, hi, a.d)
+    return Abs(0, 1, lo, hi, a.d * n)
 
   def _alu(self, u: UOp, s: list[Abs]) -> Abs:
     op, dt = u.op, u.dtype
     sd = u.src[0].dtype
-    if op in GroupOp.Comparison: return BOOL
-    if op is Ops.WHERE: return join(s[1], s[2])
     if op is Ops.CAST: return self._cast(dt, sd, s[0])
     if op is Ops.BITCAST:
       if dt.is_float or sd.is_float or sd.is_bool: raise KernelUnsafe("BITCAST to or from a float or a bool")
       return full(dt)
-    if dt.is_bool:
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB, Ops.NEG): return BOOL
-      raise KernelUnsafe(f"{op.name} on bool")
+    if (msg := dtype_error(op, u.src[-1].dtype)) is not None: raise KernelUnsafe(msg)  # an op outside its dtype class has no meaning
+    if op in GroupOp.Comparison or dt.is_bool: return BOOL
+    if op is Ops.WHERE: return join(s[1], s[2])
     if dt.is_float: return self._float(u, s)
-    a, b = s[0], (s[1] if len(s) > 1 else None)
-    if op is Ops.NEG: return of_interval(dt, -a.hi, -a.lo)
-    if op is Ops.TRUNC: return a
-    if b is None: raise KernelUnsafe(f"{op.name} on {dt.name}")
-    if op is Ops.ADD: return of_interval(dt, a.lo + b.lo, a.hi + b.hi)
-    if op is Ops.SUB: return of_interval(dt, a.lo - b.hi, a.hi - b.lo)
-    if op is Ops.MUL: return of_interval(dt, *_mul_iv(a, b))
-    if op is Ops.MAX: return of_interval(dt, max(a.lo, b.lo), max(a.hi, b.hi))
-    if op in (Ops.IDIV, Ops.MOD):
-      if b.lo <= 0 <= b.hi: raise KernelUnsafe(f"{op.name} by a range [{b.lo}, {b.hi}] holding 0")
-      if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise KernelUnsafe(f"{op.name} of the minimum by -1")
-      mb = max(abs(b.lo), abs(b.hi))
-      if op is Ops.IDIV: return of_interval(dt, -a.m, a.m) if a.lo < 0 else of_interval(dt, 0, a.hi)
-      return of_interval(dt, 0, min(a.hi, mb - 1)) if a.lo >= 0 else of_interval(dt, -(mb - 1), mb - 1)
-    if op in (Ops.SHL, Ops.SHR):
-      if b.lo < 0 or b.hi >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in [{b.lo}, {b.hi}] outside [0, {dt.bits})")
-      if op is Ops.SHR: return of_interval(dt, 0, a.hi) if a.lo >= 0 else of_interval(dt, min(a.lo, 0), max(a.hi, 0))
-      return full(dt)
-    if op is Ops.AND:
-      nonneg = [x.hi for x in (a, b) if x.lo >= 0]
-      return of_interval(dt, 0, min(nonneg)) if nonneg else full(dt)
-    if op in (Ops.OR, Ops.XOR):
-      if a.lo >= 0 and b.lo >= 0: return of_interval(dt, 0, (1 << int(max(a.hi, b.hi)).bit_length()) - 1)
-      return full(dt)
-    raise KernelUnsafe(f"{op.name} on {dt.name}")
+    ivs = [(int(x.lo), int(x.hi)) for x in s]
+    if (why := undefined_in(op, dt, *ivs)) is not None: raise KernelUnsafe(why)
+    # the screen keeps shift counts inside the dtype's own width too: past it, a narrow int's value is tinyspec's choice
+    if op in (Ops.SHL, Ops.SHR) and ivs[1][1] >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in {list(ivs[1])} outside [0, {dt.bits})")
+    return of_interval(dt, *interval(op, dt, *ivs))  # the registry's bounds (the whole dtype where the result may wrap)
 
   def _cast(self, dt: DType, sd: DType, a: Abs) -> Abs:
     if dt.is_bool: return BOOL
-    if dt.is_float:
-      if sd.is_float: return a
-      if a.lo < -(2 ** 24) or a.hi > 2 ** 24: raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
-      return Abs(0, a.m, a.lo, a.hi, 0)
-    if sd.is_float:
-      if not (dt.min <= a.lo and a.hi <= dt.max): raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name} may overflow")
-      return of_interval(dt, math.trunc(a.lo), math.trunc(a.hi))
-    return of_interval(dt, a.lo, a.hi)
+    if dt.is_float and not sd.is_float and (a.lo < -(2 ** 24) or a.hi > 2 ** 24):
+      raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
+    if sd.is_float and not dt.is_float and (why := cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt)) is not None:
+      raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name}: {why}")
+    lo, hi = cast_interval(sd, dt, (a.lo, a.hi))  # the registry's range of the conversion
+    if dt.is_float: return Abs(a.c, a.m, lo, hi, a.d) if sd.is_float else Abs(0, a.m, lo, hi, 0)
+    return of_interval(dt, lo, hi)
 
   def _float(self, u: UOp, s: list[Abs]) -> Abs:
-    op = u.op
+    op, dt = u.op, u.dtype
     a, b = s[0], (s[1] if len(s) > 1 else None)
-    if op is Ops.NEG: return Abs(a.c, a.m, -a.hi, -a.lo, a.d)
-    if op is Ops.TRUNC: return Abs(a.c, a.m, -INF if a.lo == -INF else math.trunc(a.lo), INF if a.hi == INF else math.trunc(a.hi), 0)
-    if b is None or op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
+    if op not in (Ops.NEG, Ops.TRUNC, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
+    lo, hi = float_interval(op, dt, *((x.lo, x.hi) for x in s))  # the registry's range of the exact result
+    if op is Ops.NEG: return Abs(a.c, a.m, lo, hi, a.d)
+    if op is Ops.TRUNC: return Abs(a.c, a.m, lo, hi, 0)
+    assert b is not None
     d = max(a.d, b.d)
-    if op is Ops.ADD: return Abs(a.c + b.c, a.m + b.m, a.lo + b.lo, a.hi + b.hi, d)
-    if op is Ops.SUB: return Abs(a.c + b.c, a.m + b.m, a.lo - b.hi, a.hi - b.lo, d)
-    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), max(a.lo, b.lo), max(a.hi, b.hi), d)
+    if op in (Ops.ADD, Ops.SUB): return Abs(a.c + b.c, a.m + b.m, lo, hi, d)
+    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), lo, hi, d)
     if a.c > 0 and b.c > 0: raise KernelUnsafe("product of two values the kernel writes")
     # a factor of a written value must be an integer of magnitude <= 1, or repeated products grow or lose bits
     for x, y in ((a, b), (b, a)):
       if x.c > 0 and (y.m > 1 or y.d > 0): raise KernelUnsafe("a written value multiplied by more than a sign")
-    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, *_mul_iv(a, b), a.d + b.d)
+    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, lo, hi, a.d + b.d)
 
 
 # ---- a kernel, a graph ----
@@ -250,16 +216,16 @@ def _multiplicities(body: UOp) -> dict[UOp, int]:
 
 def _check_reg_loads(nodes: list[UOp]) -> None:
   """Every LOAD of a REG buffer waits (through its AFTERs) for an ungated STORE of it that does not read it."""
-  loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (a := _storage(u.src[0].src[0])).op is Ops.BUFFER
+  loads = [u for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (a := storage_of(u.src[0].src[0])).op is Ops.BUFFER
            and a.arg.addrspace is AddrSpace.REG]
   if not loads: return
   inits = {x for x in nodes if x.op is Ops.STORE and len(x.src) == 2 and x.src[0].op is Ops.INDEX and
-           (acc := _storage(x.src[0].src[0])).op is Ops.BUFFER and not _reads(x.src[1], acc)}
+           (acc := storage_of(x.src[0].src[0])).op is Ops.BUFFER and not _reads(x.src[1], acc)}
   for u in loads:
     st = u.src[0].src[0]
-    acc = _storage(st)
+    acc = storage_of(st)
     deps = [d for a in _afters(st) for d in a.src[1:] if d.op is not Ops.RANGE]
-    ok = any(x in inits and _storage(x.src[0].src[0]) is acc for d in deps for x in d.toposort(lambda n: n.op is not Ops.CALL))
+    ok = any(x in inits and storage_of(x.src[0].src[0]) is acc for d in deps for x in d.toposort(lambda n: n.op is not Ops.CALL))
     if not ok: raise KernelUnsafe(f"a LOAD of REG buffer {acc.arg.id} may run before any STORE initialises it")
 
 
@@ -272,7 +238,7 @@ def _afters(u: UOp) -> list[UOp]:
 
 
 def _reads(v: UOp, acc: UOp) -> bool:
-  return any(n.op is Ops.INDEX and _storage(n.src[0]) is acc for n in v.toposort(lambda n: n.op is not Ops.CALL))
+  return any(n.op is Ops.INDEX and storage_of(n.src[0]) is acc for n in v.toposort(lambda n: n.op is not Ops.CALL))
 
 
 def _enclosing(body: UOp) -> dict[UOp, set[UOp]]:
@@ -296,10 +262,10 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
     if not rs <= deps[s]:
       raise KernelUnsafe(f"a STORE under an END over axis {min(r.arg.axis for r in rs - deps[s])} does not depend on that range")
   by_base: dict[UOp, list[UOp]] = {}
-  for s in stores: by_base.setdefault(_storage(s.src[0].src[0]), []).append(s)
+  for s in stores: by_base.setdefault(storage_of(s.src[0].src[0]), []).append(s)
   for s in stores:
     for ld in (x for x in deps[s] if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX):
-      for w in by_base.get(_storage(ld.src[0].src[0]), ()):
+      for w in by_base.get(storage_of(ld.src[0].src[0]), ()):
         if w is not s and w not in ld.toposort() and ld not in deps[w]:
           raise KernelUnsafe("a LOAD and a STORE of one storage with no dependency ordering them")
   for ws in by_base.values():
@@ -314,7 +280,7 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
   nodes = body.toposort(lambda n: n.op is not Ops.CALL)
   stores = [u for u in nodes if u.op is Ops.STORE]
   if any(s.src[0].op is not Ops.INDEX for s in stores): raise KernelUnsafe("STORE not through an INDEX")
-  written = {_storage(s.src[0].src[0]) for s in stores}
+  written = {storage_of(s.src[0].src[0]) for s in stores}
   _check_reg_loads(nodes)
   check_order(body, stores)
   ka = KernelAbs(written, {k: v for k, v in bounds.items() if not any(w.op is Ops.PARAM and w.arg.slot == k for w in written)})
@@ -355,7 +321,7 @@ def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     for call in kernel_calls(root):
       body = call.src[0]
       if not is_kernel_body(body) or body.op is not Ops.SINK: raise KernelUnsafe(f"a CALL body {body.op.name} is not analysed")
-      args = [_storage(a) for a in call.src[1:]]
+      args = [storage_of(a) for a in call.src[1:]]
       if any(a.op is not Ops.BUFFER for a in args): raise KernelUnsafe("a kernel arg that is not a BUFFER")
       if len({a.arg.id for a in args}) != len(args): raise KernelUnsafe("two args of one kernel on the same BUFFER (its pointers are restrict)")
       for a in args:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case, in_bounds, index_expr
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, storage_of
 
 MAX_BUFFER = 64          # elements of a buffer
 MAX_ITERS = 64           # iterations of one loop nest
@@ -55,18 +55,13 @@ def _pick(rng: random.Random, weights: dict) -> object:
   return items[-1]
 
 
-def _storage_base(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
-
-
 def _accessed(eff: UOp) -> set[UOp]:
   """The storage an effect reads or writes itself: not what the effects it waits for (AFTER dependencies) access."""
   out: set[UOp] = set()
   seen, stack = {eff}, [eff]
   while stack:
     u = stack.pop()
-    if u.op is Ops.INDEX: out.add(_storage_base(u.src[0]))
+    if u.op is Ops.INDEX: out.add(storage_of(u.src[0]))
     for x in (u.src[:1] if u.op is Ops.AFTER else u.src):
       if x not in seen:
         seen.add(x)
@@ -328,10 +323,10 @@ class KernelBuilder:
         target = rng.choice(self.written)
         if items and rng.random() < 0.4:
           # a second store to a buffer this loop already stored to
-          prev = [b for s in items if s.op is Ops.STORE and (b := _storage_base(s.src[0].src[0])).op is Ops.PARAM]
+          prev = [b for s in items if s.op is Ops.STORE and (b := storage_of(s.src[0].src[0])).op is Ops.PARAM]
           if prev: target = rng.choice(prev)
         items.append(self.done(self.statement(target)))
-    if self.rs and len([s for s in items if s.op is Ops.STORE]) > len({_storage_base(s.src[0].src[0]) for s in items if s.op is Ops.STORE}):
+    if self.rs and len([s for s in items if s.op is Ops.STORE]) > len({storage_of(s.src[0].src[0]) for s in items if s.op is Ops.STORE}):
       self.g.features.add("rmw:two_stores")
     return items
 

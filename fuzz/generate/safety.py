@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.intervals import INTERVALS, interval
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.ops.classes import dtype_error
+from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
+from tinyspec.ops.scalar import cast_undefined
+from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call
 
 FLOAT_LIMIT = 1e6          # magnitude a float value may reach; beyond it sums of rounded terms lose too much
 MAX_DBITS = 12             # denominator bits an exact float may carry
@@ -85,11 +87,6 @@ def array_info(dt: DType, arr: np.ndarray | None) -> Info:
   return Info(int(a.min()), int(a.max()), True, 0, True)
 
 
-def _corners(fn, a: Info, b: Info) -> tuple:
-  vals = [fn(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
-  return min(vals), max(vals)
-
-
 def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dict[int, Any]) -> Info | None:
   """The Info of u from its sources' Infos. Raises Unsafe when u's operands allow undefined behaviour."""
   op, dt = u.op, u.dtype
@@ -131,7 +128,7 @@ def _stores(dep: UOp) -> list[UOp]:
   out, stack = [], [dep]
   while stack:
     e = stack.pop()
-    if e.op is Ops.STORE or (e.op is Ops.CALL and e.src and e.src[0].op is not Ops.TUPLE): out.append(e)
+    if e.op is Ops.STORE or is_opaque_call(e): out.append(e)
     elif e.op is Ops.GROUP: stack.extend(e.src)
   return out
 
@@ -198,14 +195,10 @@ def _reduce(u: UOp, a: Info) -> Info:
   cnt = math.prod(u.src[0].shape[:n])
   dt = u.dtype
   if rop is Ops.MAX: return a
-  if rop is Ops.ADD:
-    lo, hi = a.lo * cnt, a.hi * cnt
-    return _float(dt, lo, hi, a.exact, a.dbits) if dt.is_float else _int(dt, lo, hi)
   m = max(abs(a.lo), abs(a.hi))
-  lo, hi = (a.lo ** cnt, a.hi ** cnt) if a.lo >= 0 else (-(m ** cnt), m ** cnt)
-  if dt.is_float:
-    if m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
-    return _float(dt, lo, hi, a.exact, a.dbits * cnt)
+  if rop is Ops.MUL and dt.is_float and m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
+  lo, hi = reduce_interval(rop, dt, (a.lo, a.hi), cnt)  # the registry's range of the reduction
+  if dt.is_float: return _float(dt, lo, hi, a.exact, a.dbits * cnt if rop is Ops.MUL else a.dbits)
   return _int(dt, lo, hi)
 
 
@@ -225,41 +218,30 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
       raise Unsafe("bitcast of an int to a float (denormals, NaN)")
     if dt.is_bool or sd.is_bool: raise Unsafe("bitcast of bool")
     return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
+  if (msg := dtype_error(op, u.src[-1].dtype)) is not None: raise Unsafe(msg)  # an op outside its dtype class has no meaning
   if dt.is_float or (op in GroupOp.Comparison and sd.is_float):
     return _float_alu(u, s)
   if op in GroupOp.Comparison: return Info(0, 1)
   if op is Ops.WHERE: return _join(s[1], s[2])
-  b = s[1] if len(s) > 1 else None
-  if dt.is_bool:
-    if op in (Ops.AND, Ops.OR, Ops.XOR): return Info(0, 1)
-    raise Unsafe(f"{op.name} on bool")
-  if op is Ops.TRUNC: return a
+  if dt.is_bool: return Info(0, 1)
   ivs = [(x.lo, x.hi) for x in s if x is not None]
-  if op in (Ops.IDIV, Ops.MOD):
-    assert b is not None
-    if b.lo <= 0 <= b.hi: raise Unsafe(f"{op.name} by a range holding 0")
-    if dt.is_signed and b.lo <= -1 <= b.hi and a.lo <= dt.min: raise Unsafe(f"{op.name} of the minimum by -1")
-  if op in (Ops.SHL, Ops.SHR):
-    assert b is not None
-    if b.lo < 0 or b.hi >= dt.bits: raise Unsafe(f"{op.name} by a range [{b.lo}, {b.hi}] past the width {dt.bits}")
+  if (why := undefined_in(op, dt, *ivs)) is not None: raise Unsafe(why)
+  # the screen keeps shift counts inside the dtype's own width too: past it, a narrow int's value is tinyspec's choice
+  if op in (Ops.SHL, Ops.SHR) and ivs[1][1] >= dt.bits: raise Unsafe(f"{op.name} by a range [{ivs[1][0]}, {ivs[1][1]}] past the width {dt.bits}")
   if op not in INTERVALS: raise Unsafe(f"{op.name} on {dt.name}")
   lo, hi = interval(op, dt, *ivs)  # the registry's bounds of the op's meaning (full range where it may wrap)
   return Info(int(lo), int(hi))
 
 
 def _cast(dt: DType, sd: DType, a: Info) -> Info:
-  if dt.is_float:
-    if sd.is_float:
-      return _float(dt, a.lo, a.hi, a.exact, a.dbits)
-    return _float(dt, a.lo, a.hi, True, 0)
+  lo, hi = cast_interval(sd, dt, (a.lo, a.hi))  # the registry's range of the conversion
+  if dt.is_float: return _float(dt, lo, hi, a.exact if sd.is_float else True, a.dbits if sd.is_float else 0)
   if sd.is_float:
     if not a.exact: raise Unsafe("cast of an inexact float to an integer")
-    if dt.is_bool: return Info(0, 1) if a.lo <= 0 <= a.hi else Info(1, 1)
-    lo, hi = math.trunc(a.lo), math.trunc(a.hi)
-    if lo < dt.min or hi > dt.max: raise Unsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name} overflows")
-    return Info(lo, hi)
-  if dt.is_bool: return Info(0, 1) if a.lo <= 0 <= a.hi else Info(1, 1)
-  return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
+    if (why := cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt)) is not None:
+      raise Unsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name}: {why}")
+  if dt.is_bool or sd.is_float: return Info(int(lo), int(hi))
+  return a if (lo, hi) == (a.lo, a.hi) else _full(dt)
 
 
 def _float_alu(u: UOp, s: list[Info | None]) -> Info:
@@ -273,30 +255,17 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
     return Info(0, 1)
   if op is Ops.WHERE: return _float(dt, min(s[1].lo, s[2].lo), max(s[1].hi, s[2].hi), s[1].exact and s[2].exact,  # type: ignore
                                     max(s[1].dbits, s[2].dbits), s[1].raw and s[2].raw)  # type: ignore
-  if op is Ops.NEG: return _float(dt, -a.hi, -a.lo, a.exact, a.dbits)
-  if op is Ops.TRUNC: return _float(dt, math.trunc(a.lo), math.trunc(a.hi), a.exact, 0)
-  if op is Ops.RECIP:
-    if a.lo <= 1e-3 and a.hi >= -1e-3: raise Unsafe("RECIP of a range near 0")
-    return _float(dt, 1 / a.hi, 1 / a.lo, False, 0)
-  if op is Ops.SQRT:
-    if a.lo < 0: raise Unsafe("SQRT of a negative range")
-    return _float(dt, math.sqrt(a.lo), math.sqrt(a.hi), False, 0)
-  if op is Ops.LOG2:
-    if a.lo < 1e-3: raise Unsafe("LOG2 of a range reaching below 1e-3")
-    return _float(dt, math.log2(a.lo), math.log2(a.hi), False, 0)
-  if op is Ops.EXP2:
-    if a.hi > 16 or a.lo < -30: raise Unsafe("EXP2 of a range past [-30, 16]")
-    return _float(dt, 2.0 ** a.lo, 2.0 ** a.hi, False, 0)
-  if op is Ops.SIN:
-    if max(abs(a.lo), abs(a.hi)) > 100: raise Unsafe("SIN of a large range")
-    return _float(dt, -1.0, 1.0, False, 0)
+  # the screen's margins: ranges near the points where an op's value is unbounded, NaN or far from exact
+  if op is Ops.RECIP and a.lo <= 1e-3 and a.hi >= -1e-3: raise Unsafe("RECIP of a range near 0")
+  if op is Ops.SQRT and a.lo < 0: raise Unsafe("SQRT of a negative range")
+  if op is Ops.LOG2 and a.lo < 1e-3: raise Unsafe("LOG2 of a range reaching below 1e-3")
+  if op is Ops.EXP2 and (a.hi > 16 or a.lo < -30): raise Unsafe("EXP2 of a range past [-30, 16]")
+  if op is Ops.SIN and max(abs(a.lo), abs(a.hi)) > 100: raise Unsafe("SIN of a large range")
+  lo, hi = float_interval(op, dt, *((x.lo, x.hi) for x in s if x is not None))  # the registry's range of the exact result
+  if op in GroupOp.Unary: return _float(dt, lo, hi, a.exact and op in (Ops.NEG, Ops.TRUNC), a.dbits if op is Ops.NEG else 0)
   assert b is not None
   ex = a.exact and b.exact
-  if op is Ops.ADD: return _float(dt, a.lo + b.lo, a.hi + b.hi, ex, max(a.dbits, b.dbits))
-  if op is Ops.SUB: return _float(dt, a.lo - b.hi, a.hi - b.lo, ex, max(a.dbits, b.dbits))
-  if op is Ops.MUL: return _float(dt, *_corners(lambda x, y: x * y, a, b), ex, a.dbits + b.dbits)
-  if op is Ops.MAX: return _float(dt, max(a.lo, b.lo), max(a.hi, b.hi), ex, max(a.dbits, b.dbits))
-  raise Unsafe(f"{op.name} on {dt.name}")
+  return _float(dt, lo, hi, ex, a.dbits + b.dbits if op is Ops.MUL else max(a.dbits, b.dbits))
 
 
 class Analysis:
@@ -319,7 +288,7 @@ class Analysis:
         stack.extend((x, False) for x in srcs if x not in self.cache)
         continue
       if u.op is Ops.CALL:
-        if u.src and u.src[0].op is not Ops.TUPLE:
+        if is_opaque_call(u):
           call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
         self.cache[u] = None
         continue
@@ -335,7 +304,7 @@ class Analysis:
   def _gettuple(self, u: UOp) -> Info | None:
     c = u.src[0]
     if c.op is Ops.TUPLE: return self.info(c.src[u.arg])
-    if c.op is not Ops.CALL or c.src[0].op is not Ops.TUPLE: raise Unsafe("GETTUPLE of a non-call")
+    if not is_value_call(c): raise Unsafe("GETTUPLE of a non-call")
     key = ("body", c)
     if key not in self.cache:  # type: ignore[comparison-overlap]
       args = [self.info(a) for a in c.src[1:]]
@@ -347,7 +316,7 @@ def opaque_race(root: UOp) -> str | None:
   """_opaque_race of the graph as rangeify schedules it (DETACH dropped, AFTER under views), with its value calls kept
   and inlined: an inlined call's output may be the very storage it was given, and values made equal by dropping a
   DETACH become one node, so two args on distinct nodes may share storage there."""
-  if not any(u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE for u in root.toposort()): return None
+  if not any(is_opaque_call(u) for u in root.toposort()): return None
   from tinyspec.lower.base import LowerOptions, Trace
   from tinyspec.lower.callify import CALLIFY
   from tinyspec.lower.rangeify import pm_prepare
@@ -362,7 +331,7 @@ def _opaque_race(root: UOp) -> str | None:
   leaves: an AFTER of the other must stand in the arg (or STORE target) on that storage of one of the two. A value an
   arg computes counts as storage of its own (it is realized into a buffer that the call may write)."""
   nodes = root.toposort()
-  calls = [u for u in nodes if u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE]
+  calls = [u for u in nodes if is_opaque_call(u)]
   if not calls: return None
   touched: dict[UOp, list[tuple[UOp, UOp]]] = {}  # storage -> (effect, its operand on that storage)
   for u in nodes:

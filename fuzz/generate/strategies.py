@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from fuzz.generate.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.classes import accepts
 from tinyspec.uop import AxisType, Ops, UOp
 
 MAX_SIZE = 32        # elements of any value
@@ -32,7 +33,6 @@ RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kern
 MAX_DIM = 4
 MAX_RANK = 3
 
-INT_DTYPES = dtypes.ints
 NUM_DTYPES = (*dtypes.ints, *dtypes.floats)
 VALUE_DTYPES = (dtypes.bool, *dtypes.ints, *dtypes.floats)
 
@@ -51,6 +51,11 @@ STEP_WEIGHTS: dict[str, float] = {
 }
 # steps of the outer graph drawn from the generator's side Random (see TensorGen): the chance of each before every step
 SIDE_STEP_WEIGHTS: dict[str, float] = {"copy": 0.03, "opaque": 0.04}
+
+
+def operand_dtypes(op: Ops) -> tuple[DType, ...]:
+  """The value dtypes an elementwise op takes, by the registry's dtype class (index is for shapes and indices only)."""
+  return tuple(d for d in VALUE_DTYPES if accepts(op, d))
 
 
 def default_weights() -> dict[str, float]:
@@ -335,8 +340,8 @@ class TensorGen:
     if fn is not None:
       fn(scope, op)
       return
+    among = operand_dtypes(op)
     if op in UNARY_FLOAT or op is Ops.NEG:
-      among = dtypes.floats if op in UNARY_FLOAT else NUM_DTYPES
       a = self.pick(scope, lambda u: u.dtype in among and u.shape is not None)
       if a is None: a = self.new_input(scope, self.dtype(among))
       u = a.alu(op)
@@ -344,8 +349,6 @@ class TensorGen:
         u = a.maximum(self.const(a.dtype, a.shape, 0.0 if op is Ops.SQRT else 0.5)).alu(op)
       self.add(scope, u)
       return
-    among = {**{o: NUM_DTYPES for o in ARITH}, **{o: INT_DTYPES for o in INT_ONLY}, **{o: (dtypes.bool, *INT_DTYPES) for o in BITWISE},
-             Ops.CMPLT: NUM_DTYPES, Ops.CMPNE: VALUE_DTYPES, Ops.CMPEQ: VALUE_DTYPES}[op]
     a = self.pick(scope, lambda u: u.dtype in among and u.shape is not None)
     if a is None: a = self.new_input(scope, self.dtype(among))
     if op in (Ops.IDIV, Ops.MOD) and self.chance("divmod:bounded", 0.3):

@@ -31,12 +31,12 @@ from fuzz.generate.safety import unsafe_reason
 from fuzz.generate.strategies import Case
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, check
-from tinyspec.uop import Ops, UOp, substitute, walk
+from tinyspec.uop import Ops, UOp, is_value_call, substitute, walk
 
 
 def outer_nodes(root: UOp) -> list[UOp]:
   """Nodes reachable without entering a call body (their values do not depend on a PARAM), sources first."""
-  return walk((root,), lambda u: u.src[1:] if u.op is Ops.CALL and u.src and u.src[0].op is Ops.TUPLE else u.src)
+  return walk((root,), lambda u: u.src[1:] if is_value_call(u) else u.src)
 
 
 def node_count(root: UOp) -> int:
@@ -52,7 +52,7 @@ def cost(case: Case) -> tuple:
 
 def _inline(g: UOp) -> UOp | None:
   call = g.src[0]
-  if call.op is not Ops.CALL or call.src[0].op is not Ops.TUPLE: return None
+  if not is_value_call(call): return None
   args = call.src[1:]
   body = call.src[0].src[g.arg]
   mapping: dict[UOp, UOp] = {}

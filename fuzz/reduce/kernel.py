@@ -21,7 +21,7 @@ import numpy as np
 
 from fuzz.reduce.shapes import smaller_dims
 from tinyspec.dtype import dtypes
-from tinyspec.uop import AddrSpace, Ops, UOp
+from tinyspec.uop import AddrSpace, Ops, UOp, is_opaque_call, storage_of
 
 
 def rebuild(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp]) -> UOp:
@@ -37,14 +37,9 @@ def keep(u: UOp, ns: tuple[UOp, ...]) -> UOp:
   return u if all(a is b for a, b in zip(ns, u.src)) else u.replace(src=ns)
 
 
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
-
-
 def kernel_calls(root: UOp) -> list[UOp]:
   """CALLs whose body is not a TUPLE (kernels, programs, copies)."""
-  return [u for u in root.toposort() if u.op is Ops.CALL and u.src and u.src[0].op is not Ops.TUPLE]
+  return [u for u in root.toposort() if is_opaque_call(u)]
 
 
 def drop_effects(root: UOp) -> Iterator[UOp]:
@@ -112,7 +107,7 @@ def shrink_buffers(root: UOp, inputs: dict[int, np.ndarray]) -> Iterator[tuple[U
   calls = kernel_calls(root)
   for b in root.toposort():
     if b.op is not Ops.BUFFER or b.arg.addrspace is not AddrSpace.GLOBAL or b.arg.size <= 1: continue
-    slots = {c: {k for k, a in enumerate(c.src[1:]) if _storage(a) is b} for c in calls}
+    slots = {c: {k for k, a in enumerate(c.src[1:]) if storage_of(a) is b} for c in calls}
     slots = {c: ks for c, ks in slots.items() if ks}
     for n in smaller_dims(b.arg.size):
       nb = b.replace(arg=replace(b.arg, size=n))
@@ -143,7 +138,7 @@ def retarget_outputs(root: UOp) -> Iterator[UOp]:
   if root.op is not Ops.SINK: return
   for i, e in enumerate(root.src):
     if e.op is not Ops.AFTER or e.src[0].op is not Ops.BUFFER: continue
-    for a in dict.fromkeys(_storage(a) for c in e.src[1:] if c.op is Ops.CALL for a in c.src[1:]):
+    for a in dict.fromkeys(storage_of(a) for c in e.src[1:] if c.op is Ops.CALL for a in c.src[1:]):
       if a is not e.src[0] and a.op is Ops.BUFFER: yield root.replace(src=(*root.src[:i], a.after(*e.src[1:]), *root.src[i + 1:]))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tinyspec.lower.base import Pass
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
 def _after_kept_over_view(call: UOp) -> UOp | None:
   from tinyspec.uop import storage_of
   from tinyspec.lower.rangeify import reshape_base
-  if call.src[0].op is Ops.TUPLE: return None
+  if is_value_call(call): return None
   new = []
   for a in call.src[1:]:
     b = reshape_base(a)

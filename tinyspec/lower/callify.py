@@ -98,23 +98,23 @@ def _precompile_call(g: UOp, call: UOp) -> UOp:
 
 pm_fold_tuple = PatternMatcher([
   ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
-], "callify_fold")
+], "pm_fold_tuple")
 
 pm_inline = PatternMatcher([
   ("inline_gettuple_of_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
    _inline_call),
-], "callify_inline")
+], "pm_inline")
 
 pm_precompile = PatternMatcher([
   ("precompile_gettuple_of_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
    _precompile_call),
-], "callify_precompile")
+], "pm_precompile")
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  fold = tables["callify_fold"]
-  if options.callify == "inline": return trace.rewrite(root, tables["callify_inline"] + fold, bottom_up=True)
-  if options.callify == "precompile": return trace.rewrite(root, tables["callify_precompile"] + fold, bottom_up=True)
+  fold = tables["pm_fold_tuple"]
+  if options.callify == "inline": return trace.rewrite(root, tables["pm_inline"] + fold, bottom_up=True)
+  if options.callify == "precompile": return trace.rewrite(root, tables["pm_precompile"] + fold, bottom_up=True)
   raise ValueError(f"unknown callify mode {options.callify!r}; expected 'inline' or 'precompile'")
 
 

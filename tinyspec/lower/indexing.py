@@ -17,6 +17,7 @@ import math
 from typing import Sequence
 
 from tinyspec.dtype import dtypes
+from tinyspec.ops.scalar import cdiv, cmod
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec.shared import VIEW_INDEX
 from tinyspec.uop import GroupOp, Ops, UOp
@@ -51,13 +52,12 @@ def imul(a: UOp, b: int) -> UOp:
 
 
 def idiv(a: UOp, b: int) -> UOp:
-  # every index reaching here is >= 0, so truncating division is floor division
-  if _isc(a): return iconst(a.arg // b)
+  if _isc(a): return iconst(cdiv(a.arg, b))  # IDIV's own meaning (tinyspec.ops.scalar), whatever the signs
   return a if b == 1 else a.alu(Ops.IDIV, iconst(b))
 
 
 def imod(a: UOp, b: int) -> UOp:
-  if _isc(a): return iconst(a.arg % b)
+  if _isc(a): return iconst(cmod(a.arg, b))
   if b == 1: return iconst(0)
   if a.vmin >= 0 and a.vmax < b: return a
   return a.alu(Ops.MOD, iconst(b))
@@ -233,4 +233,4 @@ pm_indexing = PatternMatcher([
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
-], "indexing")
+], "pm_indexing")

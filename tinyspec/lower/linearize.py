@@ -58,7 +58,7 @@ def _noop_cast(c: UOp) -> bool: return c.op is Ops.CAST and c.dtype is c.src[0].
 pm_lower_index = PatternMatcher([
   ("index_to_int", UPat(Ops.SINK, name="sink"), index_to_int),
   ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if _noop_cast(c) else None),
-], name="lower_index")
+], name="pm_lower_index")
 
 
 def _lowered(body: UOp) -> bool:
@@ -72,7 +72,7 @@ def _kernel_name(call: UOp | None, i: int) -> str:
 
 def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], options: LowerOptions | None = None,
                    trace: Trace | None = None) -> UOp:
-  """PROGRAM(sink, LINEAR(...)) for one kernel SINK, `index` lowered with tables["lower_index"] (LINEARIZE.tables);
+  """PROGRAM(sink, LINEAR(...)) for one kernel SINK, `index` lowered with tables["pm_lower_index"] (LINEARIZE.tables);
   the partly lowered kernel SINK when trace's step limit stops it first."""
   if body.op is not Ops.SINK: raise LinearizeError(f"linearize takes a kernel SINK, not {body.op.name}")
   if any(u.op is Ops.REDUCE for u in body.toposort()): raise LinearizeError("kernel still holds a REDUCE; run lower_reduce first")
@@ -80,7 +80,7 @@ def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], o
   except LoopOrderError as e: raise LinearizeError(str(e)) from e
   idt = index_dtype_for(body, options.int_dtype if options else None)
   trace = trace or Trace()
-  body = trace.rewrite(body, tables["lower_index"], idt)
+  body = trace.rewrite(body, tables["pm_lower_index"], idt)
   if trace.exhausted and not _lowered(body): return body
   try: order = schedule(body)
   except LoopOrderError as e: raise LinearizeError(str(e)) from e

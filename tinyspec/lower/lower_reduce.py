@@ -38,11 +38,11 @@ def reduce_to_acc(red: UOp) -> UOp:
 
 pm_lower_reduce = PatternMatcher([
   ("reduce_to_accumulator", UPat(Ops.REDUCE, name="red"), lambda red: reduce_to_acc(red) if not isinstance(red.arg, tuple) else None),
-], name="lower_reduce")
+], name="pm_lower_reduce")
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  pm = tables["lower_reduce"]
+  pm = tables["pm_lower_reduce"]
   return map_kernels(root, lambda call, body: trace.rewrite(body, pm))
 
 

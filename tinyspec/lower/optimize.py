@@ -79,7 +79,7 @@ def _place(ctx: tuple[UOp, tuple[UOp, ...]], u: UOp) -> UOp | None:
   return u.replace(src=(u.src[0], *deps)) if deps else u.src[0]
 
 
-pm_place = PatternMatcher([("place_after", UPat(Ops.AFTER, name="u"), _place)], name="place")
+pm_place = PatternMatcher([("place_after", UPat(Ops.AFTER, name="u"), _place)], name="pm_place")
 
 
 def replace_range(x: UOp, r: UOp, value: UOp, placed: tuple[UOp, ...]) -> UOp:
@@ -110,7 +110,7 @@ def _split_closure(ctx: OptCtx, u: UOp) -> UOp | None:
 pm_split = PatternMatcher([
   ("split_end_ranges", UPat(Ops.END, name="u"), _split_closure),
   ("split_reduce_ranges", UPat(Ops.REDUCE, name="u"), _split_closure),
-], name="split")
+], name="pm_split")
 
 
 # ---- unroll ----
@@ -167,7 +167,7 @@ def unroll_reduce(ctx: OptCtx, u: UOp) -> UOp | None:
 pm_unroll = PatternMatcher([
   ("unroll_end", UPat(Ops.END, name="u"), unroll_end),
   ("unroll_reduce", UPat(Ops.REDUCE, name="u"), unroll_reduce),
-], name="unroll")
+], name="pm_unroll")
 
 
 # ---- global ----
@@ -176,7 +176,7 @@ def mark_global(ctx: OptCtx, r: UOp) -> UOp | None:
   return r.replace(arg=RangeArg(r.arg.axis, AxisType.GLOBAL))
 
 
-pm_global = PatternMatcher([("mark_global", UPat(Ops.RANGE, name="r"), mark_global)], name="global")
+pm_global = PatternMatcher([("mark_global", UPat(Ops.RANGE, name="r"), mark_global)], name="pm_global")
 
 
 # ---- applicability and driver ----
@@ -191,15 +191,15 @@ def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternM
   if kind == "split":
     f = opt[2]
     if not (1 < f < n and n % f == 0): return body
-    return trace.rewrite(body, tables["split"], OptCtx(axis, f, max_axis(body) + 1))
+    return trace.rewrite(body, tables["pm_split"], OptCtx(axis, f, max_axis(body) + 1))
   if kind == "unroll":
     if not 1 <= n <= UNROLL_LIMIT: return body
-    return trace.rewrite(body, tables["unroll"], OptCtx(axis, new_axis=max_axis(body) + 1))
+    return trace.rewrite(body, tables["pm_unroll"], OptCtx(axis, new_axis=max_axis(body) + 1))
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
     if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
     if iteration_conflicts(body, r): return body  # a loop whose iterations share data stays a loop
-    return trace.rewrite(body, tables["global"], OptCtx(axis))
+    return trace.rewrite(body, tables["pm_global"], OptCtx(axis))
   raise ValueError(f"unknown opt {opt!r}")
 
 

@@ -46,10 +46,10 @@ def _unpin(s: UOp, v: UOp, st: UOp) -> UOp | None:
 _target = UPat(Ops.INDEX, name="t", allow_any_len=True)
 pm_pin_order = PatternMatcher([
   ("pin_order", UPat(Ops.STORE, src=(_target, UPat.var("v")), allow_any_len=True, name="st"), _pin),
-], name="pin_order")
+], name="pm_pin_order")
 pm_unpin_order = PatternMatcher([
   ("unpin_order", UPat(Ops.STORE, src=(UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat.var("s"),), allow_any_len=True),),
                                             allow_any_len=True), UPat.var("v")), allow_any_len=True, name="st"), _unpin),
-], name="unpin_order")
+], name="pm_unpin_order")
 
 ORDER_TABLES = frozenset(pm.name for pm in (pm_pin_order, pm_unpin_order))  # their names, for the prover

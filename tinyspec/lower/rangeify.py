@@ -55,7 +55,7 @@ pm_prepare = PatternMatcher([
   ("strip_detach", UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
   ("after_through_view", UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="v"),), allow_any_len=True, name="a"), _after_through_view),
   ("prepare_gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
-], "rangeify_prepare")
+], "pm_prepare")
 
 
 @dataclass
@@ -90,7 +90,7 @@ pm_call_args = PatternMatcher([
   ("call_arg_view_to_storage", UPat(Ops.CALL, name="call"), _call_arg_view_to_storage),
   # the view of a version of storage: the arg is that version, AFTER(storage, writers...) with the view dropped
   ("call_arg_after_view", UPat(Ops.CALL, name="call"), _call_arg_after_view),
-], "rangeify_call_args")
+], "pm_call_args")
 
 
 def _read_views(roots: list[UOp], reads: dict) -> dict[UOp, UOp]:
@@ -239,7 +239,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     sink = UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,))
-    body = self.trace.rewrite(sink, self.tables["indexing"], KernelCtx(leaves), bottom_up=False)
+    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves), bottom_up=False)
     if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
@@ -296,7 +296,7 @@ def _pointwise(body: UOp, p0: UOp) -> bool | None:
 
 def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None = None,
                 ids: dict | None = None, views: bool = True) -> UOp:
-  """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables["indexing"]. With out_params,
+  """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables["pm_indexing"]. With out_params,
   entry i is written into out_params[i]. ids maps what needs a fresh BUFFER to its id (kept by the caller to give the
   same ids when the same graph is lowered again). views False binds every read arg as storage at once."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
@@ -306,14 +306,14 @@ def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, 
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  prepare = tables["rangeify_prepare"]
+  prepare = tables["pm_prepare"]
   prepared = trace.rewrite(root, prepare, bottom_up=True)
   # stopped by a step limit before the prepare table is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
   # of a TUPLE): it is the pass's result as it stands
   if trace.exhausted and graph_rewrite(prepared, prepare) is not prepared: return prepared
   # stopped inside a kernel body, the trace is exhausted and this leaves the view args as they are (legal at TENSOR)
   graph = lower_graph(prepared, options, trace, tables, ids=_BUFFER_IDS.setdefault(root, {}))
-  return trace.rewrite(graph, tables["rangeify_call_args"], bottom_up=True)
+  return trace.rewrite(graph, tables["pm_call_args"], bottom_up=True)
 
 
 RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (pm_prepare, pm_indexing, pm_call_args))

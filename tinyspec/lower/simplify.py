@@ -156,7 +156,7 @@ pm_fold_constants = PatternMatcher([
   ("fold_const_alu", UPat(GroupOp.ALU, name="x", src=UPat(Ops.CONST)), fold_const),
   ("fold_const_cast", UPat(Ops.CAST, name="x", src=(UPat.cvar("c"),)), fold_cast),
   ("fold_cast_same_dtype", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if c.dtype is x.dtype else None),
-], name="fold_constants")
+], name="pm_fold_constants")
 
 pm_identities = PatternMatcher([
   ("add_zero", UPat(Ops.ADD, src=[_x, UPat.const(INTS, 0)]), lambda x: x),
@@ -183,7 +183,7 @@ pm_identities = PatternMatcher([
   ("where_true", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, True), UPat.var("a"), UPat.var("b"))), lambda a, b: a),
   ("where_false", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, False), UPat.var("a"), UPat.var("b"))), lambda a, b: b),
   ("where_same", UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("a"))), lambda c, a: a),
-], name="identities")
+], name="pm_identities")
 
 pm_bounds = PatternMatcher([
   ("fold_by_bounds", UPat(GroupOp.ALU | {Ops.CAST}, name="x"), fold_by_bounds),
@@ -195,7 +195,7 @@ pm_bounds = PatternMatcher([
   ("idiv_divisible", UPat(Ops.IDIV, src=(_x, _cint)), idiv_divisible),
   ("mod_divisible", UPat(Ops.MOD, src=(_x, _cint)), mod_divisible),
   ("idiv_idiv", UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(_x, UPat.cvar("a", INTS))), UPat.cvar("b", INTS))), idiv_idiv),
-], name="bounds_rules")
+], name="pm_bounds")
 
 
 def _not_const(u: UOp) -> bool: return u.op is not Ops.CONST
@@ -212,24 +212,24 @@ pm_combine_terms = PatternMatcher([
    lambda x, c1, c2: x * _c(x, c1.arg + c2.arg)),
   ("combine_mul_and_term", UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[_x, _c1]), _x]), lambda x, c1: x * _c(x, c1.arg + 1)),
   ("combine_self", UPat(Ops.ADD, src=(_x, _x)), lambda x: x * _c(x, 2) if _not_const(x) else None),
-], name="combine_terms")
+], name="pm_combine_terms")
 
 pm_gates = PatternMatcher([
   ("load_gate_true", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, True))), lambda i, alt: i.load()),
   ("load_gate_false", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, False))), lambda i, alt: alt),
   ("store_gate_true", UPat(Ops.STORE, src=(UPat.var("t"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda t, v: t.store(v)),
-], name="gates")
+], name="pm_gates")
 
 pm_simplify = PatternMatcher([r for pm in (pm_fold_constants, pm_identities, pm_bounds, pm_combine_terms, pm_gates) for r in pm.rules],
-                             "simplify")
+                             "pm_simplify")
 
 
 def simplify_body(body: UOp, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:
-  """One kernel body (or any integer expression) simplified to a fixed point with tables["simplify"], every store
+  """One kernel body (or any integer expression) simplified to a fixed point with tables["pm_simplify"], every store
   kept after the effects its value read through (tables "pin_order" and "unpin_order", lower.ordering): folding may
   drop the loads that carried that order. tables: a pass's Tables holding those three (SIMPLIFY.tables)."""
   trace = trace or Trace()
-  return trace.rewrite(trace.rewrite(trace.rewrite(body, tables["pin_order"]), tables["simplify"]), tables["unpin_order"])
+  return trace.rewrite(trace.rewrite(trace.rewrite(body, tables["pm_pin_order"]), tables["pm_simplify"]), tables["pm_unpin_order"])
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:

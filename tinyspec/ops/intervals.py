@@ -5,13 +5,21 @@ their ranges lies in [lo, hi], the defined values at C's undefined points includ
 modulo the width). A fixed-width result whose exact range would leave the dtype gets the dtype's full range, since
 it may wrap. `bounds_rule` gives a node's (vmin, vmax) from its sources' (UOp.vmin / UOp.vmax); the simplifier, the
 bounds proofs and the fuzzers' UB screens all use these functions.
+
+Float ops have real-number bounds (`float_interval`): the range of the exact result on operands in their ranges, an end
+of a range being +-inf where it is unbounded, computed in float64. Rounding to the dtype is the caller's to account for
+(the fuzzers' screens keep only values whose float arithmetic is exact). The ops defined on part of the reals only
+(SQRT below 0, LOG2 below 0) raise ValueError for a range reaching outside their domain.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
+import numpy as np
+
 from tinyspec.dtype import DType
-from tinyspec.ops.scalar import cdiv, shift_bits
+from tinyspec.ops.scalar import cdiv, reduce_identity, shift_bits
 from tinyspec.uop import Ops, UOp
 
 Interval = tuple  # (lo, hi): ints, or bools for bool values
@@ -149,11 +157,87 @@ def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
 
 
 def cast_interval(src: DType, dst: DType, a: Interval) -> Interval:
-  """The range of CAST from src to dst of a value in a."""
+  """The range of CAST from src to dst of a value in a (a float in a is no NaN)."""
   if dst.kind == "b": return (False, True) if a[0] <= 0 <= a[1] else (True, True)
-  if src.kind == "f" or dst.kind == "f": return dst.min, dst.max
+  if dst.kind == "f":  # rounding to the nearest dst value is monotone
+    with np.errstate(over="ignore"): return float(dst.np.type(a[0])), float(dst.np.type(a[1]))
+  if src.kind == "f":  # truncates toward zero, saturating at dst's ends (tinyspec.ops.scalar.cast): monotone
+    return tuple(int(dst.min) if v <= dst.min else int(dst.max) if v >= dst.max else int(math.trunc(v)) for v in a)
   if dst.min <= a[0] and a[1] <= dst.max: return int(a[0]), int(a[1])
   return dst.min, dst.max
+
+
+def _pow(x, n: int):
+  try: return x ** n
+  except OverflowError: return math.inf if x > 0 or n % 2 == 0 else -math.inf  # a float past Python's range
+
+
+def reduce_interval(op: Ops, dt: DType, a: Interval, n: int) -> Interval:
+  """The range of REDUCE with op (ADD, MUL, MAX) over n values of dtype dt, each in a: the identity when n is 0; for a
+  fixed-width int the whole dtype where the exact result may leave it (it wraps); for floats the exact real range."""
+  if n == 0: return (reduce_identity(op, dt),) * 2
+  if op is Ops.MAX or dt.kind == "b": return a  # on bool ADD is OR and MUL is AND: both stay within a
+  if op is Ops.ADD: lo, hi = a[0] * n, a[1] * n
+  elif op is Ops.MUL:
+    m = max(abs(a[0]), abs(a[1]))
+    lo, hi = (_pow(a[0], n), _pow(a[1], n)) if a[0] >= 0 else (-_pow(m, n), _pow(m, n))
+  else: raise ValueError(f"{op!r} is not a reduce op (ADD, MUL, MAX)")
+  return fit(dt, lo, hi)
+
+
+def undefined_in(op: Ops, dt: DType, *ivs: Interval) -> str | None:
+  """Why op on integer operands of dtype dt in ranges ivs may reach a point C leaves undefined other than wrap-around
+  (tinyspec.ops.scalar.c_undefined pointwise: division by zero, MIN divided by -1, a shift count outside the shift
+  width), or None when no point of the ranges does."""
+  if dt.kind not in "iux": return None
+  if op in (Ops.IDIV, Ops.MOD):
+    a, b = ivs
+    if b[0] <= 0 <= b[1]: return f"{op.name} by a range [{b[0]}, {b[1]}] holding 0"
+    if dt.kind == "i" and a[0] <= dt.min and b[0] <= -1 <= b[1]: return f"{op.name} of the minimum by -1"
+  if op in (Ops.SHL, Ops.SHR):
+    b, bits = ivs[1], shift_bits(dt)
+    if b[0] < 0 or b[1] >= bits: return f"{op.name} by a count in [{b[0]}, {b[1]}] outside [0, {bits})"
+  return None
+
+
+# ---- float operands ----
+def _fmul(dt: DType, a: Interval, b: Interval) -> Interval:
+  # operands are finite reals: an unbounded end times 0 is 0, not NaN
+  return corners(lambda x, y: 0.0 if x == 0 or y == 0 else x * y, a, b)
+
+
+def _ftrunc(dt: DType, a: Interval) -> Interval: return tuple(v if math.isinf(v) else float(math.trunc(v)) for v in a)
+
+
+def _recip(dt: DType, a: Interval) -> Interval:
+  if a[0] <= 0 <= a[1]: return -math.inf, math.inf  # 1 / +-0 is +-inf
+  return 1 / a[1], 1 / a[0]
+
+
+def _sqrt(dt: DType, a: Interval) -> Interval:
+  if a[0] < 0: raise ValueError(f"SQRT of [{a[0]}, {a[1]}]: NaN below 0")
+  return math.sqrt(a[0]), math.sqrt(a[1])
+
+
+def _log2(dt: DType, a: Interval) -> Interval:
+  if a[0] < 0: raise ValueError(f"LOG2 of [{a[0]}, {a[1]}]: NaN below 0")
+  return tuple(-math.inf if v == 0 else math.log2(v) for v in a)
+
+
+def _exp2(v: float) -> float: return math.inf if v > 1024 else 2.0 ** v  # 2.0 ** v overflows Python floats past 1024
+
+
+FLOAT_INTERVALS: dict[Ops, Callable[..., Interval]] = {
+  **{op: INTERVALS[op] for op in (Ops.ADD, Ops.SUB, Ops.NEG, Ops.MAX, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)},
+  Ops.MUL: _fmul, Ops.TRUNC: _ftrunc, Ops.RECIP: _recip, Ops.SQRT: _sqrt, Ops.LOG2: _log2,
+  Ops.EXP2: lambda dt, a: (_exp2(a[0]), _exp2(a[1])), Ops.SIN: lambda dt, a: (-1.0, 1.0),
+}
+
+
+def float_interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
+  """The range of the exact (unrounded) result of float op on operands of float dtype dt in ranges ivs (WHERE: the
+  condition's range first; a comparison's is a bool range). Raises KeyError for an op with no float meaning."""
+  return FLOAT_INTERVALS[op](dt, *ivs)
 
 
 # ---- node bounds ----

@@ -14,7 +14,7 @@ import z3
 from tinyspec.dtype import DType
 from tinyspec.ops.smt import undefined
 from tinyspec.smt import Translator
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, storage_of
 
 _MEMORY = frozenset({Ops.LOAD, Ops.INDEX})
 
@@ -58,7 +58,7 @@ class EvalTranslator(Translator):
   def _load(self, u: UOp) -> z3.ExprRef:
     ix = u.src[0] if u.src else None
     if ix is None or ix.op is not Ops.INDEX or len(ix.src) != 2 or self.sort(u.dtype) is None or u.dtype.kind == "f": return self._opaque(u)
-    val = z3.Select(self.array(_storage(ix.src[0])), self.memo[ix])
+    val = z3.Select(self.array(storage_of(ix.src[0])), self.memo[ix])
     if len(u.src) == 3: return z3.If(self.memo[u.src[2]], val, self.memo[u.src[1]])
     return val
 
@@ -66,7 +66,7 @@ class EvalTranslator(Translator):
     """The effect of a STORE(INDEX(storage, i), value[, gate]); None for other forms."""
     if st.op is not Ops.STORE or len(st.src) not in (2, 3) or st.src[0].op is not Ops.INDEX or len(st.src[0].src) != 2: return None
     gate = self(st.src[2]) if len(st.src) == 3 else z3.BoolVal(True)
-    return Effect(gate, _storage(st.src[0].src[0]), self(st.src[0]), self(st.src[1]))
+    return Effect(gate, storage_of(st.src[0].src[0]), self(st.src[0]), self(st.src[1]))
 
 
 def defined(t: EvalTranslator, root: UOp) -> z3.BoolRef:
@@ -86,11 +86,6 @@ def defined(t: EvalTranslator, root: UOp) -> z3.BoolRef:
       conds.append(z3.Not(undef))
     ok[u] = z3.And(*conds) if conds else z3.BoolVal(True)
   return ok[root]
-
-
-def _storage(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
 
 
 def differ(t: EvalTranslator, a: UOp, b: UOp) -> z3.BoolRef | None:

@@ -45,6 +45,7 @@ from tinyspec.prove.exact import Analysis, ExactForm, Unsupported, analyze
 from tinyspec.prove.evalsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.ordering import ORDER_TABLES
+from tinyspec.ops.spelling import INFIX
 from tinyspec.uop import substitute
 from tinyspec.rewrite import Rule
 from tinyspec.uop import AxisType, Ops, UOp
@@ -180,13 +181,11 @@ class RuleResult:
 
 
 def _expr(u: UOp, depth: int = 6) -> str:
-  """A short infix rendering of an integer expression."""
-  names = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
-           Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
+  """A short infix rendering of an integer expression, each op spelled as C spells it (IDIV is `/`, truncating)."""
   if depth == 0: return "..."
   if u.op is Ops.CONST: return repr(u.arg)
   if u.op is Ops.DETACH and isinstance(u.arg, tuple) and u.arg[:1] == ("slot",): return f"s{u.arg[1]}"
-  if u.op in names and len(u.src) == 2: return f"({_expr(u.src[0], depth - 1)} {names[u.op]} {_expr(u.src[1], depth - 1)})"
+  if u.op in INFIX and len(u.src) == 2: return f"({_expr(u.src[0], depth - 1)} {INFIX[u.op]} {_expr(u.src[1], depth - 1)})"
   inner = ", ".join(_expr(s, depth - 1) for s in u.src)
   return f"{u.op.name}{'.' + u.dtype.name if u.op is Ops.CAST else ''}({inner})"
 

@@ -21,7 +21,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.ops.spelling import BOOL_INFIX, INFIX, MATH_FN, PREFIX, WRAPPING
-from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 
 class RenderError(ValueError):
@@ -197,7 +197,7 @@ class CStyleRenderer:
     def emit(line: str) -> None: lines.append("  " * depth + line)
 
     def storage(u: UOp) -> str:
-      while u.op is Ops.AFTER: u = u.src[0]
+      u = storage_of(u)
       if u not in names: raise RenderError(f"{u.op.name} is used as storage before it is declared")
       return names[u]
 

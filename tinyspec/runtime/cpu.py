@@ -247,14 +247,9 @@ def prepare(root: UOp, backend: str = "c", **options) -> UOp:
   def rendered(c: UOp) -> bool: return c.src[0].op is Ops.PROGRAM and len(c.src[0].src) == 3 and c.src[0].src[2].arg.lang == backend
   if calls and all(rendered(c) for c in calls): return root
   options = {**options, "backend": backend}
-  from tinyspec.lower.pipeline import PASSES, lower, make_options
+  from tinyspec.lower.pipeline import PASSES, lower
   from tinyspec.lower.start import start_index
-  start = start_index(PASSES, root)
-  if start == 0: return lower(root, **options)["render"]
-  from tinyspec.lower.base import Trace
-  opts = make_options(**options)
-  for p in PASSES[start:]: root = p.run(root, opts, Trace())
-  return root
+  return lower(root, passes=PASSES[start_index(PASSES, root):], **options)["render"]  # the spec is verified after every pass
 
 
 def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options) -> list[np.ndarray | None] | np.ndarray:

@@ -154,7 +154,7 @@ def declare(id: str, doc: str) -> str:
 
 class Table(dict):
   """A rule table: for each op, the rules a node of that op must pass. A dict that counts its changes, so what is
-  derived from it (the fused fast checks of engine.py) notices a rule swapped in later (as the fuzzer's seeded bugs do)."""
+  derived from it (the fused fast checks of engine.py) notices a rule swapped in later (as tests/test_spec_fast.py does)."""
   version = 0
 
   def _bump(self) -> None: self.version += 1

@@ -1,6 +1,8 @@
 """The KERNEL stage: a kernel body, SINK of STORE/GROUP/END over scalar values, with every INDEX proven in bounds."""
 from __future__ import annotations
 
+import math
+
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.ops.scalar import shift_bits
@@ -189,6 +191,51 @@ def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
   return out
 
 
+def _terms(e: UOp) -> list[UOp]:
+  """The summands of an ADD chain."""
+  out, stack = [], [e]
+  while stack:
+    x = stack.pop()
+    if x.op is Ops.ADD and len(x.src) == 2: stack += x.src
+    else: out.append(x)
+  return out
+
+
+def _coefficient(t: UOp, r: UOp) -> int | None:
+  """c when t is MUL(r, CONST c) in either order, else None."""
+  if t.op is not Ops.MUL or len(t.src) != 2: return None
+  return next((k.arg for a, k in (t.src, t.src[::-1]) if a is r and k.op is Ops.CONST and isinstance(k.arg, int)), None)
+
+
+def injective_in(e: UOp, r: UOp, limit: int = 4096) -> bool:
+  """Whether two iterations of r never reach one element through index e, shown without z3: e is c*r plus terms free
+  of r, some k*y (k constant: they change e by multiples of g = gcd of the k) and others whose spreads sum to S, and no
+  step c*j (0 < j < r's bound) lies within S of a multiple of g (e = 4*r0 + r2 is injective in r2 and in r0; r*c + rest
+  with 0 <= rest < c is too). No wrap is allowed. False means not shown, not a conflict."""
+  coef, ks, spread, lo, hi = None, [], 0, 0, 0
+  for t in _terms(e):
+    c = 1 if t is r else _coefficient(t, r)
+    if c is not None and coef is None and c != 0:
+      coef = c
+      continue
+    if r in t.toposort(): return False
+    lo, hi = lo + t.vmin, hi + t.vmax
+    if t.op is Ops.CONST: continue
+    k = next((x.arg for x in t.src if x.op is Ops.CONST and isinstance(x.arg, int)), None) if t.op is Ops.MUL and len(t.src) == 2 else None
+    if k: ks.append(abs(k))
+    else: spread += t.vmax - t.vmin
+  n = r.vmax - r.vmin + 1 if isinstance(r.vmax, int) and isinstance(r.vmin, int) else limit + 1
+  if coef is None or n > limit: return False
+  if e.dtype is not dtypes.index:  # the exact value must fit the dtype, or it wraps
+    ends = (coef * r.vmin + lo, coef * r.vmin + hi, coef * r.vmax + lo, coef * r.vmax + hi)
+    if not e.dtype.is_int or min(ends) < e.dtype.min or max(ends) > e.dtype.max: return False
+  g = math.gcd(*ks) if ks else 0
+  for j in range(1, n):
+    d = abs(coef) * j
+    if (min(d % g, g - d % g) if g else d) <= spread: return False
+  return True
+
+
 def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsResult]]:
   """(STORE, access, verdict) for every pair of a STORE and another access of the same global storage in body that is
   not proven to stay apart across iterations of r (violated, or unknown when z3 gives no answer)."""
@@ -200,6 +247,7 @@ def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsRes
     for i, (st, se, sg) in enumerate(stores):
       # a pair of stores is one question whichever comes first; a store against itself is asked too
       for (x, xe, xg) in stores[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
+        if xe is se and injective_in(se, r): continue  # one index, one element per iteration: apart
         res = smt.prove_iterations_apart(r, (se, sg), (xe, xg))
         if res.status != "proved": out.append((st, x, res))
   c[r] = out

@@ -7,7 +7,8 @@ from typing import Any, Callable
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name, class_summary
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
-from tinyspec.uop import Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, is_value_call
+from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, fold, is_value_call,
+                          union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -287,31 +288,6 @@ def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
 
 
 # ---- PARAM binding: shared by value calls (TENSOR) and kernel calls (KERNEL_GRAPH) ----
-
-def fold(u: UOp, key: str, srcs_of: Callable[[UOp], list[UOp]], combine: Callable[[UOp, list[UOp]], Any]) -> Any:
-  """combine(x, srcs_of(x)) for u and every node below it (through srcs_of), sources first, each cached on its node under key.
-  Iterative, so deep graphs do not recurse."""
-  c = u._cache
-  if (ret := c.get(key)) is not None: return ret
-  stack: list[tuple[UOp, bool]] = [(u, False)]
-  while stack:
-    x, ready = stack.pop()
-    if key in x._cache: continue
-    srcs = srcs_of(x)
-    if not ready:
-      stack.append((x, True))
-      stack.extend((s, False) for s in srcs if key not in s._cache)
-      continue
-    x._cache[key] = combine(x, srcs)
-  return c[key]
-
-
-def union_of(srcs: list[UOp], key: str) -> frozenset:
-  """The union of the sets cached under key on srcs, sharing a source's set when it is the only non-empty one."""
-  sets = [s._cache[key] for s in srcs if s._cache[key]]
-  if not sets: return frozenset()
-  return sets[0] if len(sets) == 1 else frozenset().union(*sets)
-
 
 def _binding_srcs(x: UOp) -> list[UOp]:
   # a view INDEX addresses a tensor value of the scope the kernel is built in: its PARAMs are not the kernel's

@@ -9,11 +9,10 @@ from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_effect,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
                                   value_source, what, where_cond)
-from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call, is_value_call, walk
+from tinyspec.uop import GroupOp, Ops, UOp, body_kind, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
 T_STORAGE_WORDS = "storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
-OPAQUE_BODIES = frozenset({Ops.SINK, Ops.LINEAR, Ops.PROGRAM, Ops.COPY})
 
 
 _BANNED = GroupOp.RangeForm | GroupOp.Program  # reported by their own rules wherever they stand
@@ -87,7 +86,7 @@ def reduce_axes(u: UOp, cx: Ctx) -> str | None:
       "kernel SINK, a nested kernel graph, LINEAR, PROGRAM or COPY.")
 def call_body(u: UOp, cx: Ctx) -> str | None:
   b = u.src[0]
-  if b.op is Ops.TUPLE or b.op in OPAQUE_BODIES: return None
+  if body_kind(b) != "bad": return None
   return (f"CALL body is {what(b)}; at TENSOR a CALL body is a TUPLE (value call), a SINK of effects (precompiled call) or a kernel SINK, "
           "LINEAR, PROGRAM or COPY (opaque call)")
 

@@ -11,8 +11,6 @@ from typing import Any, Iterable
 from tinyspec.uop import Ops, UOp, body_kind
 from tinyspec.viz.style import group_of
 
-KERNEL_BODIES = frozenset({Ops.SINK, Ops.PROGRAM, Ops.LINEAR})
-
 
 @dataclass
 class Scope:
@@ -56,12 +54,13 @@ class Layout:
     return out
 
 
-# how a CALL body's scope is labelled, by what body_kind says it is (SINKs and programs otherwise drawn as kernels)
-_SCOPE_KIND = {"value": "function", "copy": "copy", "effect": "precompiled"}
+# how a CALL body's scope is labelled, by what body_kind says it is (kernels, programs and nested kernel graphs are drawn
+# as kernels)
+_SCOPE_KIND = {"value": "function", "copy": "copy", "effect": "precompiled", "bad": "body"}
 
 
 def _scope_of_body(call: UOp, body: UOp, n: int) -> tuple[str, str]:
-  kind = _SCOPE_KIND.get(body_kind(body), "kernel" if body.op in KERNEL_BODIES else "body")
+  kind = _SCOPE_KIND.get(body_kind(body), "kernel")
   name = call.arg if isinstance(call.arg, str) and call.arg else body.arg if body.op is Ops.PROGRAM and isinstance(body.arg, str) else ""
   return (name or f"{kind} #{n}"), kind
 
