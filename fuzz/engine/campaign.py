@@ -413,13 +413,18 @@ class Campaign:
 
   def _run_inline(self, t0: float) -> None:
     runner = CaseRunner(self.cfg, self.existing)
-    while self.time_left():
-      batch = self.next_batch(self.batch_size())
-      if not batch: break
-      self.running.update(batch)
-      runner.run_batch(batch, self.weights, self.handle, dict(self.best), self.stop_at)
-      self.running.difference_update(batch)
-      self.status(time.monotonic() - t0)
+    # a target whose own code runs kernels in the checking process (tinygrad) checks each case in a child instead
+    if hasattr(runner.session, "isolate"): runner.session.isolate()
+    try:
+      while self.time_left():
+        batch = self.next_batch(self.batch_size())
+        if not batch: break
+        self.running.update(batch)
+        runner.run_batch(batch, self.weights, self.handle, dict(self.best), self.stop_at)
+        self.running.difference_update(batch)
+        self.status(time.monotonic() - t0)
+    finally:
+      if hasattr(runner.session, "close"): runner.session.close()
 
   def _run_workers(self, t0: float, n: int) -> None:
     cfg = self.cfg

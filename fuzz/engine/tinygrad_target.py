@@ -10,7 +10,10 @@ tinygrad is imported only when a case runs: without the tinygrad extra the targe
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
+import multiprocessing as mp
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,11 +22,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.check.tinygrad_oracles import TgFinding, TinygradChecker, quiet_stderr, tinygrad_namespace, tinyspec_namespace
-from fuzz.corpus.store import Entry, render_entry, same_bug
+from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
 from fuzz.generate import tinygrad_programs as gen
 from fuzz.generate.strategies import Case
 from fuzz.reduce.tinygrad_program import reduce_program
 from tinyspec.loadfile import InputError
+from tinyspec.runtime import procs
 from tinyspec.uop import Ops, UOp
 
 KIND = "tinygrad"
@@ -69,16 +73,101 @@ def replay_source(src: str, signature: Sequence[str], where: str = "<program>") 
   return any(same_bug(f.signature, sig) or same_bug(f.signature[:2], sig[:2]) for f in findings), findings
 
 
+def _checker_host(make_checker: Any, where: Any, conn: Any) -> None:
+  """A child that checks programs: each source from conn, its findings, fired rules and counts sent back (the counts
+  since the last answer), until EOF; where it is kept in `where`."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  import faulthandler
+  faulthandler.disable()  # a segfault is a finding of the case, not a traceback dump
+  checker = make_checker()
+  def at(w: str) -> None: where.value = w.encode("utf-8", "replace")[:95]
+  checker.at = at
+  while True:
+    try: src = conn.recv()
+    except (EOFError, OSError): return
+    before = Counter(checker.counts)
+    try: fs = checker.check(src)
+    except Exception as e:  # as the runner names a check that raises: Type@site
+      from fuzz.check.blame import crash_site
+      site = crash_site(e.__traceback__)
+      fs = [TgFinding("crash", "check", f"{type(e).__name__}@{site}", f"check raised {type(e).__name__} at {site}: {str(e)[:300]}")]
+    at("")
+    conn.send((fs, dict(checker.fired), dict(checker.counts - before)))
+
+
 class TinygradSession:
-  """The checker of one process (fuzz.engine.targets.Session)."""
+  """The checker of one process (fuzz.engine.targets.Session).
+
+  tinygrad runs its kernels in the process that realizes a tensor. In a worker that is the worker, which the campaign
+  watches; when the campaign's own process runs cases (--workers 0), `isolate` makes each case's check run in a child
+  process with the case's deadline, so a kernel that kills its process or never returns is a ("crash", where,
+  signalN) or ("hang", where, "timeout") finding of its case, where being the step it was in (tinygrad-CPU,
+  tinyspec-evaluate, ...), and the campaign goes on. The child is reused from case to case (tinygrad's caches stay
+  warm) until it dies or hangs, and dies with the campaign (tinyspec.runtime.procs)."""
 
   def __init__(self, cfg: Any):
     self.cfg = cfg
-    self.checker = TinygradChecker()
+    self.make_checker: Any = TinygradChecker
+    self.checker = self.make_checker()
     self.phase: Counter = Counter()
     self.begin: Any = lambda k: None
+    self.isolated = False
+    self.host: tuple[Any, Any, Any] | None = None
 
-  def set_progress(self, begin: Any, at: Any) -> None: self.begin = begin
+  def set_progress(self, begin: Any, at: Any) -> None:
+    self.begin = begin
+    self.checker.at = at
+
+  def isolate(self) -> None: self.isolated = True
+
+  def _host(self) -> tuple[Any, Any, Any]:
+    """The child checking this session's programs (started on first use and again after a death or a hang)."""
+    if self.host is None:
+      ctx = mp.get_context("fork")  # the child keeps this process's imports; tinygrad holds no device state a fork breaks
+      where = ctx.RawArray(ctypes.c_char, 96)
+      conn, child = ctx.Pipe()
+      procs.parent_only(conn)
+      proc = procs.start(ctx, _checker_host, (self.make_checker, where, child), name="tinygrad-checker")
+      child.close()
+      self.host = (proc, conn, where)
+    return self.host
+
+  def close(self) -> int | None:
+    """End the checking child, and whatever it started."""
+    if self.host is not None:
+      proc, conn, _ = self.host
+      self.host = None
+      procs.forget(conn)
+      conn.close()
+      return procs.kill_tree(proc)
+    return None
+
+  def _check(self, src: str) -> list[TgFinding]:
+    if not self.isolated: return self.checker.check(src)
+    proc, conn, where = self._host()
+    timeout = float(self.cfg.case_timeout)
+    got, hung, code = None, False, None
+    try:
+      conn.send(src)
+      if conn.poll(timeout): got = conn.recv()
+      else: hung = True
+    except (EOFError, OSError):  # it died: how, once it is reaped
+      proc.join(5)
+      code = proc.exitcode
+    except BaseException:  # ^C: the child and whatever it started go
+      self.close()
+      raise
+    step = where.value.decode("utf-8", "replace") or "check"
+    if got is not None:
+      fs, fired, counts = got
+      self.checker.fired = Counter(fired)
+      self.checker.counts.update(counts)
+      return fs
+    end = procs.how_it_ended(code if code is not None else self.close())
+    self.close()
+    self.checker.fired = Counter()
+    if not hung: return [TgFinding("crash", step, end, f"the process checking the program died in {step} ({end})")]
+    return [TgFinding("hang", step, "timeout", f"the program's check did not finish in {step} within {timeout:g} s (killed)")]
 
   def draw(self, seed: int, index: int, weights: dict[str, float]) -> gen.Program:
     t = time.perf_counter()
@@ -95,7 +184,7 @@ class TinygradSession:
     for k, p in enumerate(cases):
       self.begin(k)
       t = time.perf_counter()
-      fs = self.checker.check(gen.source(p))
+      fs = self._check(gen.source(p))
       self.phase["check"] += time.perf_counter() - t
       fired = Counter(f"generate/{op}" for op in p.ops())
       fired.update({k: v for k, v in self.checker.fired.items() if k.startswith("tinygrad/")})
@@ -103,18 +192,12 @@ class TinygradSession:
     return out
 
   def shrink(self, case: gen.Program, f: TgFinding, seconds: float) -> tuple[gen.Program, TgFinding]:
-    last: dict[str, TgFinding] = {}
-    def fails(p: gen.Program) -> bool:
-      for g in self.checker.check(gen.source(p)):
-        if same_bug(g.signature, f.signature):
-          last["f"] = g
-          return True
-      return False
+    fails = StillFails(lambda p: self._check(gen.source(p)), f)
     t = time.perf_counter()
     small = reduce_program(case, fails, seconds)
     if small is not case: fails(small)
     self.phase["reduce"] += time.perf_counter() - t
-    return small, last.get("f", f)
+    return small, fails.last
 
   def shrink_crash(self, case: gen.Program, why: str, seconds: float) -> gen.Program: return case  # a crash is stored as found
 
