@@ -180,6 +180,25 @@ def test_a_hanging_case_is_killed_and_the_rest_of_its_batch_runs(tmp_path):
   assert load_entry(s.findings[0].path).case.index == sizes.index(n)
 
 
+def _hang_on_reduce(root: UOp, options, trace, tables) -> UOp:
+  if any(u.op is Ops.REDUCE for u in root.toposort()): time.sleep(3600)
+  return root
+
+
+def test_a_hanging_case_is_reduced_in_a_child_process(tmp_path):
+  # case 1 of seed 0 is the first with a REDUCE: its worker is killed at the deadline, the case stored as found, then
+  # reduced in a child of the campaign (each candidate in a child of that, killed at its timeout) to a few nodes
+  from tinyspec.lower.pipeline import PASSES
+  passes = [Pass("stall", Stage.TENSOR, Stage.TENSOR, _hang_on_reduce), *PASSES]
+  s = run_campaign(CampaignConfig(seconds=120, seed=0, workers=1, corpus=str(tmp_path), passes=passes, case_timeout=2, reduce_seconds=40,
+                                  max_cases=2, weights={"kind:kernel": 0.0}), io.StringIO())
+  assert [(f.signature, f.case) for f in s.findings] == [(("hang", "stall", "timeout"), 1)]
+  hit = s.findings[0]
+  case = load_entry(hit.path).case
+  assert any(u.op is Ops.REDUCE for u in case.root.toposort())
+  assert hit.nodes == len(case.root.toposort()) < hit.found_nodes, (hit.nodes, hit.found_nodes)
+
+
 @pytest.mark.parametrize("argv, what", [
   (["--case-timeout", "0"], "--case-timeout must be a finite number above 0"),
   (["--case-timeout", "-1"], "--case-timeout must be a finite number above 0"),

@@ -60,6 +60,10 @@ def child_main(parent: int, fn: Callable[..., Any], args: tuple) -> None:
   try: os.setpgid(0, 0)
   except OSError: pass
   close_inherited()
+  # multiprocessing refuses children to a daemonic process; this one may start its own (a crash reducer runs each
+  # candidate in one), which `start` makes daemonic in turn and the parent-death signal ends with it
+  import multiprocessing
+  multiprocessing.current_process().daemon = False
   fn(*args)
 
 
