@@ -331,3 +331,26 @@ def test_sigkill_of_a_tinygrad_campaign_leaves_no_process_and_no_broken_entry(tm
   reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
   for path in [*reported, *map(str, entries(tmp_path))]:
     assert load_entry(path).case.kind == "tinygrad"
+
+
+def _segfault_graph(src: str):
+  import ctypes
+  ctypes.string_at(0)
+
+
+def _hang_graph(src: str):
+  import time
+  time.sleep(3600)
+
+
+def test_an_entrys_graph_is_made_in_a_child_that_may_die():
+  # a crash or hang finding's program is run again to make its entry's graph: in a child, so it cannot take the
+  # campaign with it; then the entry holds tinyspec's frontend graph of the program
+  from fuzz.engine.tinygrad_target import translated_graph_apart
+  src = source(DIV_MINUS_TWO)
+  root, inputs, what = translated_graph_apart(src, 120)
+  assert what == "tinygrad's tensor graph, translated" and check(root, Stage.TENSOR) == [] and inputs
+  root, inputs, what = translated_graph_apart(src, 120, _segfault_graph)
+  assert what == "tinyspec's frontend graph of the program (tinygrad's run of it ended (signal11))" and check(root, Stage.TENSOR) == []
+  root, _, what = translated_graph_apart(src, 2, _hang_graph)
+  assert what.endswith("(tinygrad's run of it did not finish)") and root.op.name == "SINK"

@@ -28,7 +28,7 @@ from fuzz.generate.strategies import Case
 from fuzz.reduce.tinygrad_program import reduce_program
 from tinyspec.loadfile import InputError
 from tinyspec.runtime import procs
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, from_rows, to_rows
 
 KIND = "tinygrad"
 STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")  # tinyspec.bridge.tinygrad.translate.STAGES
@@ -42,7 +42,8 @@ def unavailable() -> str | None:
 
 def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
   """(graph, inputs, what it is) for a corpus entry: the tensor graph tinygrad built, translated; where that does not
-  translate, the graph tinyspec's frontend builds for the same source."""
+  translate, the graph tinyspec's frontend builds for the same source. Runs the program through tinygrad in this
+  process: a campaign calls translated_graph_apart."""
   try:
     from tinyspec.bridge.tinygrad.capture import capture
     from tinyspec.bridge.tinygrad.translate import translate
@@ -52,13 +53,51 @@ def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
     if g is not None: return g, dict(t.inputs), "tinygrad's tensor graph, translated"
   except Exception:
     pass
+  return frontend_graph(src)
+
+
+def frontend_graph(src: str, why: str = "") -> tuple[UOp, dict[int, np.ndarray], str]:
+  """(graph, inputs, what it is): the graph tinyspec's frontend builds for the program (no kernel runs)."""
   try:
     from tinyspec.frontend import inputs_of
     ns = tinyspec_namespace()
     root = ns["Tensor"].sink(*gen.run_program(src, ns))
-    return root, inputs_of(root), "tinyspec's frontend graph of the program"
+    return root, inputs_of(root), "tinyspec's frontend graph of the program" + why
   except Exception:
-    return UOp(Ops.SINK), {}, "no graph: neither side builds one"
+    return UOp(Ops.SINK), {}, "no graph: neither side builds one" + why
+
+
+def _graph_child(graph_of: Any, src: str, conn: Any) -> None:
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  import faulthandler
+  faulthandler.disable()
+  root, inputs, what = graph_of(src)
+  conn.send((to_rows(root), inputs, what))
+
+
+def translated_graph_apart(src: str, timeout: float, graph_of: Any = translated_graph) -> tuple[UOp, dict[int, np.ndarray], str]:
+  """graph_of(src) (translated_graph) in a child process: a program whose run kills tinygrad's process or does not
+  end within timeout seconds (the very program of a crash or hang finding) gives tinyspec's frontend graph, and
+  this process goes on."""
+  ctx = mp.get_context("fork")
+  conn, child = ctx.Pipe(duplex=False)
+  procs.parent_only(conn)
+  proc = procs.start(ctx, _graph_child, (graph_of, src, child), name="tinygrad-graph")
+  child.close()
+  got = None
+  try:
+    if conn.poll(timeout): got = conn.recv()
+  except (EOFError, OSError):
+    pass
+  finally:
+    procs.forget(conn)
+    conn.close()
+    end = procs.kill_tree(proc)
+  if got is None:
+    how = "did not finish" if end == -signal.SIGKILL else f"ended ({procs.how_it_ended(end)})"
+    return frontend_graph(src, f" (tinygrad's run of it {how})")
+  rows, inputs, what = got
+  return from_rows(rows), inputs, what
 
 
 def replay_source(src: str, signature: Sequence[str], where: str = "<program>") -> tuple[bool, list[TgFinding]]:
@@ -203,7 +242,7 @@ class TinygradSession:
 
   def _render(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> str:
     src = gen.source(case)
-    root, inputs, what = translated_graph(src)
+    root, inputs, what = translated_graph_apart(src, float(self.cfg.case_timeout))
     return render_entry(Case(root, inputs, {}, KIND, case.seed, case.index), signature, message=f"{message}\ngraph(): {what}", extra={"PROGRAM": src})
 
   def entry(self, case: gen.Program, f: TgFinding, signature: tuple[str, str, str]) -> tuple[str, str]:
