@@ -99,8 +99,10 @@ class BufferArg:
   device: str = "CPU"
   addrspace: AddrSpace = AddrSpace.GLOBAL
 
-  # a graph rebuilt from source must not hand its ids out again to new buffers
-  def __post_init__(self): _reserve_buffer_id(self.id)
+  # a graph rebuilt from source must not hand its ids out again to new buffers (a malformed id, not an int of the
+  # int64 range, reserves nothing: it is the spec's to reject, and must not push every later id out of range)
+  def __post_init__(self):
+    if type(self.id) is int and 0 <= self.id < 2 ** 63: _reserve_buffer_id(self.id)
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ class UOp(metaclass=UOpMetaClass):
     if key in self._cache: return self._cache[key]
     def combine(u: UOp, srcs: list[UOp]) -> Any:
       try: return fn(u)
-      except Exception as e: return Malformed(e)
+      except Exception as e: return Malformed(e.with_traceback(None))  # no frames kept alive by a marker
     return fold(self, key, uop_srcs, combine)
 
   # ---- derived properties ----
@@ -198,7 +200,9 @@ class UOp(metaclass=UOpMetaClass):
   def shape(self) -> tuple[int, ...] | None:
     """The tensor shape, None for effects and other shapeless nodes. Raises ValueError on a malformed node."""
     ret = self._derive("shape", _shape_rule)
-    if isinstance(ret, Malformed): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
+    if isinstance(ret, Malformed):  # the cause, shortened: down a chain of malformed nodes it would nest once per node
+      err = str(ret.err)
+      raise ValueError(f"{self.op.name} has no valid shape: {err if len(err) <= 200 else err[:197] + '...'}")
     return ret
 
   @property
@@ -564,6 +568,24 @@ def print_graph(root: UOp, limit: int | None = None) -> str:
     srcs = ", ".join(f"%{num[s]}" for s in u.src)
     lines.append(f"%{num[u]} = {u.op.name} {u.dtype.name} {shp} [{srcs}] {_arg_str(u)}".rstrip())
   return "\n".join(lines)
+
+
+Rows = list[tuple[str, str, tuple[int, ...], Any, Any]]
+
+
+def to_rows(root: UOp) -> Rows:
+  """The graph as flat rows (op name, dtype name, source row numbers, arg, tag), sources first and root last: what
+  goes to another process of tinyspec's own by pickle (a UOp pickles recursively, which a deep graph cannot)."""
+  nodes = root.toposort()
+  num = {u: i for i, u in enumerate(nodes)}
+  return [(u.op.name, u.dtype.name, tuple(num[s] for s in u.src), u.arg, u.tag) for u in nodes]
+
+
+def from_rows(rows: Rows) -> UOp:
+  """The graph of to_rows' rows (the identical, interned nodes)."""
+  built: list[UOp] = []
+  for op, dt, src, arg, tag in rows: built.append(UOp(Ops[op], dtypes.by_name[dt], tuple(built[i] for i in src), arg, tag))
+  return built[-1]
 
 
 def pyrender(root: UOp, fname: str = "graph") -> str:

@@ -439,6 +439,9 @@ class SymbolicSession:
     self.target, self.cfg = target, cfg
     self.checker = SymbolicChecker(target.pm, target.z3_timeout_ms, use_z3=target.use_z3)
     self.phase: Counter = Counter()
+    self.begin: Any = lambda k: None
+
+  def set_progress(self, begin: Any, at: Any) -> None: self.begin = begin
 
   def draw(self, seed: int, index: int, weights: dict[str, float]) -> SymCase: return case_for(seed, index, self.target.depth)
   def features(self, case: SymCase) -> frozenset[str]: return frozenset(f"op:{u.op.name}" for u in case.expr.toposort())
@@ -449,32 +452,32 @@ class SymbolicSession:
 
   def check_batch(self, cases: Sequence[SymCase]) -> list[tuple[list[SymFinding], dict[str, int]]]:
     out = []
-    for case in cases:
+    for k, case in enumerate(cases):
+      self.begin(k)
       t = time.perf_counter()
       fs = self.check(case)
       self.phase["check"] += time.perf_counter() - t
       out.append((fs, {f"simplify/{k}": n for k, n in self.checker.fired.items()}))
     return out
 
-  def shrink(self, case: SymCase, f: SymFinding) -> tuple[SymCase, SymFinding]:
+  def shrink(self, case: SymCase, f: SymFinding, seconds: float) -> tuple[SymCase, SymFinding]:
     from fuzz.corpus.store import StillFails
     fails = StillFails(self.check, f)
-    small = shrink_expr(case, fails, self.cfg.reduce_seconds)
+    small = shrink_expr(case, fails, seconds)
     if small is case: return case, f
     fails(small)
     return small, fails.last
 
-  def shrink_crash(self, case: SymCase, why: str) -> SymCase: return case  # a crash is stored as found
+  def shrink_crash(self, case: SymCase, why: str, seconds: float) -> SymCase: return case  # a crash is stored as found
 
-  def store(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
-    from fuzz.corpus.store import write_entry
+  def entry(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[str, str]:
+    from fuzz.corpus.store import render_entry
     blame = f.blame_text()
-    path, new = write_entry(self.cfg.corpus, entry_case(case, f.assignment), signature, message=f.message, blame=blame)
-    return path, new, blame
+    return render_entry(entry_case(case, f.assignment), signature, message=f.message, blame=blame), blame
 
-  def store_crash(self, case: SymCase, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    from fuzz.corpus.store import write_entry
-    return write_entry(self.cfg.corpus, entry_case(case), signature, message=message)
+  def crash_entry(self, case: SymCase, signature: tuple[str, str, str], message: str) -> str:
+    from fuzz.corpus.store import render_entry
+    return render_entry(entry_case(case), signature, message=message)
 
 
 @dataclass
@@ -488,6 +491,7 @@ class SymbolicTarget:
   epoch: int = 256          # no weights to steer: an epoch only spaces out the state file's saves
   batch: int = 8            # cases per worker job: a case takes milliseconds
   kinds: tuple[str, ...] = (KIND,)
+  reduces_crashes: bool = False
 
   def table(self) -> PatternMatcher: return simplify_table() if self.pm is None else self.pm
   def session(self, cfg: Any) -> SymbolicSession: return SymbolicSession(self, cfg)

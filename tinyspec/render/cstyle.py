@@ -14,6 +14,7 @@ where the operands' bounds reach those points, so index arithmetic stays plain.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +29,23 @@ class RenderError(ValueError):
   """A node the renderer cannot express; the message names it."""
 
 
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def check_identifier(name: object, what: str = "kernel name") -> str:
+  """name, when it is a C identifier (what reaches the source as a name is never pasted unchecked); RenderError else."""
+  if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+    raise RenderError(f"{what} {str(name)[:80]!r} is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)")
+  return name
+
+
+def int_field(u: UOp, field: str, low: int) -> int:
+  """An integer field of u's arg that is pasted into the source (a PARAM slot, a buffer size), checked to be an int."""
+  v = getattr(u.arg, field, None)
+  if type(v) is not int or v < low: raise RenderError(f"{u.op.name} {field} {str(v)[:40]!r} is not an integer >= {low}")
+  return v
+
+
 @dataclass(frozen=True)
 class KernelParam:
   """One parameter of a kernel function: a pointer to storage of element dtype `dtype` (None: a slot the kernel never
@@ -39,7 +57,7 @@ class KernelParam:
 
 def var_symbol(name: str) -> str:
   """The C name of a variable: prefixed, so it never meets a generated name (data0, ridx0, alu0...)."""
-  return f"var_{name}"
+  return f"var_{check_identifier(name, 'variable name')}"
 
 
 class CStyleRenderer:
@@ -56,6 +74,7 @@ class CStyleRenderer:
   # ---- overridable language bits ----
   def type_name(self, dt: DType) -> str:
     if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
+    if not isinstance(dt, DType) or dtypes.by_name.get(dt.name) is not dt: raise RenderError(f"{str(dt)[:40]} is not one of the IR's dtypes")
     return self.scalar_name(dt)
 
   def scalar_name(self, dt: DType) -> str:
@@ -93,13 +112,16 @@ class CStyleRenderer:
     return f"{fn}({x})"
 
   def render_local_buffer(self, var: str, u: UOp) -> str:
-    return f"{self.type_name(u.dtype)} {var}[{u.arg.size}];"
+    return f"{self.type_name(u.dtype)} {var}[{int_field(u, 'size', 1)}];"
 
   def prelude(self) -> list[str]:
     return [f"#include <{h}>" for h in self.headers]
 
   # ---- constants ----
   def render_const(self, v: bool | int | float, dt: DType) -> str:
+    self.type_name(dt)  # a registered dtype
+    ok = type(v) in (bool, int) if dt.is_bool else type(v) in (int, float, bool) if dt.is_float else type(v) is int
+    if not ok: raise RenderError(f"a {dt.name} constant {str(v)[:40]!r} is not a {dt.name} value")
     if dt.is_bool: return "1" if v else "0"
     if dt.is_float:
       if math.isnan(v): return self.cast_expr(self.nan, dt)
@@ -179,6 +201,7 @@ class CStyleRenderer:
   # ---- the kernel ----
   def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
     """The source of one kernel: prelude, helpers it needs, then the function, with one parameter per entry of params."""
+    check_identifier(name)
     self.helpers: dict[str, str] = {}
     names: dict[UOp, str] = {}
     lines: list[str] = []
@@ -208,7 +231,7 @@ class CStyleRenderer:
     for u in linear:
       op = u.op
       if op is Ops.PARAM:
-        names[u] = f"data{u.arg.slot}"
+        names[u] = f"data{int_field(u, 'slot', 0)}"
       elif op is Ops.CONST:
         names[u] = self.render_const(u.arg, u.dtype)
       elif op is Ops.DEFINE_VAR:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.render.cstyle import RENDERERS, CStyleRenderer, KernelParam
+from tinyspec.render.cstyle import RENDERERS, CStyleRenderer, KernelParam, check_identifier, int_field
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp, storage_of
 
 # modules that register a renderer on import, by backend name
@@ -17,7 +17,7 @@ RENDERER_MODULES = {"c": "tinyspec.render.c", "opencl": "tinyspec.render.opencl"
 
 def kernel_source(renderer: CStyleRenderer, call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(entry name, source text) of a PROGRAM(sink, LINEAR) in renderer's language, one parameter per arg of call."""
-  name = prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel"
+  name = check_identifier(prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel", "PROGRAM name")
   return name, renderer.render(name, list(prg.src[1].src), kernel_params(call, prg.src[1].src))
 
 
@@ -42,7 +42,7 @@ def var_param_dtype(arg: UOp, linear: tuple[UOp, ...]) -> DType:
 def kernel_params(call: UOp | None, linear: tuple[UOp, ...]) -> list[KernelParam]:
   """The parameters of the kernel, one per arg of call: a pointer per storage arg (restrict when no two args share
   storage), a scalar per variable arg. Without a call, one pointer per PARAM slot and a scalar per DEFINE_VAR, by name."""
-  pdt = {u.arg.slot: u.dtype for u in linear if u.op is Ops.PARAM}
+  pdt = {int_field(u, "slot", 0): u.dtype for u in linear if u.op is Ops.PARAM}
   if call is None:
     n = max(pdt, default=-1) + 1
     vs = sorted({u.arg.name: u for u in linear if u.op is Ops.DEFINE_VAR}.items())

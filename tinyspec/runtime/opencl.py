@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
+from tinyspec.render.cstyle import check_identifier
 from tinyspec.uop import storage_of
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
@@ -109,7 +110,7 @@ def kernel_of(call: UOp) -> tuple[str, str, tuple[int, ...]]:
     raise TypeError(f"the OpenCL runtime runs PROGRAM kernel bodies (lower to the program stage first), got {body.op.name}")
   if len(body.src) < 2 or body.src[1].op is not Ops.LINEAR: raise TypeError(f"PROGRAM {body.arg!r} has no LINEAR as src[1]")
   src = body.src[2].arg if len(body.src) > 2 and body.src[2].op is Ops.SOURCE else None
-  if isinstance(src, SourceArg) and src.lang == "opencl": text, name = src.text, src.name
+  if isinstance(src, SourceArg) and src.lang == "opencl": text, name = src.text, check_identifier(src.name, "SOURCE name")
   else: text, name = render_kernel(call, body)
   ret = (text, name, launch_size(body.src[1]))
   _kernels[call] = ret

@@ -16,12 +16,19 @@ it); a BUFFER in the body is fresh zeros each time its declaration runs. A priva
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tinyspec.semantics.alu import EvalError, elementwise
 from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell, LArr, LoopAnalysis, LoopInfo, Ptr, at_iteration, union_axes
 from tinyspec.semantics.loops import Item, Loop, kernel_items
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
+
+# the most iterations one loop nest (its loops' bounds times the kernel's threads) may run: past it the evaluator
+# refuses the kernel with an EvalError rather than run for hours or allocate arrays of that many elements (a
+# vectorized loop holds its values for every iteration at once). $TINYSPEC_MAX_ITERATIONS overrides it.
+MAX_ITERATIONS = int(os.environ.get("TINYSPEC_MAX_ITERATIONS") or 1 << 26)
 
 
 class KernelEval(LoopAnalysis):
@@ -42,6 +49,7 @@ class KernelEval(LoopAnalysis):
     self.ahead: dict[UOp, object] | None = None  # the analysis' own values while it computes a loop's indices ahead
     self.ahead_info: LoopInfo | None = None
     self.written: set[UOp] = set()
+    self.nest = 1                 # iterations of the loops (and threads) around the statement now running
 
   # ---- running ----
   def run(self) -> None:
@@ -63,6 +71,14 @@ class KernelEval(LoopAnalysis):
     r = loop.range
     n = guard(r, self._bound, r)
     if n <= 0: return
+    if self.nest * n > MAX_ITERATIONS:
+      raise EvalError(r, f"runs a loop nest of {self.nest * n:,} iterations, past the evaluator's limit of {MAX_ITERATIONS:,} "
+                      "(tinyspec.semantics.kernel.MAX_ITERATIONS, $TINYSPEC_MAX_ITERATIONS)")
+    outer, self.nest = self.nest, self.nest * n
+    try: self._run_loop(loop, r, n)
+    finally: self.nest = outer
+
+  def _run_loop(self, loop: Loop, r: UOp, n: int) -> None:
     key = self.keys.setdefault(r, len(self.keys))
     self.bounds[key] = n
     info = loop.info = loop.info or LoopInfo(loop)
@@ -105,6 +121,9 @@ class KernelEval(LoopAnalysis):
       if len(s.src) != 1 or s.src[0].op is not Ops.CONST: raise EvalError(s, "thread count is not a constant")
       key = self.keys.setdefault(s, len(self.keys))
       self.bounds[key] = max(int(s.src[0].arg), 0)
+      self.nest *= max(self.bounds[key], 1)
+      if self.nest > MAX_ITERATIONS:
+        raise EvalError(s, f"runs {self.nest:,} threads, past the evaluator's limit of {MAX_ITERATIONS:,} iterations (MAX_ITERATIONS)")
       self.env[s] = LArr(np.arange(self.bounds[key], dtype=s.dtype.np), (key,))
     self.threads = tuple(self.keys[s] for s in specials)
     info = LoopInfo(Loop(specials[0], self.items))  # the kernel as one loop over its threads, for the analysis

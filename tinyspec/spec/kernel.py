@@ -6,7 +6,7 @@ import math
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.ops.scalar import shift_bits
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
@@ -55,7 +55,7 @@ def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
 @rule("kernel.reduce_form", "In a kernel a REDUCE is in range form: arg the op (ADD, MAX, MUL), sources (value, RANGE...).")
 def reduce_form(u: UOp, cx: Ctx) -> str | None:
   if isinstance(u.arg, tuple):
-    return f"REDUCE in tensor form (arg {u.arg!r}); at {cx.sname} a REDUCE has arg op and sources (value, RANGE, ...)"
+    return f"REDUCE in tensor form (arg {safe_repr(u.arg)}); at {cx.sname} a REDUCE has arg op and sources (value, RANGE, ...)"
   bad = [i for i, r in enumerate(u.src) if i > 0 and r.op is not Ops.RANGE]
   if bad: return f"REDUCE source {bad[0]} is {what(u.src[bad[0]])}; at {cx.sname} a REDUCE reduces over RANGEs"
   return None

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts, class_name, class_summary, var_accepts
-from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
+from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold, is_value_call,
                           union_of)
 
@@ -30,7 +30,7 @@ def what(u: Any) -> str:
   """A short noun phrase for a node: 'a PERMUTE view', 'BUFFER storage', 'an ADD value', 'a STORE effect'."""
   if not isinstance(u, UOp): return f"{_a(type(u).__name__)} (not a UOp)"
   op = u.op
-  if not isinstance(op, Ops): return f"a node of unknown op {op!r}"
+  if not isinstance(op, Ops): return f"a node of unknown op {safe_repr(op, 40)}"
   if op in GroupOp.Movement: return f"{_a(op.name)} view"
   if op in STORAGE: return f"{op.name} storage"
   if op in GroupOp.Variable: return f"{_a(op.name)} variable"
@@ -119,7 +119,7 @@ def _const_arg(u: UOp) -> str | None:
   elif dt.kind in "iux": ok = _is_int(a) and dt.min <= a <= dt.max
   elif dt.kind == "f": ok = isinstance(a, float)
   else: ok = False
-  return None if ok else (f"CONST {dt.name} holds {a!r} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
+  return None if ok else (f"CONST {dt.name} holds {safe_repr(a)} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
                           "already wrapped into its range")
 
 
@@ -144,15 +144,15 @@ def _reduce_arg(u: UOp) -> str | None:
     if len(a) == 2 and a[0] in GroupOp.ReduceOps and _is_int(a[1]) and a[1] >= 0:
       return None if len(u.src) == 1 else f"tensor-form REDUCE has {len(u.src)} sources; a tensor-form REDUCE reduces one source"
   elif a in GroupOp.ReduceOps: return None
-  return f"REDUCE arg {a!r} is malformed; REDUCE takes (op, n) with op in ADD/MAX/MUL and n >= 0 (tensor form) or the op alone (range form)"
+  return f"REDUCE arg {safe_repr(a)} is malformed; REDUCE takes (op, n) with op in ADD/MAX/MUL and n >= 0 (tensor form) or the op alone (range form)"
 
 
 def _none_arg(u: UOp) -> str | None:
-  return None if u.arg is None else f"{u.op.name} carries arg {u.arg!r}; {u.op.name} takes no arg (None)"
+  return None if u.arg is None else f"{u.op.name} carries arg {safe_repr(u.arg)}; {u.op.name} takes no arg (None)"
 
 
 def _arg(pred: Callable[[Any], bool], want: str) -> Callable[[UOp], str | None]:
-  return lambda u: None if pred(u.arg) else f"{u.op.name} arg {u.arg!r} is malformed; {u.op.name} takes {want}"
+  return lambda u: None if pred(u.arg) else f"{u.op.name} arg {safe_repr(u.arg)} is malformed; {u.op.name} takes {want}"
 
 
 _sizes = lambda a: _ints(a) and all(x >= 0 for x in a)
@@ -199,7 +199,7 @@ def _known_dtype(dt: Any) -> bool:
 def _wellformed(u: UOp) -> tuple[Finding, ...]:
   op, src = u.op, u.src
   spec = _WF.get(op) if isinstance(op, Ops) else None
-  if spec is None: return (((), u, "node.op", f"op {op!r} is not one of Ops; every node's op is a member of Ops"),)
+  if spec is None: return (((), u, "node.op", f"op {safe_repr(op, 40)} is not one of Ops; every node's op is a member of Ops"),)
   for i, s in enumerate(src):
     if not isinstance(s, UOp):
       return (((), u, "node.src_type", f"{op.name} source {i} is {what(s)}; every source of a node is a UOp"),)
@@ -213,7 +213,8 @@ def _wellformed(u: UOp) -> tuple[Finding, ...]:
   out: list[Finding] = []
   dt_ok = _known_dtype(dt)
   if not dt_ok:
-    out.append(((), u, "node.dtype", f"{op.name} has dtype {dt!r}, which is not a tinyspec dtype; dtypes are {', '.join(dtypes.by_name)}"))
+    out.append(((), u, "node.dtype", f"{op.name} has dtype {safe_repr(dt, 60)}, which is not a tinyspec dtype; dtypes are "
+                f"{', '.join(dtypes.by_name)}"))
   elif void != (dt == dtypes.void):
     out.append(((), u, "node.dtype_void", f"{op.name} has dtype {dt.name}; " +
                 ("it is an effect or container and is void" if void else "it is a value and needs a non-void dtype")))
@@ -368,19 +369,20 @@ def free_params(u: UOp) -> frozenset:
 
 
 def find_paths(root: UOp, targets: set[UOp]) -> dict[UOp, tuple[int, ...]]:
-  """Shortest source-index paths from root to each target (not entering call bodies below root)."""
+  """Shortest source-index paths from root to each target (not entering call bodies below root). Each node keeps a
+  link to its parent's path, so the search is linear in the graph; only the targets' paths are made."""
   out: dict[UOp, tuple[int, ...]] = {}
   seen = {root}
-  frontier = [(root, ())]
+  frontier: list[tuple[UOp, tuple | None]] = [(root, None)]
   while frontier and len(out) < len(targets):
     nxt = []
-    for u, p in frontier:
-      if u in targets and u not in out: out[u] = p
+    for u, link in frontier:
+      if u in targets and u not in out: out[u] = link_path(link)
       for i, s in enumerate(u.src):
         if u.op is Ops.CALL and i == 0: continue
         if isinstance(s, UOp) and s not in seen:
           seen.add(s)
-          nxt.append((s, p + (i,)))
+          nxt.append((s, (link, i)))
     frontier = nxt
   return out
 

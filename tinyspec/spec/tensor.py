@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, dtype_passthrough,
                                   find_paths, group_effects, is_effect, var_dtype,
@@ -70,7 +70,7 @@ def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
 @rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
 def reduce_form(u: UOp, cx: Ctx) -> str | None:
   if isinstance(u.arg, tuple): return None
-  return f"REDUCE in range form (arg {u.arg!r}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
+  return f"REDUCE in range form (arg {safe_repr(u.arg)}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
 
 
 @rule("tensor.reduce_axes", "A tensor REDUCE (op, n) reduces at most as many axes as its source has.")
