@@ -27,6 +27,7 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
 - Broadcasting follows numpy and is lowered to RESHAPE, EXPAND (which prepends dims) and PERMUTE.
 - sum and prod keep the dtype (bool sums as int32); integer sums wrap.
 """
+from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function
 from tinyspec.frontend.tensor import Tensor, inputs_of
 
