@@ -3,7 +3,8 @@
 `x[...]` takes ints, slices with any step (negative included: SHRINK, FLIP, then a stride by PAD, RESHAPE and SHRINK),
 None (a new axis of size 1), one `...`, and integer tensors or nested lists of ints (fancy indexing: negative entries
 count from the end, the indexed axes broadcast together and, as in numpy, stay in place when they are adjacent and go
-first otherwise). A fancy index out of range selects nothing, so its result is 0 (tinygrad's; numpy raises). An int
+first otherwise; an int is a basic index, applied first, so unlike numpy's it never separates index tensors). A fancy
+index out of range selects nothing, so its result is 0 (tinygrad's; numpy raises). An int
 or slice bound out of range raises IndexError as in Python.
 
 gather, scatter and scatter_reduce (sum, prod, mean, amax, amin, with or without self) are tinygrad's one-hot forms;
