@@ -96,6 +96,8 @@ def layout_cases() -> list[Case]:
     Case("T_3d_swaps_first_two", Tensor(B).T, B.swapaxes(0, 1), 0, 0),
     Case("transpose_default", Tensor(B).transpose(), B.swapaxes(1, 0), 0, 0),
     Case("diag", Tensor(V).diag(), np.diag(V), 0, 0),
+    Case("pad_to", Tensor(A).pad_to(4, None), np.pad(A, ((0, 1), (0, 0))), 0, 0),
+    Case("shrink_to", Tensor(B).shrink_to(None, 2, 1), B[:, :2, :1], 0, 0),
   ]
   for a, b in [(0, 2), (2, 0), (-1, -3), (1, -1), (1, 1)]:
     out.append(Case(f"transpose[{a},{b}]", Tensor(B).transpose(a, b), np.swapaxes(B, a, b), 0, 0))
@@ -181,3 +183,11 @@ def test_opencl_backend(opencl) -> None:
 ])
 def test_bad_arguments(call, err) -> None:
   with pytest.raises(err): call()
+
+
+def test_core_storage_and_device() -> None:
+  from tinyspec.uop import Ops
+  t = Tensor(A)
+  assert t.device == "CPU" and t.is_storage() and t[1:].is_storage() and not (t + 1).is_storage()
+  c = t.copy_to("CPU:1")
+  assert c.uop.op is Ops.COPY and c.device == "CPU:1" and c.shape == A.shape

@@ -141,6 +141,7 @@ def product_cases() -> list[Case]:
          (i8a[:, :, None] * i8b[None]).astype(np.int32).sum(1), dtype=dtypes.int32),
     Case("matmul_empty_inner", Tensor(np.zeros((2, 0), F)) @ Tensor(np.zeros((0, 3), F)), np.zeros((2, 3)), 0, 0),
     Case("linear", Tensor(a).linear(Tensor(b), Tensor(w)), a.astype(np.float64) @ b + w, 1e-5, 1e-6),
+    Case("sequential", Tensor(a).sequential([lambda t: t * 2, lambda t: t @ Tensor(b)]), (a * 2).astype(np.float64) @ b, 1e-5, 1e-6),
     Case("linear_1d_weight", Tensor(a).linear(Tensor(v)), a * v, 1e-6, 0),
     Case("einsum_matmul", Tensor.einsum("ij,jk->ik", Tensor(a), Tensor(b)), np.einsum("ij,jk->ik", a.astype(np.float64), b), 1e-5, 1e-6),
     Case("einsum_implicit", Tensor.einsum("ij,jk", Tensor(a), Tensor(b)), np.einsum("ij,jk", a.astype(np.float64), b), 1e-5, 1e-6),
