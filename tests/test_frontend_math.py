@@ -180,6 +180,25 @@ def binary_cases() -> list[Case]:
       Case("round_halves", Tensor(np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 1e8 + 0.0], F)).round(),
            np.array([0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 0.0, 1e8], F), 0, 0),
       Case("sign_zero_inf", Tensor(np.array([-0.0, 0.0, np.inf, -np.inf], F)).sign(), np.array([0.0, 0.0, 1.0, -1.0]), 0, 0),
+      Case("add", Tensor(A).add(Tensor(B)), A + B, 0, 0),
+      Case("add_reverse", Tensor(A).add(2.0, reverse=True), 2.0 + A, 0, 0),
+      Case("sub", Tensor(A).sub(Tensor(B)), A - B, 0, 0),
+      Case("sub_reverse", Tensor(A).sub(1.0, reverse=True), 1.0 - A, 0, 0),
+      Case("mul", Tensor(A).mul(Tensor(B)), A * B, 0, 0),
+      Case("neg", Tensor(IA).neg(), -IA),
+      Case("eq", Tensor(IA).eq(Tensor(IB)), IA == IB),
+      Case("ne", Tensor(IA).ne(7), IA != 7),
+      Case("bitwise_and", Tensor(IA).bitwise_and(Tensor(IB)), IA & IB),
+      Case("bitwise_or", Tensor(IA).bitwise_or(6), IA | 6),
+      Case("bitwise_xor", Tensor(IA).bitwise_xor(Tensor(IB)), IA ^ IB),
+      Case("bitwise_not", Tensor(IA).bitwise_not(), ~IA),
+      Case("lshift", Tensor(np.abs(IA)).lshift(2), np.abs(IA) << 2),
+      Case("rshift", Tensor(np.abs(IA)).rshift(1), np.abs(IA) >> 1),
+      Case("float", Tensor(IA).float(), IA.astype(F), 0, 0, dtype=dtypes.float32),
+      Case("double", Tensor(IA).double(), IA.astype(np.float64), 0, 0, dtype=dtypes.float64),
+      Case("int", Tensor(np.array([2.7, -2.7], F)).int(), np.array([2, -2], np.int32), dtype=dtypes.int32),
+      Case("long", Tensor(IA).long(), IA.astype(np.int64), dtype=dtypes.int64),
+      Case("bool", Tensor(IA).bool(), IA != 0, dtype=dtypes.bool),
       Case("float64_gelu", Tensor(f64(A)).gelu(), 0.5 * f64(A) * (1 + np.tanh(math.sqrt(2 / math.pi) * (f64(A) + 0.044715 * f64(A) ** 3))),
            1e-12, 1e-12, dtype=dtypes.float64),
     ]
@@ -229,6 +248,10 @@ def test_bad_arguments() -> None:
   with pytest.raises(ValueError, match="rounding_mode"): Tensor([1.0]).div(2.0, rounding_mode="ceil")
   with pytest.raises(ValueError, match="approximate"): Tensor([1.0]).gelu(approximate="fast")
   with pytest.raises(ValueError, match="min_ or max_"): Tensor([1.0]).clamp()
+
+
+def test_sizes() -> None:
+  assert Tensor(np.zeros((2, 3), np.int16)).numel() == 6 and Tensor(np.zeros((2, 3), np.int16)).element_size() == 2
 
 
 def test_dtypes_follow_tinygrad() -> None:

@@ -2,7 +2,7 @@
 
 tensor.py is the core (construction, dtypes, broadcasting, the IR's elementwise ops, views, REDUCE); the rest of the
 API is built from it, in modules named for what they hold: creation, math (elementwise math and activations), reduce
-(reductions and scans), movement (layout), indexing, nn, losses. Importing this package attaches them all to Tensor;
+(reductions and scans), sort, movement (layout), indexing, nn, losses. Importing this package attaches them all to Tensor;
 tinyspec.frontend.api lists the result (README.md's "Tensor API").
 
     from tinyspec.frontend import Tensor, function, inputs_of
@@ -35,7 +35,7 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
   give float32 for integer input; var and std take `correction` (default 1).
 - transpose() and .T swap the first two axes (tinygrad's defaults dim0=1, dim1=0).
 """
-from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce  # noqa: F401  (each attaches its ops to Tensor)
+from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function
 from tinyspec.frontend.tensor import Tensor, inputs_of
 

@@ -16,9 +16,9 @@ OPERATORS = {
   "__neg__": "unary -", "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__eq__": "==", "__ne__": "!=",
   "__getitem__": "[]", "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
 }
-ORDER = ["tensor", "creation", "math", "reduce", "movement", "indexing", "nn", "losses"]
+ORDER = ["tensor", "creation", "math", "reduce", "sort", "movement", "indexing", "nn", "losses"]
 WHAT = {"tensor": "core", "creation": "creation", "math": "elementwise math and activations", "reduce": "reductions and scans",
-        "movement": "layout", "indexing": "indexing", "nn": "nn", "losses": "losses"}
+        "sort": "sorting", "movement": "layout", "indexing": "indexing", "nn": "nn", "losses": "losses"}
 
 
 def methods_by_module() -> dict[str, list[str]]:

@@ -259,3 +259,44 @@ def softplus(self: Tensor, beta: float = 1.0) -> Tensor: return (1 / beta) * (se
 def mish(self: Tensor) -> Tensor: return self * self.softplus().tanh()
 @method
 def softsign(self: Tensor) -> Tensor: return self / (1 + self.abs())
+
+
+# ---- tinygrad's method spellings of the operators, and its cast shorthands ----
+@method
+def add(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._arith(Ops.ADD, x, reverse, "+")
+@method
+def sub(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._arith(Ops.SUB, x, reverse, "-")
+@method
+def mul(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._arith(Ops.MUL, x, reverse, "*")
+@method
+def neg(self: Tensor) -> Tensor: return -self
+@method
+def eq(self: Tensor, x: Any) -> Tensor: return self == x
+@method
+def ne(self: Tensor, x: Any) -> Tensor: return self != x
+@method
+def bitwise_and(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._bin(Ops.AND, x, reverse, what="&")
+@method
+def bitwise_or(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._bin(Ops.OR, x, reverse, what="|")
+@method
+def bitwise_xor(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._bin(Ops.XOR, x, reverse, what="^")
+@method
+def bitwise_not(self: Tensor) -> Tensor: return ~self
+@method
+def lshift(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._bin(Ops.SHL, x, reverse, what="<<")
+@method
+def rshift(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._bin(Ops.SHR, x, reverse, what=">>")
+@named("float")
+def tensor_float(self: Tensor) -> Tensor: return self.cast(dtypes.float32)
+@method
+def double(self: Tensor) -> Tensor: return self.cast(dtypes.float64)
+@named("int")
+def tensor_int(self: Tensor) -> Tensor: return self.cast(dtypes.int32)
+@method
+def long(self: Tensor) -> Tensor: return self.cast(dtypes.int64)
+@named("bool")
+def tensor_bool(self: Tensor) -> Tensor: return self.cast(dtypes.bool)
+@method
+def numel(self: Tensor) -> int: return self.size
+@method
+def element_size(self: Tensor) -> int: return self.dtype.itemsize
