@@ -119,6 +119,8 @@ def pow_cases() -> list[Case]:
       Case("pow_int", Tensor([-3, -2, 0, 1, 5], dtypes.int32) ** 3, np.array([-27, -8, 0, 1, 125], np.int32), dtype=dtypes.int32),
       Case("pow_int8_wraps", Tensor(np.array([3, -5], np.int8)) ** 5, np.array([3 ** 5, (-5) ** 5], np.int64).astype(np.int8), dtype=dtypes.int8),
       Case("pow_int_float_exp", Tensor([4, 9]) ** 0.5, np.array([2.0, 3.0], F), dtype=dtypes.float32),
+      Case("pow_int_float_integer_exp", Tensor([4, -3]) ** 2.0, np.array([16.0, 9.0], F), dtype=dtypes.float32),
+      Case("pow_bool", Tensor([True, False]) ** 2, np.array([1, 0], np.int32), dtype=dtypes.int32),
       Case("pow_scalar_0d", Tensor(np.array(-2.0, F)) ** 3, np.array(-8.0)),
       Case("pow_empty", Tensor(np.zeros((0, 2), F)) ** 2.5, np.zeros((0, 2))),
     ]

@@ -47,11 +47,10 @@ def _xpow(base: Tensor, e: Tensor) -> Tensor:
 
 
 def _pow_const(x: Tensor, c: int | float) -> Tensor:
+  x = x.cast(x._binop_srcs(c)[0].dtype)  # the scalar promotes as in any binary op: an int tensor ** 2.0 is float32
+  if not x.dtype.is_float and c < 0: raise TypeError(f"an integer tensor ({x.dtype.name}) to a negative power {c}: cast it to a float first")
   if c == 0: return x.full_like(1)
   if c == 1: return x
-  if not x.dtype.is_float and (c < 0 or isinstance(c, float) and c != int(c)):
-    if c < 0 and isinstance(c, int): raise TypeError(f"an integer tensor ({x.dtype.name}) to a negative power {c}: cast it to a float first")
-    x = x._float()
   if x.dtype.is_float:
     if c < 0: return _pow_const(x.reciprocal(), -c)
     if abs(c) > 2 ** 16: return _xpow(x, x.full_like(c))
