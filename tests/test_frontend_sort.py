@@ -58,7 +58,8 @@ def test_cpu_backend() -> None:
 
 
 def test_opencl_backend(opencl) -> None:
-  check_backend(list(CASES.values()), "opencl")
+  # a sorting network is many kernels, and PoCL builds each on its own: three cases, one of each kind
+  check_backend([CASES[n] for n in ("sort[float|-1|False]", "argsort_desc", "topk")], "opencl")
 
 
 def test_bad_arguments() -> None:
