@@ -1,7 +1,9 @@
-"""Replay every stored counterexample of corpus/: an open bug (EXPECT = "fails") is an expected failure, a fixed one
-(EXPECT = "passes") must pass. An unreadable file fails its own entry, by name; the others still run."""
+"""Replay every stored counterexample of corpus/ (or of $TINYSPEC_CORPUS): an open bug (EXPECT = "fails") is an expected
+failure, a fixed one (EXPECT = "passes") must pass. An unreadable file fails its own entry, by name; the others still run.
+Entries are read as data (fuzz.corpus.store.load_entry): a file with code in it fails by name, and its code never runs."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from fuzz.engine.tinygrad_target import unavailable as tinygrad_unavailable
 
 pytestmark = pytest.mark.spec
 
-CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+CORPUS = Path(os.environ.get("TINYSPEC_CORPUS") or Path(__file__).resolve().parent.parent / "corpus")
 FILES = entries(CORPUS)
 
 

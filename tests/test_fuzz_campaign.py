@@ -64,10 +64,11 @@ def test_a_dying_or_hanging_worker_is_a_finding(tmp_path, fn, why):
   s = run_campaign(CampaignConfig(seconds=60, seed=1, workers=1, corpus=str(tmp_path), max_cases=2, passes=passes, case_timeout=1.5,
                                   reduce_seconds=0.5), out)
   assert s.cases == 2  # the campaign went on after the first crash
-  assert [f.signature for f in s.findings] == [("crash", "worker", why)]
+  sig = ("hang", "boom", "timeout") if why == "timeout" else ("crash", "boom", why)  # named by where it happened
+  assert [f.signature for f in s.findings] == [sig]
   files = entries(tmp_path)
-  assert len(files) == 1 and load_entry(files[0]).signature == ("crash", "worker", why)
-  assert "finding: crash/worker/" + why in out.getvalue()
+  assert len(files) == 1 and load_entry(files[0]).signature == sig
+  assert "finding: " + "/".join(sig) in out.getvalue()
 
 
 def test_sigint_ends_with_a_summary(tmp_path):

@@ -54,7 +54,7 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
 
 
 @pytest.mark.parametrize("text, what", [
-  ("def graph(:\n", "cannot execute"),
+  ("def graph(:\n", "bad.py:1: not valid Python"),
   ("SIGNATURE = ('a', 'b', 'c')\ndef inputs(): return {}\n", "defines no graph"),
   ("SIGNATURE = ('a', 'b', 'c')\ndef graph(): return 3\ndef inputs(): return {}\n", "not a UOp"),
   ("SIGNATURE = ('a', 'b')\nfrom tinyspec.uop import UOp, Ops\ndef graph(): return UOp(Ops.SINK)\ndef inputs(): return {}\n", "three strings"),

@@ -70,8 +70,9 @@ def test_side_steps_leave_other_cases_unchanged():
   for i in range(60):
     c = case_for(5, i)
     if c.kind != "tensor" or {"step:copy", "step:opaque"} & c.features: continue
-    plain = TensorGen(random.Random(f"tinyspec-fuzz:5:{i}"), {"step:copy": 0.0, "step:opaque": 0.0}, side=random.Random(0))
-    plain.rng.random()  # the kind roll of case_for
+    rng = random.Random(f"tinyspec-fuzz:5:{i}")
+    rng.random()  # the kind roll of case_for, before the generator seeds its variables' Random from rng's state
+    plain = TensorGen(rng, {"step:copy": 0.0, "step:opaque": 0.0}, side=random.Random(0))
     assert plain.case().root is c.root
     same += 1
   assert same >= 30
@@ -298,3 +299,20 @@ def test_rangeify_gives_the_same_kernel_graph_again():
   for realize in ("minimal", "all"):
     first = RANGEIFY.run(g, LowerOptions(realize=realize), Trace())
     assert RANGEIFY.run(g, LowerOptions(realize=realize), Trace()) is first
+
+
+def test_generators_make_bounded_variables(many):
+  # tensor cases hold BINDs where constants would be; kernel cases read DEFINE_VARs their CALL binds; both run on the CPU
+  # as the reference evaluator says
+  from tinyspec.runtime import run
+  tensors = [c for c in many if c.kind == "tensor" and any(u.op is Ops.BIND for u in c.root.toposort())]
+  kernels = [c for c in many if "var:kernel" in c.features]
+  assert len(tensors) >= 3 and kernels
+  for c in kernels:
+    call = next(u for u in c.root.toposort() if u.op is Ops.CALL)
+    assert any(a.op is Ops.BIND for a in call.src[1:]) and any(u.op is Ops.DEFINE_VAR for u in call.src[0].toposort())
+  for c in tensors[:3] + kernels[:2]:
+    want, got = evaluate(c.root, c.inputs), run(c.root, c.inputs, "cpu")
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+      np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-5, equal_nan=True)

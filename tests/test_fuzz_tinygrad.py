@@ -14,7 +14,7 @@ pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip
 
 from fuzz.check.exact_ints import overflows_signed, run_exact  # noqa: E402
 from fuzz.check.tinygrad_oracles import TinygradChecker, tinygrad_outputs, tinyspec_outputs  # noqa: E402
-from fuzz.corpus.store import load_entry  # noqa: E402
+from fuzz.corpus.store import entry_name, load_entry  # noqa: E402
 from fuzz.engine.campaign import CampaignConfig, run_campaign  # noqa: E402
 from fuzz.engine.targets import replay  # noqa: E402
 from fuzz.engine.tinygrad_target import TinygradSession, TinygradTarget  # noqa: E402
@@ -208,8 +208,9 @@ def test_reducer_keeps_the_signature_and_shrinks():
 def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
   session = TinygradSession(CampaignConfig(corpus=str(tmp_path)))
   f = next(f for f in session.checker.check(source(DIV_MINUS_TWO)) if f.stage == "tinygrad-codegen")
-  path, new, _ = session.store(DIV_MINUS_TWO, f, f.signature)
-  assert new and path.exists()
+  text, _ = session.entry(DIV_MINUS_TWO, f, f.signature)
+  path = tmp_path / entry_name(f.signature)
+  path.write_text(text)
   entry = load_entry(path)
   assert entry.case.kind == "tinygrad" and entry.meta["PROGRAM"] == source(DIV_MINUS_TWO)
   assert check(entry.case.root, Stage.TENSOR) == []          # tinygrad's tensor graph, translated, is legal
@@ -262,3 +263,94 @@ def test_downstream_of_a_violation():
   assert downstream("schedule", k) and downstream("render", k) and downstream("callify+schedule", k)
   assert not downstream("callify", k) and not downstream("frontend", k)
   assert not downstream("render", None)
+
+
+# ---- under faults: tinygrad runs its kernels in the process that realizes ----
+class _DyingChecker(TinygradChecker):
+  """tinygrad's checker, except that the run on the CPU device dies of a real SIGSEGV (a read of address 0)."""
+  def check(self, src: str):
+    import ctypes
+    self.at("tinygrad-CPU")
+    ctypes.string_at(0)
+
+
+class _HangingChecker(TinygradChecker):
+  """tinygrad's checker, except that the run on the CPU device never returns."""
+  def check(self, src: str):
+    import time
+    self.at("tinygrad-CPU")
+    time.sleep(3600)
+
+
+class _Faulty(TinygradTarget):
+  def __init__(self, checker: type) -> None: self.checker = checker
+
+  def session(self, cfg):
+    s = super().session(cfg)
+    s.make_checker = self.checker
+    return s
+
+
+@pytest.mark.parametrize("checker, signature", [(_DyingChecker, ("crash", "tinygrad-CPU", "signal11")),
+                                                (_HangingChecker, ("hang", "tinygrad-CPU", "timeout"))], ids=["segfault", "hang"])
+def test_with_workers_0_a_case_that_kills_or_hangs_its_process_is_a_finding(tmp_path, checker, signature):
+  # --workers 0: each case is checked in a child of the campaign, so the campaign survives every case and keeps its budget
+  import time
+  cfg = CampaignConfig(seconds=120, seed=0, workers=0, corpus=str(tmp_path), max_cases=3, case_timeout=3, reduce_seconds=0,
+                       target=_Faulty(checker))
+  t = time.monotonic()
+  s = run_campaign(cfg)
+  assert s.cases == 3 and [f.signature for f in s.findings] == [signature]
+  assert time.monotonic() - t <= cfg.seconds + 10
+  e = load_entry(s.findings[0].path)
+  assert e.signature == signature and "def program():" in e.meta["PROGRAM"]
+
+
+@pytest.mark.parametrize("workers, want", [("2", 2), ("0", 1)])
+def test_sigkill_of_a_tinygrad_campaign_leaves_no_process_and_no_broken_entry(tmp_path, workers, want):
+  # with 2 workers, the workers; with --workers 0, the child checking the campaign's cases
+  import os
+  import signal
+  import time
+
+  from test_campaign_faults import _alive, _descendants, _reap, _wait_for
+  p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", "fuzz", "--target", "tinygrad", "--seconds", "600", "--workers", workers,
+                        "--corpus", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                       start_new_session=True)
+  kids: set[int] = set()
+  try:
+    kids = _wait_for(lambda: (d := {x for x in _descendants(p.pid) if _alive(x)}) and len(d) >= want and d, 300, f"{want} children")
+    time.sleep(15)  # the children are checking cases, in tinygrad or in tinyspec
+    kids |= {x for x in _descendants(p.pid) if _alive(x)}
+    os.kill(p.pid, signal.SIGKILL)
+    out, _ = p.communicate(timeout=60)
+    _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "the children to die")
+  finally:
+    _reap(p, kids)
+  from fuzz.corpus.store import entries
+  reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
+  for path in [*reported, *map(str, entries(tmp_path))]:
+    assert load_entry(path).case.kind == "tinygrad"
+
+
+def _segfault_graph(src: str):
+  import ctypes
+  ctypes.string_at(0)
+
+
+def _hang_graph(src: str):
+  import time
+  time.sleep(3600)
+
+
+def test_an_entrys_graph_is_made_in_a_child_that_may_die():
+  # a crash or hang finding's program is run again to make its entry's graph: in a child, so it cannot take the
+  # campaign with it; then the entry holds tinyspec's frontend graph of the program
+  from fuzz.engine.tinygrad_target import translated_graph_apart
+  src = source(DIV_MINUS_TWO)
+  root, inputs, what = translated_graph_apart(src, 120)
+  assert what == "tinygrad's tensor graph, translated" and check(root, Stage.TENSOR) == [] and inputs
+  root, inputs, what = translated_graph_apart(src, 120, _segfault_graph)
+  assert what == "tinyspec's frontend graph of the program (tinygrad's run of it ended (signal11))" and check(root, Stage.TENSOR) == []
+  root, _, what = translated_graph_apart(src, 2, _hang_graph)
+  assert what.endswith("(tinygrad's run of it did not finish)") and root.op.name == "SINK"

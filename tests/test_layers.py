@@ -1,6 +1,6 @@
 """Imports point one way, down the layers of the design, and no module imports another's `_private` name.
 
-    IR (dtype, uop, loop_order, rewrite, pyrender, fileio, loadfile) <- op meanings (ops) <- z3 translation (smt) <- spec
+    IR (dtype, uop, loop_order, rewrite, pyrender, pyread, fileio, loadfile, cliargs) <- op meanings (ops) <- z3 translation (smt) <- spec
     <- semantics <- render <- lower <- runtime <- frontend, autograd, viz <- fuzz, prove, bridge <- cli
 
 Inside fuzz/, a package imports only those below it: what a case is and how it is stored come first, then what checks
@@ -19,7 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
-  ("tinyspec.dtype", "tinyspec.uop", "tinyspec.loop_order", "tinyspec.rewrite", "tinyspec.pyrender", "tinyspec.fileio", "tinyspec.loadfile"),
+  ("tinyspec.dtype", "tinyspec.uop", "tinyspec.loop_order", "tinyspec.rewrite", "tinyspec.pyrender", "tinyspec.pyread", "tinyspec.fileio",
+   "tinyspec.loadfile", "tinyspec.cliargs"),
   ("tinyspec.ops",), ("tinyspec.smt",), ("tinyspec.spec",), ("tinyspec.semantics",), ("tinyspec.render",), ("tinyspec.lower",),
   ("tinyspec.runtime",), ("tinyspec.frontend", "tinyspec.autograd", "tinyspec.viz"),
   ("fuzz", "tinyspec.prove", "tinyspec.bridge"), ("tinyspec.cli",),

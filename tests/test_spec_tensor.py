@@ -138,7 +138,8 @@ def test_message_names_arg_and_expectation():
   g = sink(a.after(call(k_add(n=16), a, a.reshape((4, 4)).permute((1, 0)), a)))
   vs = check(g, Stage.KERNEL_GRAPH)
   msgs = [v.message for v in vs if v.rule == "kgraph.call_arg_storage"]
-  assert msgs == ["CALL arg 1 is a PERMUTE view; at KERNEL_GRAPH call args must be storage (BUFFER, PARAM, or AFTER of one)"]
+  assert msgs == ["CALL arg 1 is a PERMUTE view; at KERNEL_GRAPH call args must be storage (BUFFER, PARAM, or AFTER of one) or a variable "
+                  "(a BIND, or a DEFINE_VAR passed on)"]
 
 
 def test_every_violation_is_collected():

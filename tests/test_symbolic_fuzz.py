@@ -17,7 +17,6 @@ from fuzz.corpus.store import entries, load_entry
 from fuzz.engine.targets import replay
 from fuzz.engine.symbolic import (IDX, Leaf, SymbolicChecker, SymbolicTarget, SymCase, _leaf_name, case_for, from_entry_case, leaves_of,
                            replay_case)
-from tinyspec.prove.templates import slot_node
 from fuzz.testbed.unsound import VARIANTS
 from tinyspec.uop import substitute
 from tinyspec.semantics import evaluate
@@ -37,7 +36,7 @@ def test_cases_are_deterministic_and_view_shaped():
   a, b = case_for(3, 7), case_for(3, 7)
   assert a.expr is b.expr
   ops = {u.op for i in range(40) for u in case_for(0, i).expr.toposort()}
-  assert {Ops.IDIV, Ops.MOD, Ops.WHERE, Ops.MAX, Ops.ADD, Ops.MUL, Ops.RANGE, Ops.DETACH} <= ops
+  assert {Ops.IDIV, Ops.MOD, Ops.WHERE, Ops.MAX, Ops.ADD, Ops.MUL, Ops.RANGE, Ops.DEFINE_VAR} <= ops
 
 
 def _campaign(tmp_path, target: SymbolicTarget, max_cases: int, workers: int = 0, **kw):
@@ -79,7 +78,7 @@ def test_unsound_variant_is_found_blamed_shrunk_and_stored(variant, tmp_path):
 
 def test_bounds_oracle_flags_a_value_outside_vmin_vmax():
   # the leaf's node claims [0, 3]; the assignments reach 10: the sum above it leaves its bounds
-  node = slot_node(0, IDX, 0, 3)
+  node = UOp.variable("v0", 0, 3)
   case = SymCase(node + UOp.const(IDX, 1), [Leaf(node, 0, 10)])
   fs = SymbolicChecker(use_z3=False).check(case, np.random.default_rng(0))
   assert fs and fs[0].oracle == "bounds"
@@ -89,7 +88,7 @@ def test_bounds_oracle_flags_a_value_outside_vmin_vmax():
 def test_z3_finds_a_difference_the_random_rows_miss():
   # the off-by-one rule folds x % 1000 to x for x in [-999, 1000]: only x == 1000 tells them apart
   v = next(x for x in VARIANTS if x.name == "mod_below_divisor_off_by_one")
-  node = slot_node(0, IDX, -999, 1000)
+  node = UOp.variable("v0", -999, 1000)
   case = SymCase(node.alu(Ops.MOD, UOp.const(IDX, 1000)), [Leaf(node, -999, 1000)])
   chk = SymbolicChecker(v.matcher(), z3_timeout_ms=2000)
   s, steps = chk.simplify(case.expr)

@@ -1,10 +1,52 @@
-"""The `tinyspec` command. Exit 0 when all holds, 1 when something is found or fails, 2 on bad usage or input."""
+"""The `tinyspec` command. Exit 0 when all holds, 1 when something is found or fails, 2 on bad usage or input (one
+line on stderr, never a traceback), 130 on ^C."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from tinyspec.cliargs import number
 from tinyspec.loadfile import InputError, load_graph
+
+RUN_TIMEOUT = 60.0  # default seconds the kernels of `tinyspec run` may take in their child process
+
+
+class UsageError(Exception):
+  """Arguments argparse rejects; main prints them in one line."""
+
+
+class Parser(argparse.ArgumentParser):
+  """argparse, except that an error is one line (`tinyspec VERB: what is wrong`) and exit 2, not the usage and a line."""
+  def error(self, message: str):  # type: ignore[override]
+    raise UsageError(f"{self.prog}: {message}")
+
+
+def _graph_stage(root):
+  """The stage a FILE's graph is at: TENSOR, KERNEL_GRAPH, or KERNEL / PROGRAM for one kernel body."""
+  from tinyspec.lower.start import graph_level
+  from tinyspec.spec import Stage
+  from tinyspec.uop import Ops, is_kernel_body
+  if graph_level(root) == "tensor": return Stage.TENSOR
+  if is_kernel_body(root): return Stage.PROGRAM if root.op in (Ops.PROGRAM, Ops.LINEAR) else Stage.KERNEL
+  return Stage.KERNEL_GRAPH
+
+
+def _refuse_illegal(root, file: str, verb: str) -> int | None:
+  """None when root is legal at its stage; else print its violations (stdout) and why it is not lowered or run (one
+  line, stderr), and return 2: an illegal graph is input the verb does not take."""
+  from collections import Counter
+
+  from tinyspec.spec import Stage, check
+  try: stage = _graph_stage(root)
+  except Exception: stage = Stage.TENSOR  # too malformed to tell its level: the TENSOR rules name what is wrong
+  vs = check(root, stage)
+  if not vs: return None
+  for i, v in enumerate(vs[:50], 1): print(f"{i}. {v}")
+  rules = ", ".join(f"{rid} x{n}" if n > 1 else rid for rid, n in Counter(v.rule for v in vs).items())
+  print(f"tinyspec: {file}: not {verb}: {len(vs)} violation(s) at {stage.name} ({rules[:200]}); --no-check {verb.split()[0]}s it anyway",
+        file=sys.stderr)
+  return 2
 
 
 def _stage(name: str):
@@ -54,9 +96,14 @@ def cmd_lower(args: argparse.Namespace) -> int:
   from tinyspec.lower.pipeline import PassError
   from tinyspec.uop import Ops
   root = load_graph(args.file)
-  try: stages = _lower_stages(root, {"backend": args.backend, "opts": _parse_opts(args.opts)})
+  opts = _parse_opts(args.opts)
+  if not args.no_check and (code := _refuse_illegal(root, args.file, "lowered")) is not None: return code
+  try: stages = _lower_stages(root, {"backend": args.backend, "opts": opts})
   except PassError as e:
     print(f"{args.file}: {e}")
+    return 1
+  except Exception as e:  # a graph no pass can take (with --no-check): one line, not a traceback
+    print(f"{args.file}: lowering failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:400])
     return 1
   for name, g in stages.items():
     print(f"{name:>13}: {len(g.toposort()):6d} nodes, {len(kernel_calls(g)):3d} kernel(s)")
@@ -69,26 +116,26 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-  """Run FILE's graph on a backend and print its outputs. FILE may define inputs() -> {BUFFER id: array}."""
+  """Run FILE's graph on a backend and print its outputs. FILE may define inputs() -> {BUFFER id: array}. A graph that
+  breaks its stage's spec is not run (unless --no-check); compiled kernels run in a child process with a time limit, so
+  a kernel that crashes or hangs is reported in one line."""
   import numpy as np
 
-  from tinyspec.loadfile import graph_of, load_module
-  from tinyspec.runtime import run
+  from tinyspec.loadfile import graph_of, load_module, run_user_code
   ns = load_module(args.file)  # graph() and inputs() from one execution of FILE, so their BUFFER ids agree
   root = graph_of(ns, args.file)
   inputs = {}
   if callable(ns.get("inputs")):
-    try: inputs = ns["inputs"]()
-    except Exception as e: raise InputError(f"{args.file}: inputs() raised {type(e).__name__}: {e}") from e
+    inputs = run_user_code(args.file, "inputs()", ns["inputs"])
     if not isinstance(inputs, dict): raise InputError(f"{args.file}: inputs() returned {type(inputs).__name__}, not a dict")
-  options = {"compiler": args.compiler} if args.compiler and args.backend == "cpu" else {}
-  try: outs = run(root, inputs, backend=args.backend, **options)
-  except ValueError as e:
-    if "unknown backend" in str(e): raise InputError(str(e)) from e
-    print(f"{args.file}: {args.backend} failed: {type(e).__name__}: {e}")
-    return 1
+    try: inputs = {int(k): np.asarray(v) for k, v in inputs.items()}
+    except (TypeError, ValueError) as e: raise InputError(f"{args.file}: inputs() is not {{BUFFER id: array}}: {e}") from None
+  if not args.no_check and (code := _refuse_illegal(root, args.file, "run")) is not None: return code
+  try: outs = _run_on(root, inputs, args)
   except Exception as e:
-    print(f"{args.file}: {args.backend} failed: {type(e).__name__}: {e}")
+    from tinyspec.runtime.host import KernelError
+    what = str(e) if isinstance(e, KernelError) else f"{type(e).__name__}: {e}"
+    print(f"{args.file}: {args.backend} failed: {what.splitlines()[0] if what else ''}"[:500])
     return 1
   outs = outs if isinstance(outs, list) else [outs]
   for i, o in enumerate(outs):
@@ -98,6 +145,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     o = np.asarray(o)
     print(f"output {i}: {o.dtype} {tuple(o.shape)}\n{np.array2string(o, threshold=200, max_line_width=150)}")
   return 0
+
+
+def _run_on(root, inputs: dict, args: argparse.Namespace):
+  """The outputs of root on args.backend: the evaluator in this process; CPU and OpenCL kernels in the kernel host."""
+  if args.backend == "reference":
+    from tinyspec.semantics import evaluate
+    return evaluate(root, inputs)
+  from tinyspec.runtime.cpu import match_shapes, prepare
+  from tinyspec.runtime.host import run_graph
+  lowered = prepare(root, backend="c" if args.backend == "cpu" else "opencl")
+  return match_shapes(root, run_graph(args.backend, lowered, inputs, args.compiler if args.backend == "cpu" else None, args.timeout))
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
@@ -158,29 +216,34 @@ def cmd_tinygrad(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog="tinyspec", description=__doc__)
-  sub = p.add_subparsers(dest="verb", required=True)
+  p = Parser(prog="tinyspec", description=__doc__)
+  sub = p.add_subparsers(dest="verb", required=True, parser_class=Parser)
   c = sub.add_parser("check", help="check a graph against a stage's spec")
   c.add_argument("file", help="a Python file defining graph()")
   c.add_argument("--stage", type=_stage, default=None, help="tensor (default), kernel_graph, kernel or program")
   c.set_defaults(fn=cmd_check)
   lo = sub.add_parser("lower", help="lower a graph and print every stage")
   lo.add_argument("file")
-  lo.add_argument("--backend", default="c", help="renderer: c (default) or opencl")
+  lo.add_argument("--backend", default="c", choices=("c", "opencl"), help="renderer: c (default) or opencl")
+  lo.add_argument("--no-check", action="store_true", help="lower the graph even when it breaks its stage's spec")
   lo.add_argument("--opts", default=None, help="optimize opts as a Python tuple, e.g. \"(('split', 0, 4), ('global', 0))\"")
   lo.set_defaults(fn=cmd_lower)
   r = sub.add_parser("run", help="run a graph and print its outputs")
   r.add_argument("file")
-  r.add_argument("--backend", default="reference", help="reference, cpu or opencl")
-  r.add_argument("--compiler", default=None, help="C compiler of the cpu backend: gcc (default), clang or tcc")
+  r.add_argument("--backend", default="reference", choices=("reference", "cpu", "opencl"), help="reference (default), cpu or opencl")
+  r.add_argument("--compiler", default=None, choices=("gcc", "clang", "tcc"), help="C compiler of the cpu backend: gcc (default), clang or tcc")
+  r.add_argument("--no-check", action="store_true", help="run the graph even when it breaks its stage's spec")
+  r.add_argument("--timeout", type=number(float, 0, above=True), default=RUN_TIMEOUT,
+                 help=f"seconds the kernels may run in their child process before they count as hung (default {RUN_TIMEOUT:g})")
   r.set_defaults(fn=cmd_run)
   vz = sub.add_parser("viz", help="draw a graph (and its violations at a stage) with graphviz")
   vz.add_argument("file", help="a Python file defining graph()")
   vz.add_argument("--stage", type=_stage, default=None,
                   help="check at this stage and highlight each violation and its path (exit 1 when there are any)")
   vz.add_argument("-o", "--output", default=None, help="out.svg, out.png, out.pdf or out.dot (default: FILE's stem + .svg here)")
-  vz.add_argument("--max-nodes", type=int, default=None, help="above this many boxes (default 250) draw the part nearest the root (0: all)")
-  vz.add_argument("--collapse", type=int, default=None, help="fold single-use elementwise trees of this many ops (default 6; 0: never)")
+  vz.add_argument("--max-nodes", type=number(int, 0), default=None,
+                  help="above this many boxes (default 250) draw the part nearest the root (0: all)")
+  vz.add_argument("--collapse", type=number(int, 0), default=None, help="fold single-use elementwise trees of this many ops (default 6; 0: never)")
   vz.set_defaults(fn=cmd_viz)
   from fuzz.engine.cli_verbs import add_fuzz_arguments, add_repro_arguments
   fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
@@ -207,12 +270,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-  p = build_parser()
-  try: args = p.parse_args(argv)
-  except SystemExit as e: return 2 if e.code else 0
-  try: return args.fn(args)
-  except InputError as e:
-    print(f"tinyspec: {e}", file=sys.stderr)
+  try:
+    p = build_parser()
+    try: args = p.parse_args(argv)
+    except SystemExit as e: return 0 if not e.code else 2  # --help
+    except UsageError as e:
+      print(e, file=sys.stderr)
+      return 2
+    try: return args.fn(args)
+    except InputError as e:
+      print(f"tinyspec: {str(e).splitlines()[0] if str(e) else 'bad input'}"[:1000], file=sys.stderr)
+      return 2
+  except KeyboardInterrupt:
+    print("tinyspec: interrupted", file=sys.stderr)
+    return 130
+  except BrokenPipeError:  # the reader of our output went away: nothing more to say to it
+    try: sys.stdout = open(os.devnull, "w")  # Python's own flush at exit would fail again on the closed pipe
+    except OSError: pass
+    print("tinyspec: output closed (broken pipe)", file=sys.stderr)
+    return 2
+  except Exception as e:  # a bug of tinyspec's: one line, and the traceback when asked for
+    if os.environ.get("TINYSPEC_TRACEBACK"): raise
+    msg = str(e).splitlines()[0] if str(e) else ""
+    print(f"tinyspec: internal error: {type(e).__name__}: {msg}"[:500] + " (TINYSPEC_TRACEBACK=1 shows where)", file=sys.stderr)
     return 2
 
 

@@ -67,10 +67,14 @@ class UPat:
 
 @dataclass(frozen=True)
 class Rule:
-  """A named rewrite rule. `fn(**bindings)` (and `ctx=` when it takes one) returns a new node or None."""
+  """A named rewrite rule. `fn(**bindings)` (and `ctx=` when it takes one) returns a new node or None.
+
+  examples: narrower patterns, each matched by `pat`, whose instances the rule rewrites: what `tinyspec prove` builds
+  besides instances of `pat` when `pat` alone (an ADD, say) rarely builds what the rule looks for inside it."""
   name: str
   pat: UPat
   fn: Callable[..., UOp | None] = field(compare=False)
+  examples: tuple[UPat, ...] = field(default=(), compare=False)
 
   def __post_init__(self):
     object.__setattr__(self, "takes_ctx", _takes_ctx(self.fn))
@@ -212,7 +216,7 @@ def _bool_matcher(p: UPat) -> Callable[[UOp], bool]:
 class PatternMatcher:
   """An ordered table of named rules, dispatched by the op of the node. Rules are (name, UPat, fn) or Rule."""
 
-  def __init__(self, rules: Sequence[tuple[str, UPat, Callable] | Rule], name: str = ""):
+  def __init__(self, rules: Sequence[tuple[str, UPat, Callable] | tuple[str, UPat, Callable, tuple[UPat, ...]] | Rule], name: str = ""):
     self.name = name
     self.rules: list[Rule] = [r if isinstance(r, Rule) else Rule(*r) for r in rules]
     names = [r.name for r in self.rules]
@@ -236,7 +240,7 @@ class PatternMatcher:
   def replace_rule(self, name: str, fn: Callable | None = None, pat: UPat | None = None) -> PatternMatcher:
     """A copy with one rule's function or pattern swapped (for seeding bugs and testing the tools that find them)."""
     if name not in {r.name for r in self.rules}: raise KeyError(f"no rule {name!r} in {self.name}")
-    rules = [Rule(r.name, pat or r.pat, fn or r.fn) if r.name == name else r for r in self.rules]
+    rules = [Rule(r.name, pat or r.pat, fn or r.fn, r.examples) if r.name == name else r for r in self.rules]
     return PatternMatcher(rules, self.name)
 
   def rewrite(self, u: UOp, ctx: Any = None) -> tuple[Rule, UOp] | None:

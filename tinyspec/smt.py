@@ -32,7 +32,8 @@ class Translator:
   """A memoized translation of UOps to z3 terms. The same node always gives the same term (and the same variable
   for RANGE, SPECIAL and every opaque node), so terms of two expressions over shared nodes can be compared.
 
-  `constraints` collects what the variables are known to satisfy: 0 <= r < bound for RANGE and SPECIAL, and the
+  `constraints` collects what the variables are known to satisfy: 0 <= r < bound for RANGE and SPECIAL, the bounds of a
+  DEFINE_VAR, and the
   interval bounds of opaque nodes. A rule prover builds terms for both sides of a rule and asks z3 whether they can
   differ under `constraints`."""
 
@@ -117,6 +118,14 @@ class Translator:
     self.constraints += [z3.Not(self.lt(v, lo, dt)), self.lt(v, bound, dt)]
     return v
 
+  def _var(self, u: UOp, srcs: list) -> z3.ExprRef:
+    # named by the variable alone, never the prefix: every thread (and every translator) of a kernel sees one value of it
+    dt, a = u.dtype, u.arg
+    v = z3.Const(f"var_{a.name}", self.sort(dt))
+    self.vars[u] = v
+    self.constraints += [z3.Not(self.lt(v, self.const(dt, a.min), dt)), z3.Not(self.lt(self.const(dt, a.max), v, dt))]
+    return v
+
   def _alu(self, u: UOp, srcs: list) -> z3.ExprRef | None:
     dt = u.src[-1].dtype  # the operands' dtype (a comparison's own is bool; WHERE's values come last)
     width = zsem.index_width(*((s.vmin, s.vmax) for s in u.src[-2:])) + self._shl_extra(u) if dt is dtypes.index else zsem.INDEX_WIDTH
@@ -141,6 +150,7 @@ class Translator:
 _EXACT: dict[Ops, Any] = {
   Ops.CONST: lambda t, u, s: t.const(u.dtype, u.arg),
   Ops.RANGE: Translator._range, Ops.SPECIAL: Translator._range,
+  Ops.DEFINE_VAR: Translator._var, Ops.BIND: lambda t, u, s: s[1],  # a bound variable is its value
   **{op: Translator._alu for op in zsem.TERMS},
   Ops.CAST: Translator._cast, Ops.BITCAST: Translator._bitcast,
   Ops.DETACH: lambda t, u, s: s[0], Ops.CONTIGUOUS: lambda t, u, s: s[0],
@@ -175,9 +185,10 @@ def prove_in_bounds(idx: UOp, size: int, gate: UOp | None = None, timeout_ms: in
   m = s.model()
   example: dict[str, int] = {}
   for node, v in t.vars.items():
-    if node.op in (Ops.RANGE, Ops.SPECIAL):
+    if node.op in (Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR):
       val = m.eval(t.as_int(v, node.dtype), model_completion=True)
-      if z3.is_int_value(val): example[str(v).rsplit("_", 1)[0] if node.op is Ops.RANGE else str(node.arg)] = val.as_long()
+      name = str(v).rsplit("_", 1)[0] if node.op is Ops.RANGE else node.arg.name if node.op is Ops.DEFINE_VAR else str(node.arg)
+      if z3.is_int_value(val): example[name] = val.as_long()
   val = m.eval(ie, model_completion=True)
   return BoundsResult("violated", example, val.as_long() if z3.is_int_value(val) else None)
 
@@ -185,7 +196,17 @@ def prove_in_bounds(idx: UOp, size: int, gate: UOp | None = None, timeout_ms: in
 def prove_iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None], timeout_ms: int | None = None) -> BoundsResult:
   """Whether accesses a and b, each (index, gate), never reach one element from two different iterations of range r.
   Each iteration gets its own values of every other range and of every loaded value (another thread is anywhere in
-  its own loops). "violated" gives the two iterations and the element; "proved" means no two iterations share one."""
+  its own loops). "violated" gives the two iterations and the element; "proved" means no two iterations share one.
+  A decided answer is kept on r (nodes are interned, so the same question asked after another pass is not re-solved)."""
+  memo = r._cache.setdefault("smt:apart", {})
+  key = (a, b, timeout_ms)
+  if (res := memo.get(key)) is None:
+    res = _iterations_apart(r, a, b, timeout_ms)
+    if res.status != "unknown": memo[key] = res
+  return res
+
+
+def _iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None], timeout_ms: int | None) -> BoundsResult:
   t1, t2 = Translator(prefix="p_"), Translator(prefix="q_")
   s = z3.Solver()
   s.set(timeout=TIMEOUT_MS if timeout_ms is None else timeout_ms)

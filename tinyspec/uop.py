@@ -33,6 +33,8 @@ class Ops(Enum):
   RANGE = auto(); END = auto(); INDEX = auto(); LOAD = auto(); SPECIAL = auto()  # noqa: E702
   # program
   LINEAR = auto(); PROGRAM = auto(); SOURCE = auto()  # noqa: E702
+  # bounded variables: an integer scalar known only by its bounds, and its binding to a value at a call site
+  DEFINE_VAR = auto(); BIND = auto()  # noqa: E702
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -58,8 +60,9 @@ class GroupOp:
   Order = frozenset({Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
   RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL})
   Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+  Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
   groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,
-                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program}
+                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program, "variable": Variable}
 
 
 def op_group(op: Ops) -> str:
@@ -96,8 +99,10 @@ class BufferArg:
   device: str = "CPU"
   addrspace: AddrSpace = AddrSpace.GLOBAL
 
-  # a graph rebuilt from source must not hand its ids out again to new buffers
-  def __post_init__(self): _reserve_buffer_id(self.id)
+  # a graph rebuilt from source must not hand its ids out again to new buffers (a malformed id, not an int of the
+  # int64 range, reserves nothing: it is the spec's to reject, and must not push every later id out of range)
+  def __post_init__(self):
+    if type(self.id) is int and 0 <= self.id < 2 ** 63: _reserve_buffer_id(self.id)
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,15 @@ class RangeArg:
   """Arg of RANGE: the axis id (unique within a kernel) and how the axis is run."""
   axis: int
   kind: AxisType = AxisType.LOOP
+
+
+@dataclass(frozen=True)
+class VarArg:
+  """Arg of DEFINE_VAR: the variable's name (a C identifier, one variable per name) and the bounds [min, max] every
+  value bound to it lies in."""
+  name: str
+  min: int
+  max: int
 
 
 @dataclass(frozen=True)
@@ -178,7 +192,7 @@ class UOp(metaclass=UOpMetaClass):
     if key in self._cache: return self._cache[key]
     def combine(u: UOp, srcs: list[UOp]) -> Any:
       try: return fn(u)
-      except Exception as e: return Malformed(e)
+      except Exception as e: return Malformed(e.with_traceback(None))  # no frames kept alive by a marker
     return fold(self, key, uop_srcs, combine)
 
   # ---- derived properties ----
@@ -186,7 +200,9 @@ class UOp(metaclass=UOpMetaClass):
   def shape(self) -> tuple[int, ...] | None:
     """The tensor shape, None for effects and other shapeless nodes. Raises ValueError on a malformed node."""
     ret = self._derive("shape", _shape_rule)
-    if isinstance(ret, Malformed): raise ValueError(f"{self.op.name} has no valid shape: {ret.err}")
+    if isinstance(ret, Malformed):  # the cause, shortened: down a chain of malformed nodes it would nest once per node
+      err = str(ret.err)
+      raise ValueError(f"{self.op.name} has no valid shape: {err if len(err) <= 200 else err[:197] + '...'}")
     return ret
 
   @property
@@ -234,6 +250,16 @@ class UOp(metaclass=UOpMetaClass):
   def range(bound: int | UOp, axis: int, kind: AxisType = AxisType.LOOP) -> UOp:
     if not isinstance(bound, UOp): bound = UOp.const(dtypes.index, bound)
     return UOp(Ops.RANGE, dtypes.index, (bound,), RangeArg(axis, kind))
+
+  @staticmethod
+  def variable(name: str, vmin: int, vmax: int, dtype: DType = dtypes.index) -> UOp:
+    """DEFINE_VAR: an integer scalar whose value is known only to lie in [vmin, vmax]."""
+    return UOp(Ops.DEFINE_VAR, dtype, (), VarArg(name, vmin, vmax))
+
+  def bind(self, value: int) -> UOp:
+    """BIND of this DEFINE_VAR to value: the variable's value at a call site (the spec holds value within its bounds)."""
+    if self.op is not Ops.DEFINE_VAR: raise ValueError(f"bind takes a DEFINE_VAR, not {self.op.name}")
+    return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, value)))
 
   def alu(self, op: Ops, *srcs: UOp) -> UOp:
     dt = dtypes.bool if op in GroupOp.Comparison else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
@@ -364,6 +390,12 @@ def storage_of(u: UOp) -> UOp:
   """The storage under a chain of AFTERs (u itself when it is no AFTER)."""
   while u.op is Ops.AFTER and u.src: u = u.src[0]
   return u
+
+
+def graph_binds(root: UOp) -> dict[str, UOp]:
+  """The BIND of each variable name in the graph under root (call bodies included). A graph binds a variable to one
+  value (the spec's bind.one_value), and that value is what every DEFINE_VAR of the name in it means."""
+  return {u.src[0].arg.name: u for u in walk((root,)) if u.op is Ops.BIND and len(u.src) == 2 and u.src[0].op is Ops.DEFINE_VAR}
 
 
 def uop_srcs(x: UOp) -> list[UOp]:
@@ -502,7 +534,7 @@ _shape_rules: dict[Ops, Callable[[UOp], tuple | None]] = {
   **{op: _movement_shape for op in GroupOp.Movement}, **{op: _same_shape for op in GroupOp.Elementwise},
   Ops.REDUCE: _reduce_shape, Ops.GETTUPLE: _gettuple_shape,
   **{op: (lambda u: u.src[0].shape) for op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY)},
-  **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL)},
+  **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.BIND)},
 }
 
 
@@ -536,6 +568,24 @@ def print_graph(root: UOp, limit: int | None = None) -> str:
     srcs = ", ".join(f"%{num[s]}" for s in u.src)
     lines.append(f"%{num[u]} = {u.op.name} {u.dtype.name} {shp} [{srcs}] {_arg_str(u)}".rstrip())
   return "\n".join(lines)
+
+
+Rows = list[tuple[str, str, tuple[int, ...], Any, Any]]
+
+
+def to_rows(root: UOp) -> Rows:
+  """The graph as flat rows (op name, dtype name, source row numbers, arg, tag), sources first and root last: what
+  goes to another process of tinyspec's own by pickle (a UOp pickles recursively, which a deep graph cannot)."""
+  nodes = root.toposort()
+  num = {u: i for i, u in enumerate(nodes)}
+  return [(u.op.name, u.dtype.name, tuple(num[s] for s in u.src), u.arg, u.tag) for u in nodes]
+
+
+def from_rows(rows: Rows) -> UOp:
+  """The graph of to_rows' rows (the identical, interned nodes)."""
+  built: list[UOp] = []
+  for op, dt, src, arg, tag in rows: built.append(UOp(Ops[op], dtypes.by_name[dt], tuple(built[i] for i in src), arg, tag))
+  return built[-1]
 
 
 def pyrender(root: UOp, fname: str = "graph") -> str:

@@ -156,6 +156,22 @@ def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
   return found
 
 
+def crash_site(tb: TracebackType | None) -> str:
+  """Where an exception was raised, as a signature can name it: the innermost frame outside Python's own library and
+  installed packages (tinyspec's, the fuzzer's, a pass or rule given to it), `file.py:function`."""
+  import os
+  import sysconfig
+  libs = tuple(os.path.normpath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+  site = last = ""
+  while tb is not None:
+    code = tb.tb_frame.f_code
+    name = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+    last = name
+    if not os.path.normpath(code.co_filename).startswith(libs): site = name
+    tb = tb.tb_next
+  return site or last or "?"
+
+
 def _pass_location(p: Pass) -> str:
   code = getattr(p.fn, "__code__", None)
   if code is None: return "<unknown>"

@@ -29,10 +29,11 @@ def _scalar(v: Any, dt: DType) -> Any:
 
 
 class _Kernel:
-  def __init__(self, body: UOp, mem: dict[UOp, np.ndarray]):
+  def __init__(self, body: UOp, mem: dict[UOp, np.ndarray], var_vals: dict[str, int] | None = None):
     self.body, self.mem = body, mem
     self.pos = {u: i for i, u in enumerate(body.toposort(lambda n: n.op is not Ops.CALL))}
     self.env: dict[UOp, int] = {}
+    self.var_vals = var_vals or {}  # the variables the CALL binds, by name
 
   def run(self, eff: UOp) -> None:
     if eff.op in (Ops.SINK, Ops.GROUP):
@@ -67,6 +68,7 @@ class _Kernel:
     op, dt = u.op, u.dtype
     if op is Ops.CONST: return _scalar(u.arg, dt)
     if op is Ops.RANGE: return self.env[u]
+    if op is Ops.DEFINE_VAR: return _scalar(self.var_vals[u.arg.name], dt)
     if op is Ops.LOAD:
       ix = u.src[0]
       gates = [g for g in ((u.src[2] if len(u.src) == 3 else None), (ix.src[2] if len(ix.src) == 3 else None)) if g is not None]
@@ -121,6 +123,7 @@ def run_sequential(root: UOp, inputs: dict[int, np.ndarray]) -> list[np.ndarray]
   for call in kernel_calls(root):
     params = {p: mem[storage_of(call.src[1 + p.arg.slot])] for p in call.src[0].toposort(lambda n: n.op is not Ops.CALL) if p.op is Ops.PARAM}
     _check_contained(call.src[0])
-    k = _Kernel(call.src[0], dict(params))
+    var_vals = {a.src[0].arg.name: a.src[1].arg for a in call.src[1:] if a.op is Ops.BIND}
+    k = _Kernel(call.src[0], dict(params), var_vals)
     k.run(call.src[0])
   return [mem[storage_of(e)].copy() for e in root.src]

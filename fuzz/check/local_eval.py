@@ -131,7 +131,7 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
   if before.op in (Ops.STORE, Ops.END, Ops.SINK, Ops.GROUP, Ops.CALL, Ops.TUPLE): return False
   kernelish = GroupOp.RangeForm | {Ops.PARAM}
   if not any(u.op in kernelish for n in (before, after) for u in _outer(n)):
-    if before.shape is None or after.shape is None: return False
+    if not (before.shape_ok and after.shape_ok) or before.shape is None or after.shape is None: return False  # ill-shaped: no value
     try:
       ev0 = LocalEval(inputs)
       return values_differ(ev0.tensor(before), ev0.tensor(after))

@@ -8,7 +8,9 @@
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
    optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
    equal gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
-4. crash: an exception in a pass, the evaluator or a runtime.
+4. crash: an exception in a pass, the evaluator or a runtime, or a signal that kills a kernel (kernels run in the
+   kernel host, tinyspec.runtime.host: the signature names the signal and the kernel); a kernel that outlives its
+   timeout is a `hang` finding of the backend, named by the kernel.
 
 The list of passes is a parameter, so a pipeline with one rule changed can be checked the same way.
 """
@@ -22,13 +24,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, creator_on_path, local_change, run_steps
+from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
+from tinyspec.runtime.host import Skipped
 from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
-from tinyspec.uop import Ops, UOp, is_value_call
+from tinyspec.uop import UOp, is_value_call
 
 RTOL = {"float32": 1e-4, "float64": 1e-7}
 UNSAFE = object()   # the reference of a kernel case fuzz.generate.kernel_safety rejects: it is checked no further
@@ -44,6 +47,7 @@ class Finding:
   message: str
   blame: Blame | None = None
   options: dict[str, Any] = field(default_factory=dict)
+  also: list[Finding] = field(default_factory=list)  # findings made while finding this one (blaming it raised)
 
   @property
   def signature(self) -> tuple[str, str, str]: return (self.oracle, self.stage, self.rule)
@@ -69,6 +73,7 @@ class Config:
   max_rewrite_checks: int = 400
   per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
   cc: str | None = None            # C compiler of the cpu backend (None: the runtime's default)
+  kernel_timeout: float = 30.0     # seconds the kernels of one case may run in the kernel host before they count as a hang
 
   def pipeline(self) -> list[Pass]:
     if self.passes is not None: return list(self.passes)
@@ -141,6 +146,15 @@ class Checker:
     self.passes = self.config.pipeline()
     self.stats = Stats()
     self.rule_keys = {(p.name, r.name) for p in self.passes for r in p.rules()}
+    self.lowered: dict[tuple[int, str], Any] = {}
+    self.opencl_ok: bool | None = None
+    # told which case of a batch starts a step (-1: a step of the whole batch) and where a case is (a pass, evaluate,
+    # a backend's kernels): a worker shows both to the campaign, which times each step and names a hang or a crash
+    # that kills the worker by where it was
+    self.begin: Any = lambda k: None
+    self.at: Any = lambda where: None
+    self.stop_at: float | None = None  # time.monotonic() past which no case starts (its kernels skipped): unfinished
+    self.unfinished: set[int] = set()
 
   def all_rules(self) -> list[str]:
     return sorted(f"{p}/{r}" for p, r in self.rule_keys)
@@ -154,35 +168,79 @@ class Checker:
     Afterwards `case_fired[i]` holds the rule firings of case i."""
     self.case_fired: list[Counter] = [Counter() for _ in cases]
     staged = []
+    self.unfinished: set[int] = set()
     for i, c in enumerate(cases):
+      if self.stop_at is not None and time.monotonic() >= self.stop_at:  # the campaign's time is up: not checked
+        self.unfinished.add(i)
+        staged.append(([], None, UNSAFE))
+        continue
+      self.begin(i)
       before = Counter(self.stats.fired)
       staged.append(self._reference(c))
       self.case_fired[i] += self.stats.fired - before
     cfg = self.config
-    fns: dict = {}
-    if "cpu" in cfg.backends:
-      finals = [final for fs, final, _ in staged if not fs and final is not None]
-      fns = self._build_cpu(finals)
+    # every kernel runs in the kernel host (tinyspec.runtime.host): a kernel that crashes or hangs is a finding of its
+    # case, and this process goes on. The CPU kernels of the batch are compiled together, in one compiler run.
+    ran: dict[tuple[int, str], Any] = {}
+    self.begin(-1)
+    for b in cfg.backends:
+      if b == "reference": continue
+      if b not in ("cpu", "opencl"): raise ValueError(f"unknown backend {b!r}; one of reference, cpu, opencl")
+      todo = [i for i, (fs, final, ref) in enumerate(staged) if not fs and final is not None and ref is not UNSAFE]
+      if b == "opencl": todo = [i for i in todo if self._opencl_lowered(cases[i], staged[i][2], i) is not None]
+      for i, outcome in zip(todo, self._on_host(b, [(self.lowered[(i, b)] if b == "opencl" else staged[i][1], cases[i]) for i in todo])):
+        if isinstance(outcome, Skipped): self.unfinished.add(i)
+        ran[(i, b)] = outcome
     out = []
-    for i, (case, (findings, final, ref)) in enumerate(zip(cases, staged)):
+    for i, (case, (findings, _, ref)) in enumerate(zip(cases, staged)):
+      if i in self.unfinished:
+        out.append([])
+        continue
       if findings or ref is UNSAFE:
         out.append(findings)
         continue
+      self.begin(i)
       before = Counter(self.stats.fired)
       for b in cfg.backends:
         if b == "reference": continue
-        if (f := self.backend(case, b, final, ref, fns)) is not None: findings.append(f)
+        lowering = self.lowered.pop((i, "opencl-finding"), None) if b == "opencl" else None
+        if (f := self.backend_finding(case, b, ran.get((i, b)), ref, lowering)) is not None:
+          findings.append(f)
       if cfg.metamorphic and not findings:
+        self.at("metamorphic")
         for alt in self.alternatives(case):
           _, f = self.chain(case, alt, ref, "metamorphic", full=False)
           if f is not None:
             findings.append(f)
             break
       # on even when the lowering alternatives are off (reducing, replaying): a gradient finding has no other oracle
-      if cfg.gradients and not findings and (f := self.gradient(case)) is not None: findings.append(f)
+      if cfg.gradients and not findings:
+        self.at("gradient")
+        if (f := self.gradient(case)) is not None: findings.append(f)
       self.case_fired[i] += self.stats.fired - before
       out.append(findings)
-    return out
+    self.lowered.clear()
+    return [fs + [a for f in fs for a in f.also] for fs in out]
+
+  def _opencl_lowered(self, case: Case, ref: Any, i: int) -> UOp | None:
+    """The case lowered for OpenCL (kept in self.lowered), or None when there is no OpenCL or the lowering is a finding."""
+    from tinyspec.runtime.host import shared
+    if self.opencl_ok is None: self.opencl_ok = shared().available("opencl")[0]
+    if not self.opencl_ok: return None
+    g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
+    if f is not None:
+      self.lowered[(i, "opencl-finding")] = f
+      return None
+    self.lowered[(i, "opencl")] = g
+    return g
+
+  def _on_host(self, backend: str, jobs: list[tuple[UOp, Case]]) -> list[Any]:
+    """The host's outcome (tinyspec.runtime.host) of each (lowered graph, case) on backend."""
+    if not jobs: return []
+    from tinyspec.runtime.host import shared
+    self.at(f"{backend} kernels")
+    with _Timer(self.stats, "run"):
+      return shared().run(backend, [(g, c.inputs) for g, c in jobs], self.config.cc, self.config.kernel_timeout, self.stop_at)
 
   def _reference(self, case: Case) -> tuple[list[Finding], UOp | None, Any]:
     """The input check, the reference evaluation and the pass-by-pass chain: (findings, lowered graph, reference)."""
@@ -195,6 +253,7 @@ class Checker:
     if case.kind != "tensor" and kernel_unsafe_reason(case.root, case.inputs) is not None:
       # undefined behaviour or float rounding (a reducer move can bring either in): no result of it is a finding
       return [], None, UNSAFE
+    self.at("evaluate")
     try:
       with _Timer(st, "evaluate"): ref = _evaluate(case.root, case.inputs)
     except Exception as e:
@@ -202,18 +261,6 @@ class Checker:
       return [Finding("crash", "evaluate", type(e).__name__, msg, options=case.options)], None, None
     final, f = self.chain(case, case.options, ref, "parity", full=True)
     return ([f] if f is not None else []), final, ref
-
-  def _build_cpu(self, finals: list[UOp]) -> dict:
-    """PROGRAM -> C function for every kernel of the lowered graphs, compiled as one object: kernels of different
-    cases share names (kernel_0...), so each is renamed apart in the combined source."""
-    from tinyspec.runtime import cpu
-    prgs = list(dict.fromkeys(c.src[0] for g in finals for c in kernel_calls_of(g)))
-    prgs = [p for p in prgs if p.op is Ops.PROGRAM and len(p.src) > 2 and p.src[2].op is Ops.SOURCE and p.src[2].arg.lang == "c"]
-    if not prgs: return {}
-    try:
-      with _Timer(self.stats, "compile"): return cpu.compile_programs(prgs, self.config.cc)
-    except Exception:
-      return {}  # one bad kernel spoils the batch: each case then compiles on its own, so the error is its own
 
   def gradient(self, case: Case) -> Finding | None:
     """Gradients through the case's value calls against gradients of its inlined graph (tensor cases with calls)."""
@@ -244,6 +291,7 @@ class Checker:
     g, prev = case.root, ref
     outs: list[tuple[Pass, UOp, UOp]] = []
     for p in self.passes[start_index(self.passes, case.root, case.kind):]:
+      self.at(p.name)
       def obs(rule, before, after, _p=p.name): st.fired[(_p, rule.name)] += 1
       try:
         with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, obs)
@@ -281,14 +329,27 @@ class Checker:
         return None, Finding(label, "pipeline", "-", f"with {opts}: {msg}", options=opts)
     return g, None
 
+  def _blame(self, find: Any, opts: dict) -> tuple[Blame | None, list[Finding]]:
+    """find()'s blame, and a finding of its own when blaming raised: the failure is still stored, unblamed."""
+    self.at("blame")
+    try: return find(), []
+    except Exception as e:
+      site = crash_site(sys.exc_info()[2])
+      return None, [Finding("crash", "blame", f"{type(e).__name__}@{site}", f"blaming the finding raised {type(e).__name__} at {site}: "
+                            f"{str(e)[:300]}", options=opts)]
+
   def _spec_finding(self, p: Pass, g: UOp, out: UOp, lo: LowerOptions, vs: list[Violation], opts: dict, inputs: dict) -> Finding:
     b: Blame | None = None
+    also: list[Finding] = []
     if self.config.blame:
-      b = local_change(p, g, lo, inputs)
-      if b is None: b = creator_on_path(p, g, out, lo, vs[0].path)
-      if b is None: b = bisect(p, g, lo, lambda x: bool(union_violations(x, p.stage_in, p.stage_out)))
+      def find() -> Blame | None:
+        b = local_change(p, g, lo, inputs)
+        if b is None: b = creator_on_path(p, g, out, lo, vs[0].path)
+        if b is None: b = bisect(p, g, lo, lambda x: bool(union_violations(x, p.stage_in, p.stage_out)))
+        return b
+      b, also = self._blame(find, opts)
     rule = b.rule if b is not None else f"spec:{vs[0].rule}"
-    return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts)
+    return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts, also)
 
   def _per_rewrite(self, p: Pass, g: UOp, lo: LowerOptions, steps: int, opts: dict) -> Finding | None:
     """The first intermediate graph (after k rule applications, k = 0 included: what the pass builds outside its
@@ -299,44 +360,37 @@ class Checker:
         part = run_steps(p, g, lo, k)[0]
         vs = union_violations(part, p.stage_in, p.stage_out)
       if vs:
-        b = blame_at(p, g, lo, k, steps)
+        b, also = self._blame(lambda k=k: blame_at(p, g, lo, k, steps), opts)
         where = "before any rule application" if k == 0 else f"after rule application {k}"
-        return Finding("spec", p.name, b.rule, f"{where} of {p.name}: {vs[0]}", b, opts)
+        return Finding("spec", p.name, b.rule if b is not None else f"spec:{vs[0].rule}", f"{where} of {p.name}: {vs[0]}", b, opts, also)
     return None
 
   def _parity_finding(self, p: Pass, g: UOp, lo: LowerOptions, prev: Any, case: Case, msg: str, opts: dict, label: str) -> Finding:
     b: Blame | None = None
+    also: list[Finding] = []
     if self.config.blame:
-      b = local_change(p, g, lo, case.inputs)
-      if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs)) is not None)
+      def find() -> Blame | None:
+        b = local_change(p, g, lo, case.inputs)
+        if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs)) is not None)
+        return b
+      b, also = self._blame(find, opts)
     rule = b.rule if b is not None else "-"
-    return Finding(label, p.name, rule, f"{p.name} changed the results: {msg}", b, opts)
+    return Finding(label, p.name, rule, f"{p.name} changed the results: {msg}", b, opts, also)
 
-  def backend(self, case: Case, name: str, final: UOp | None, ref: Any, fns: dict | None = None) -> Finding | None:
-    """The result of a runtime on the lowered graph against the reference evaluation of the input graph."""
-    st = self.stats
-    if name not in ("cpu", "opencl"): raise ValueError(f"unknown backend {name!r}; one of reference, cpu, opencl")
-    if final is None: return None
-    try:
-      if name == "cpu":
-        from tinyspec.runtime import cpu
-        from tinyspec.semantics import evaluate
-        with _Timer(st, "compile"):
-          fns = dict(fns or {})
-          missing = [c for c in kernel_calls_of(final) if c.src[0] not in fns]
-          if missing: fns.update(cpu.build(UOp(Ops.SINK, src=tuple(missing)), self.config.cc))
-        with _Timer(st, "run"):
-          vals = evaluate(final, case.copy_inputs(), kernel_runner=cpu.make_runner(fns, self.config.cc))
-      else:
-        from tinyspec.runtime import opencl
-        ok, why = opencl.available()
-        if not ok: return None
-        g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
-        if f is not None: return f
-        with _Timer(st, "run"): vals = opencl.run(g, case.copy_inputs())
-    except Exception as e:
-      return Finding("crash", name, type(e).__name__, f"the {name} runtime raised {type(e).__name__}: {str(e)[:400]}", options=case.options)
-    if (msg := compare(ref, vals)) is not None: return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
+  def backend_finding(self, case: Case, name: str, outcome: Any, ref: Any, lowering: Finding | None = None) -> Finding | None:
+    """What is wrong with a runtime's outcome (tinyspec.runtime.host) on the lowered graph, against the reference
+    evaluation of the input graph: a crash (the runtime raised, or a signal killed its kernel), a hang, a difference."""
+    from tinyspec.runtime.host import Died, Raised, Skipped
+    if isinstance(outcome, Skipped): return None
+    if lowering is not None: return lowering
+    if outcome is None: return None
+    if isinstance(outcome, Raised):
+      return Finding("crash", name, outcome.type, f"the {name} runtime raised {outcome.type}: {outcome.message[:400]}", options=case.options)
+    if isinstance(outcome, Died):
+      if outcome.why == "timeout": return Finding("hang", name, outcome.kernel, f"the {name} {outcome.text}", options=case.options)
+      return Finding("crash", name, f"{outcome.why}@{outcome.kernel}", f"the {name} {outcome.text}", options=case.options)
+    if (msg := compare(ref, outcome.values)) is not None:
+      return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
     return None
 
 

@@ -202,6 +202,7 @@ class TinygradChecker:
   def __init__(self) -> None:
     self.counts: Counter = Counter()
     self.fired: Counter = Counter()      # per check: "tinygrad/<stage>:<rule>" for every spec rule a violation named
+    self.at: Callable[[str], None] = lambda where: None  # told where a check is: a crash or hang there is named by it
 
   def check(self, src: str) -> list[TgFinding]:
     from tinyspec.bridge.tinygrad.capture import capture
@@ -209,11 +210,13 @@ class TinygradChecker:
     self.fired = Counter()
     found: dict[tuple, TgFinding] = {}
     def add(f: TgFinding) -> None: found.setdefault(f.signature, f)
+    self.at("tinyspec-frontend")
     try: ts: list[np.ndarray] | None = tinyspec_outputs(src)
     except Exception:
       self.counts["rejected by tinyspec's frontend"] += 1
       ts = None
     main, other = devices()
+    self.at("exact-ints")
     exact = exact_runs(src)
     signed = exact is not None and exact.overflowed
     if signed: self.counts["programs with signed overflow"] += 1
@@ -222,7 +225,10 @@ class TinygradChecker:
       if signed: return SIGNED_OVERFLOW
       return LITERAL_POLICY if exact is not None and exact.weak_literal(i, got) else "parity"
     try:
-      with quiet_stderr(): rep = check_capture(capture(lambda: run_program(src, tinygrad_namespace()), device=main))
+      self.at(f"tinygrad-{main}")
+      with quiet_stderr(): cap = capture(lambda: run_program(src, tinygrad_namespace()), device=main)
+      self.at("tinyspec-evaluate")
+      with quiet_stderr(): rep = check_capture(cap)
     except Exception as e:
       if ts is not None: add(TgFinding("error", f"tinygrad-{main}", type(e).__name__, f"tinygrad raised {type(e).__name__}: {e}"))
       else: self.counts["rejected by both"] += 1
@@ -242,6 +248,7 @@ class TinygradChecker:
       if downstream(f.stage.removeprefix("tinygrad-"), illegal): self.counts["parity differences after a spec violation"] += 1
       else: add(f)
     if other is not None:
+      self.at(f"tinygrad-{other}")
       try:
         with quiet_stderr(): py = tinygrad_outputs(src, other)
       except Exception as e:

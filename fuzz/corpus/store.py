@@ -1,10 +1,12 @@
-"""The corpus: one Python file per counterexample, rebuilt with tinyspec.pyrender.
+"""The corpus: one file per counterexample, written with tinyspec.pyrender and read back with tinyspec.pyread.
 
 A file holds a header comment (signature, seed, case, date, message), SIGNATURE, EXPECT ("fails" for an open bug,
 "passes" for a fixed one), KIND, OPTIONS (the lowering choices), BACKENDS, PER_REWRITE, a target's own constants
 (e.g. PROGRAM, the source of a tinygrad program; loaded into Entry.meta), `graph()` and `inputs()`.
-It is named by a stable hash of the signature, so the same bug found twice is one file. Writes are atomic: a temp
-file in the same directory, fsync, rename.
+It is valid Python, but it is data: load_entry parses it and accepts only that grammar (UOp constructions, the IR's
+arg classes, literals, np.array literals), so loading an entry never runs code from it; anything else is an
+InputError naming the line. It is named by a stable hash of the signature, so the same bug found twice is one file.
+Writes are atomic: a temp file in the same directory, fsync, rename.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import numpy as np
 
 from fuzz.generate.strategies import Case
 from tinyspec.fileio import atomic_write
-from tinyspec.loadfile import InputError, load_module
-from tinyspec.pyrender import HEADER, render_body
-from tinyspec.uop import UOp
+from tinyspec.loadfile import InputError
+from tinyspec.pyread import read_module
+from tinyspec.pyrender import HEADER, literal_source, render_body
+from tinyspec.uop import Ops, UOp
 
 
 @dataclass
@@ -50,9 +53,12 @@ def entry_path(corpus_dir: str | Path, signature: Sequence[str]) -> Path:
   return Path(corpus_dir) / entry_name(signature)
 
 
+KINDS = ("tensor", "kernel", "symbolic", "tinygrad")  # what a case is: fuzz.engine.targets.target_for_kind replays each
+
+
 def _value_source(x: Any) -> str:
   if isinstance(x, float) and not math.isfinite(x): return f"float({str(x)!r})"
-  return repr(x)
+  return literal_source(x)
 
 
 def render_inputs(inputs: dict[int, np.ndarray]) -> list[str]:
@@ -77,14 +83,14 @@ def render_entry(case: Case, signature: Sequence[str], message: str = "", expect
     "import numpy as np",
     HEADER.rstrip("\n"),
     "",
-    f"SIGNATURE = {tuple(signature)!r}",
-    f"EXPECT = {expect!r}",
-    f"KIND = {case.kind!r}",
-    f"OPTIONS = {dict(case.options)!r}",
-    f"BACKENDS = {tuple(backends)!r}",
-    f"PER_REWRITE = {bool(per_rewrite)!r}",
-    f"SEED = {case.seed!r}",
-    f"CASE = {case.index!r}",
+    f"SIGNATURE = {literal_source(tuple(signature))}",
+    f"EXPECT = {literal_source(expect)}",
+    f"KIND = {literal_source(case.kind)}",
+    f"OPTIONS = {literal_source(dict(case.options))}",
+    f"BACKENDS = {literal_source(tuple(backends))}",
+    f"PER_REWRITE = {literal_source(bool(per_rewrite))}",
+    f"SEED = {literal_source(case.seed)}",
+    f"CASE = {literal_source(case.index)}",
     *_extra_lines(extra or {}),
     "",
     "",
@@ -107,8 +113,14 @@ def _extra_lines(extra: dict[str, Any]) -> list[str]:
   for k, v in extra.items():
     if not k.isupper() or k in _OWN: raise ValueError(f"a corpus entry's extra name must be upper case and none of {sorted(_OWN)}: {k!r}")
     block = isinstance(v, str) and "\n" in v and "'''" not in v and "\\" not in v  # nothing the block would escape
-    out.append(f"{k} = '''\\\n{v}'''" if block else f"{k} = {v!r}")
+    out.append(f"{k} = '''\\\n{v}'''" if block else f"{k} = {literal_source(v)}")
   return out
+
+
+def placeholder_entry(signature: Sequence[str], message: str, seed: int | None, index: int | None) -> str:
+  """The entry of a finding whose case cannot be written as it is (its graph is outside pyrender's grammar): the
+  signature, the message and where the case comes from, with an empty graph."""
+  return render_entry(Case(UOp(Ops.SINK), {}, {}, "tensor", seed, index), signature, message=message)
 
 
 def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **kw) -> tuple[Path, bool]:
@@ -120,24 +132,34 @@ def write_entry(corpus_dir: str | Path, case: Case, signature: Sequence[str], **
 
 
 def load_entry(path: str | Path) -> Entry:
-  """A corpus file as an Entry; InputError naming the file and what is wrong."""
+  """A corpus file as an Entry, read without executing it (tinyspec.pyread); InputError naming the file, the line
+  and what is wrong."""
   p = Path(path)
-  ns = load_module(p)
+  if not p.is_file(): raise InputError(f"{p}: no such file")
+  try: text = p.read_text(encoding="utf-8")
+  except (OSError, UnicodeDecodeError) as e: raise InputError(f"{p}: cannot be read: {e}") from None
+  ns = read_module(text, str(p))
   for name in ("graph", "inputs", "SIGNATURE"):
     if name not in ns: raise InputError(f"{p}: defines no {name}")
-  try:
-    root = ns["graph"]()
-    inputs = {int(k): np.asarray(v) for k, v in ns["inputs"]().items()}
-  except Exception as e:
-    raise InputError(f"{p}: rebuilding the case raised {type(e).__name__}: {e}") from e
+  root, inputs = ns["graph"], ns["inputs"]
   if not isinstance(root, UOp): raise InputError(f"{p}: graph() returned {type(root).__name__}, not a UOp")
-  sig = tuple(ns["SIGNATURE"])
-  if len(sig) != 3 or not all(isinstance(s, str) for s in sig): raise InputError(f"{p}: SIGNATURE must be three strings, got {sig!r}")
+  if not isinstance(inputs, dict) or not all(type(k) is int and isinstance(v, np.ndarray) for k, v in inputs.items()):
+    raise InputError(f"{p}: inputs() must return {{BUFFER id: np.array(...)}}")
+  sig = ns["SIGNATURE"]
+  if not (isinstance(sig, tuple) and len(sig) == 3 and all(isinstance(s, str) for s in sig)):
+    raise InputError(f"{p}: SIGNATURE must be three strings, got {str(sig)[:100]}")
   expect = ns.get("EXPECT", "fails")
-  if expect not in ("fails", "passes"): raise InputError(f"{p}: EXPECT must be 'fails' or 'passes', got {expect!r}")
-  case = Case(root, inputs, dict(ns.get("OPTIONS", {})), ns.get("KIND", "tensor"), ns.get("SEED"), ns.get("CASE"))
-  return Entry(p, case, sig, expect, tuple(ns.get("BACKENDS", ("reference",))), bool(ns.get("PER_REWRITE", False)),
-               {k: v for k, v in ns.items() if k.isupper() and k not in _OWN and not callable(v)})
+  if expect not in ("fails", "passes"): raise InputError(f"{p}: EXPECT must be 'fails' or 'passes', got {str(expect)[:100]!r}")
+  kind = ns.get("KIND", "tensor")
+  if kind not in KINDS: raise InputError(f"{p}: KIND must be one of {', '.join(KINDS)}, got {str(kind)[:100]!r}")
+  options, backends, per_rewrite = ns.get("OPTIONS", {}), ns.get("BACKENDS", ("reference",)), ns.get("PER_REWRITE", False)
+  if not isinstance(options, dict): raise InputError(f"{p}: OPTIONS must be a dict")
+  if not (isinstance(backends, tuple) and all(isinstance(b, str) for b in backends)): raise InputError(f"{p}: BACKENDS must be a tuple of names")
+  if not isinstance(per_rewrite, bool): raise InputError(f"{p}: PER_REWRITE must be True or False")
+  seed, index = ns.get("SEED"), ns.get("CASE")
+  if not all(x is None or type(x) is int for x in (seed, index)): raise InputError(f"{p}: SEED and CASE must be ints")
+  case = Case(root, inputs, dict(options), kind, seed, index)
+  return Entry(p, case, sig, expect, backends, per_rewrite, {k: v for k, v in ns.items() if k.isupper() and k not in _OWN})
 
 
 def entries(corpus_dir: str | Path) -> list[Path]:

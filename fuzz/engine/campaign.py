@@ -4,43 +4,63 @@ One engine for every target (fuzz.engine.targets: the reference pipeline, the sy
 are numbered; case i of seed s is drawn by the target from (s, i) and the weights of its epoch (target.epoch cases),
 which depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file
 in the corpus directory (target, seed, next case, the current epoch, coverage, weights, findings) is rewritten
-atomically after every epoch and on exit, so a restarted campaign resumes where it stopped. Cases run in worker
-processes with a deadline: a worker that dies (a segfault in generated code) or hangs is a finding, and a new worker
-takes over. A finding is reduced and written to the corpus by the worker before the campaign reports it, so a
-SIGKILL at any moment loses nothing already reported.
+atomically after every epoch and on exit, so a restarted campaign resumes where it stopped.
+
+The campaign owns its corpus directory (fuzz.engine.corpus_dir: one campaign per directory, stale temp files removed
+at the start) and is the only process that writes it: runners (fuzz.engine.runner) send each finding's entry as found,
+which is written before the finding is reported, and later its reduced entry. So a SIGKILL at any moment loses no
+finding already reported, and the entry kept for a signature is the one of its lowest case number.
+
+Workers are forked child processes that die with the campaign (tinyspec.runtime.procs: parent-death signal, their
+own process group, which the campaign kills on every way out; no copy of the campaign's pipe ends or lock). There are
+at most as many as the CPUs and the case budget can use. Every kernel runs in a kernel host (tinyspec.runtime.host),
+a clean interpreter of its own, so a crashing kernel is a finding of its case even with --workers 0. Each step of a
+case has a deadline (case_timeout; a reduction its budget): a worker past it is killed within a few seconds, the
+case is a hang finding named by where it was (a pass, evaluate...), and the rest of its batch runs again. A worker
+that dies is a crash finding named by the signal and where it was. Such a case is stored as found at once and reduced
+in a child process while the campaign goes on. The time budget holds within a few seconds: reductions are cut to the
+time left, and work still running at the end is killed (its cases run again on resume).
 """
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import signal
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from fuzz.corpus.store import entry_path
+from fuzz.corpus.store import entries, entry_path
+from fuzz.engine.corpus_dir import CorpusLock, remove_stale_temp_files
 from fuzz.engine.coverage import Coverage
 from fuzz.engine.reference_target import EPOCH
-from fuzz.engine.targets import FindingLike, Reported, Summary, Target, get_target
+from fuzz.engine.runner import BATCH, IDLE, CaseRunner, Found, Progress, worker_main
+from fuzz.engine.targets import Reported, Summary, Target, get_target
 from tinyspec.fileio import atomic_write
+from tinyspec.runtime import procs
 
-__all__ = ["EPOCH", "CampaignConfig", "Campaign", "CaseRunner", "Reported", "Summary", "Target", "run_campaign"]
+__all__ = ["EPOCH", "CampaignConfig", "Campaign", "CaseRunner", "ConfigError", "Reported", "StateError", "Summary", "Target", "run_campaign",
+           "validate"]
+
+GRACE = 3.0   # seconds past a deadline before a worker is killed (it may be reporting a kernel's hang itself)
+TICK = 0.25   # seconds between looks at the workers' deadlines
 
 
 @dataclass
 class CampaignConfig:
   seconds: float = 60.0
   seed: int = 0
-  workers: int = 1                      # 0: run cases in this process (no crash or hang protection)
+  workers: int = 1                      # 0: run cases in this process (kernels still run in a child; no Python-hang guard)
   corpus: str = "corpus"
   backends: tuple[str, ...] = ("reference",)
   per_rewrite: bool = False
   max_cases: int | None = None          # stop after this many cases (in total, resumed ones included)
-  case_timeout: float = 30.0            # seconds a case may take before its worker is a hang finding
+  case_timeout: float = 30.0            # seconds a step of a case (its check, its kernels) may take before it is a hang
   reduce_seconds: float = 60.0          # budget of one reduction
   passes: Sequence | None = None        # None: the reference pipeline
   resume: bool = True
@@ -54,87 +74,91 @@ class CampaignConfig:
   target: str | Target = "reference"    # what is fuzzed: a name of fuzz.engine.targets.TARGET_NAMES, or a Target
 
 
+class ConfigError(ValueError):
+  """A campaign setting that cannot be used; the message names it."""
+
+
+def validate(cfg: CampaignConfig) -> None:
+  """ConfigError naming the first limit of cfg that is not a usable number."""
+  def number(name: str, v: Any, positive: bool) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
+      raise ConfigError(f"{name} must be a finite number {'above' if positive else 'of at least'} 0, not {v!r}")
+  number("--seconds", cfg.seconds, True)
+  number("--case-timeout", cfg.case_timeout, True)
+  number("reduce_seconds", cfg.reduce_seconds, False)
+  for name, v, low in (("--workers", cfg.workers, 0), ("--seed", cfg.seed, 0), ("batch", cfg.batch, 1)):
+    if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ConfigError(f"{name} must be a whole number of at least {low}, not {v!r}")
+  if cfg.max_cases is not None and (isinstance(cfg.max_cases, bool) or not isinstance(cfg.max_cases, int) or cfg.max_cases < 0):
+    raise ConfigError(f"--max-cases must be a whole number of at least 0, not {cfg.max_cases!r}")
+
+
 def state_name(target: Target, seed: int) -> str:
   """The state file of a campaign: one per target and seed in a corpus directory."""
   return f".fuzz-state-{seed}.json" if target.name == "reference" else f".fuzz-state-{target.name}-{seed}.json"
 
 
-# ---- one batch of cases (in a worker or in-process) ----
-class CaseRunner:
-  """Draws, checks, shrinks and stores cases of the campaign's target, in the process it is made in."""
-
-  def __init__(self, cfg: CampaignConfig):
-    self.cfg = cfg
-    self.target = get_target(cfg.target)
-    self.session = self.target.session(cfg)
-
-  def run(self, index: int, weights: dict[str, float]) -> dict[str, Any]:
-    return self.run_batch([index], weights)[0]
-
-  def run_batch(self, indices: Sequence[int], weights: dict[str, float]) -> list[dict[str, Any]]:
-    """Generate and check cases; store each finding."""
-    s = self.session
-    phase_before, counts_before = Counter(s.phase), Counter(s.counts())
-    t = time.perf_counter()
-    cases = [s.draw(self.cfg.seed, i, weights) for i in indices]
-    s.phase["generate"] += time.perf_counter() - t
-    checked = s.check_batch(cases)
-    reported = [[self.store(case, f) for f in findings] for case, (findings, _) in zip(cases, checked)]
-    phase, counts = dict(s.phase - phase_before), {k: v - counts_before.get(k, 0) for k, v in s.counts().items()}
-    # times and counts are per batch: the first case carries them
-    return [{"index": i, "features": sorted(s.features(case)), "fired": fired, "phase": phase if k == 0 else {},
-             "counts": counts if k == 0 else {}, "reported": rep}
-            for k, (i, case, (_, fired), rep) in enumerate(zip(indices, cases, checked, reported))]
-
-  def store(self, case: Any, f: FindingLike) -> Reported:
-    """A finding of a signature the corpus has is known (reported, not shrunk); else it is shrunk and stored."""
-    s, index = self.session, getattr(case, "index", None) or 0
-    path = entry_path(self.cfg.corpus, f.signature)
-    if path.exists(): return Reported(f.signature, str(path), False, index, s.size(case), f.message)
-    t = time.perf_counter()
-    small, final = s.shrink(case, f)
-    s.phase["reduce"] += time.perf_counter() - t
-    path, new, blame = s.store(small, final, f.signature)
-    return Reported(f.signature, str(path), new, index, s.size(small), final.message, blame, s.size(case))
+class StateError(ValueError):
+  """A state file that is not a campaign's state; the message names the file and what is wrong."""
 
 
-# ---- workers ----
-def _worker_main(cfg: CampaignConfig, conn) -> None:
-  signal.signal(signal.SIGINT, signal.SIG_IGN)  # the campaign handles ^C and ends its workers
-  import faulthandler
-  faulthandler.disable()  # a segfault in generated code is reported as a finding, not as a traceback dump
-  runner = CaseRunner(cfg)
-  while True:
-    try: msg = conn.recv()
-    except EOFError: return
-    if msg is None: return
-    indices, weights = msg
-    try: res = runner.run_batch(indices, weights)
-    except Exception as e:
-      res = [{"index": i, "error": f"{type(e).__name__}: {e}"} for i in indices]
-    conn.send(res)
-
-
+# ---- processes of the campaign ----
 class _Worker:
-  def __init__(self, cfg: CampaignConfig, ctx):
-    self.conn, child = ctx.Pipe()
-    self.proc = ctx.Process(target=_worker_main, args=(cfg, child), daemon=True)
-    self.proc.start()
-    child.close()
-    self.job: tuple[list[int], dict] | None = None
-    self.deadline = 0.0
+  """A worker process, its pipe, its progress slot and the batch it runs."""
 
-  def send(self, indices: list[int], weights: dict, timeout: float) -> None:
-    self.job = (indices, weights)
-    self.deadline = time.monotonic() + timeout * len(indices)
-    self.conn.send((indices, weights))
+  def __init__(self, cfg: CampaignConfig, ctx: Any, existing: frozenset[str]):
+    self.progress = ctx.RawValue(Progress)
+    self.progress.step(IDLE, 0.0)
+    self.conn, child = ctx.Pipe()
+    procs.parent_only(self.conn)  # later workers close their copies of it
+    self.proc = procs.start(ctx, worker_main, (cfg, child, self.progress, existing), name="fuzz-worker")
+    child.close()
+    self.batch: list[int] | None = None
+    self.weights: dict = {}
+    self.checked = False
+
+  def send(self, batch: list[int], weights: dict, best: dict, stop_at: float) -> None:
+    self.batch, self.weights, self.checked = batch, weights, False
+    self.progress.step(batch[0] if len(batch) == 1 else BATCH, 1e9, where="start")  # the worker sets the real limit
+    self.conn.send((batch, weights, best, stop_at))
+
+  def overdue(self, now: float) -> bool:
+    p = self.progress
+    return p.index != IDLE and now - p.since > p.limit + GRACE
+
+  def kill(self) -> str:
+    """Kill it and everything it started; how it ended (signalN, exitN)."""
+    procs.forget(self.conn)
+    try: self.conn.close()
+    except OSError: pass
+    return procs.how_it_ended(procs.kill_tree(self.proc))
+
+
+def _reducer_main(cfg: CampaignConfig, path: str, signature: tuple[str, str, str], why: str, message: str, seconds: float, conn: Any) -> None:
+  """A crash reducer: the unreduced entry read back (as data), reduced in children of its own, its text sent back."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  from fuzz.corpus.store import load_entry
+  session = get_target(cfg.target).session(cfg)
+  small = session.shrink_crash(load_entry(path).case, why, seconds)
+  conn.send((session.size(small), session.crash_entry(small, signature, message)))
+
+
+class _Reducer:
+  def __init__(self, ctx: Any, cfg: CampaignConfig, r: Reported, why: str, seconds: float):
+    self.reported, self.deadline = r, time.monotonic() + seconds + GRACE
+    self.conn, child = ctx.Pipe()
+    procs.parent_only(self.conn)
+    self.proc = procs.start(ctx, _reducer_main, (cfg, r.path, r.signature, why, r.message, seconds, child), name="fuzz-reducer")
+    child.close()
 
   def kill(self) -> None:
-    try:
-      if self.proc.is_alive(): self.proc.kill()
-      self.proc.join(2)
-    except Exception: pass
-    self.conn.close()
+    procs.forget(self.conn)
+    try: self.conn.close()
+    except OSError: pass
+    procs.kill_tree(self.proc)
+
+
+class _Stop(Exception):
+  """SIGTERM or SIGHUP: end as ^C does, with the summary."""
 
 
 # ---- the campaign ----
@@ -145,41 +169,70 @@ class Campaign:
     self.epoch = self.target.epoch
     self.out = out or sys.stdout
     self.tty = hasattr(self.out, "isatty") and self.out.isatty()
-    Path(cfg.corpus).mkdir(parents=True, exist_ok=True)
+    try: Path(cfg.corpus).mkdir(parents=True, exist_ok=True)
+    except OSError as e: raise ConfigError(f"--corpus {cfg.corpus} cannot be used as a directory: {e.strerror or e}") from None
     self.state_path = Path(cfg.corpus) / state_name(self.target, cfg.seed)
     self.rules = self.target.rules(cfg)
     self.coverage = Coverage(self.rules)
     self.weights = self.target.initial_weights(cfg)
     self.counts: Counter = Counter()
-    self.crash_session = None
+    self.crash_session: Any = None
     self.epoch_start = 0
     self.done_in_epoch: set[int] = set()
     self.epoch_results: dict[int, tuple[frozenset, dict]] = {}
     self.cases = 0
     self.phase: Counter = Counter()
     self.findings: list[Reported] = []
+    self.by_sig: dict[tuple[str, str, str], Reported] = {}
     self.known: set[tuple[str, str, str]] = set()
+    self.best: dict[tuple[str, str, str], int] = {}   # signature -> the case its entry is from, for entries written by this run
+    self.existing: frozenset[str] = frozenset()
     self.prior_cases = 0
     self.suspects: list[int] = []
-    self.running = set()
+    self.retry: deque[int] = deque()
+    self.running: set[int] = set()
+    self.reducers: list[_Reducer] = []
+    self.start_failures = 0
     self.html_report = None
+    self.last_status = self.last_report = 0.0
+    self.report_due = False
     if cfg.resume: self.load_state()
 
   # ---- state ----
   def load_state(self) -> None:
+    """The saved state of (target, seed), when the corpus holds one; StateError when the file is not one."""
     if not self.state_path.exists(): return
     try: s = json.loads(self.state_path.read_text())
-    except (OSError, ValueError) as e:
-      print(f"fuzz: ignoring unreadable state file {self.state_path}: {e}", file=sys.stderr)
-      return
+    except (OSError, ValueError) as e: raise StateError(f"state file {self.state_path} cannot be read: {e}") from None
+    try: self._load(s)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+      raise StateError(f"state file {self.state_path} is not a campaign's state ({type(e).__name__}: {str(e)[:120]})") from None
+
+  def _load(self, s: Any) -> None:
+    if not isinstance(s, dict): raise TypeError(f"a JSON {type(s).__name__}, not an object")
     if s.get("seed") != self.cfg.seed or s.get("target", "reference") != self.target.name: return
+    def ints(x: Any) -> list[int]:
+      if not isinstance(x, list) or not all(type(i) is int for i in x): raise TypeError("a list of case numbers is not one")
+      return x
     self.epoch_start = int(s.get("epoch_start", 0))
-    self.done_in_epoch = set(s.get("done_in_epoch", []))
-    self.epoch_results = {int(k): (frozenset(v[0]), v[1]) for k, v in s.get("epoch_results", {}).items()}
-    self.coverage.load(s.get("coverage", {}))
-    self.weights = {**self.target.initial_weights(self.cfg), **s.get("weights", {})}
+    self.done_in_epoch = set(ints(s.get("done_in_epoch", [])))
+    results = s.get("epoch_results", {})
+    if not isinstance(results, dict): raise TypeError("epoch_results is not an object")
+    self.epoch_results = {int(k): (frozenset(v[0]), dict(v[1])) for k, v in results.items()}
+    cov = s.get("coverage", {})
+    if not isinstance(cov, dict): raise TypeError("coverage is not an object")
+    self.coverage.load(cov)
+    weights = s.get("weights", {})
+    if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()): raise TypeError("weights are not numbers")
+    self.weights = {**self.target.initial_weights(self.cfg), **weights}
     self.prior_cases = int(s.get("cases", 0))
-    self.known = {tuple(x) for x in s.get("signatures", [])}  # type: ignore[misc]
+    sigs = s.get("signatures", [])
+    if not isinstance(sigs, list) or not all(isinstance(x, list) and len(x) == 3 and all(isinstance(y, str) for y in x) for x in sigs):
+      raise TypeError("signatures are not lists of three strings")
+    self.known = {tuple(x) for x in sigs}  # type: ignore[misc]
+    for name in ("phase", "counts"):
+      d = s.get(name, {})
+      if not isinstance(d, dict) or not all(isinstance(v, (int, float)) for v in d.values()): raise TypeError(f"{name} is not numbers")
     self.phase.update(s.get("phase", {}))
     self.counts.update(s.get("counts", {}))
 
@@ -193,24 +246,24 @@ class Campaign:
 
   # ---- case numbering ----
   def next_batch(self, n: int) -> list[int]:
-    """Up to n case numbers to run next: a case suspected of killing a worker runs alone."""
+    """Up to n case numbers to run next: a case suspected of killing a worker runs alone; cases of a batch that did not
+    finish run again before new ones."""
     if self.suspects: return [self.suspects.pop(0)]
     out: list[int] = []
+    while self.retry and len(out) < n: out.append(self.retry.popleft())
     for i in range(self.epoch_start, self.epoch_start + self.epoch):
       if len(out) >= n: break
-      if i not in self.done_in_epoch and i not in self.running and i not in self.suspects: out.append(i)
+      if i not in self.done_in_epoch and i not in self.running and i not in self.suspects and i not in out: out.append(i)
     return out
 
   def finish(self, res: dict[str, Any]) -> None:
     i = res["index"]
+    self.running.discard(i)
+    if i in self.done_in_epoch: return
     self.cases += 1
-    if "error" in res:
-      self.report(Reported(("crash", "campaign", res["error"].split(":")[0]), "-", True, i, 0, res["error"]))
-    else:
-      self.phase.update(res["phase"])
-      self.counts.update(res.get("counts", {}))
-      self.epoch_results[i] = (frozenset(res["features"]), res["fired"])
-      for r in res["reported"]: self.report(r if isinstance(r, Reported) else Reported(**r))
+    self.phase.update(res.get("phase", {}))
+    self.counts.update(res.get("counts", {}))
+    self.epoch_results[i] = (frozenset(res.get("features", ())), res.get("fired", {}))
     self.done_in_epoch.add(i)
     if len(self.done_in_epoch) >= self.epoch and not self.running:
       epoch = [self.epoch_results[k] for k in sorted(self.epoch_results)]
@@ -221,13 +274,50 @@ class Campaign:
       self.save_state()
       self.report_due = True
 
-  def report(self, r: Reported) -> None:
-    if r.signature in self.known and not r.new: return
-    self.known.add(r.signature)
+  # ---- findings: this process writes every entry ----
+  def found(self, fd: Found) -> None:
+    """A finding as found: its entry is written (unless the corpus had it when the campaign started, or holds it from a
+    lower case), then it is reported."""
+    r = fd.reported
+    sig = tuple(r.signature)
+    if fd.text and r.new and self.best.get(sig, r.case + 1) > r.case:  # type: ignore[arg-type]
+      atomic_write(r.path, fd.text)
+      self.best[sig] = r.case  # type: ignore[assignment]
+      self.report(r, replace_lower=True)
+    else:
+      self.report(r)
+
+  def reduced(self, signature: tuple[str, str, str], fd: Found) -> None:
+    """A finding's reduced entry, replacing its unreduced one (a finding of its own when reducing failed)."""
+    r = fd.reported
+    if tuple(r.signature) != tuple(signature): return self.found(fd)
+    if self.best.get(tuple(signature)) != r.case or not fd.text: return
+    atomic_write(r.path, fd.text)
+    if (old := self.by_sig.get(tuple(signature))) is not None:
+      old.nodes, old.message, old.blame = r.nodes, r.message, r.blame
+
+  def report(self, r: Reported, replace_lower: bool = False) -> None:
+    sig = tuple(r.signature)
+    if (old := self.by_sig.get(sig)) is not None:  # reported already: a lower case's entry replaces the one reported
+      if replace_lower and r.case < old.case:
+        old.case, old.nodes, old.message, old.found_nodes, old.blame = r.case, r.nodes, r.message, r.found_nodes, r.blame
+      return
+    if sig in self.known and not r.new: return
+    self.known.add(sig)  # type: ignore[arg-type]
     self.findings.append(r)
+    self.by_sig[sig] = r  # type: ignore[index]
     self.clear_status()
     print(f"finding: {'/'.join(r.signature)} (case {r.case}, {r.nodes} nodes) -> {r.path}\n  {r.message.splitlines()[0] if r.message else ''}",
           file=self.out, flush=True)
+
+  def handle(self, msg: tuple) -> None:
+    """A runner's message (fuzz.engine.runner)."""
+    if msg[0] == "checked":
+      _, results, found = msg
+      for fd in found: self.found(fd)
+      for res in results: self.finish(res)
+    elif msg[0] == "reduced":
+      self.reduced(msg[1], msg[2])
 
   # ---- status ----
   def status_text(self, elapsed: float) -> str:
@@ -257,44 +347,52 @@ class Campaign:
   # ---- run ----
   def run(self) -> Summary:
     cfg = self.cfg
-    self.running: set[int] = set()
-    self.last_status = 0.0
-    self.last_report, self.report_due = 0.0, False
-    if cfg.report:
-      from fuzz.report.writer import for_campaign
-      self.html_report = for_campaign(self)
-    self.keep_report(0.0, force=True)
-    t0 = time.monotonic()
-    interrupted = False
-    def time_left() -> bool:
-      if cfg.max_cases is not None and self.prior_cases + self.cases + len(self.running) >= cfg.max_cases: return False
-      if cfg.stop_on_finding and self.findings: return False
-      if cfg.stop_when is not None and any(cfg.stop_when(f) for f in self.findings): return False
-      return time.monotonic() - t0 < cfg.seconds
+    try: lock = CorpusLock(cfg.corpus).acquire()  # CorpusBusy when another campaign holds it
+    except OSError as e: raise ConfigError(f"--corpus {cfg.corpus} cannot be locked: {e.strerror or e}") from None
+    import threading
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)} if main else {}
+    def stop(signum, frame): raise _Stop()
+    for s in old: signal.signal(s, stop)
     try:
-      if cfg.workers <= 0: self._run_inline(time_left, t0)
-      else: self._run_workers(time_left, t0)
-    except KeyboardInterrupt:
-      interrupted = True
-    elapsed = time.monotonic() - t0
-    self.save_state()
-    self.clear_status()
-    self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
+      remove_stale_temp_files(cfg.corpus, cfg.report, Path(cfg.report) / "pictures" if cfg.report else None)
+      self.existing = frozenset(p.name for p in entries(cfg.corpus))
+      self.running = set()
+      self.last_status = 0.0
+      self.last_report, self.report_due = 0.0, False
+      if cfg.report:
+        from fuzz.report.writer import for_campaign
+        self.html_report = for_campaign(self)
+      self.keep_report(0.0, force=True)
+      t0 = time.monotonic()
+      self.stop_at = t0 + cfg.seconds
+      interrupted = False
+      try:
+        n = self.worker_count()
+        if n <= 0: self._run_inline(t0)
+        else: self._run_workers(t0, n)
+      except (KeyboardInterrupt, _Stop):
+        interrupted = True
+      finally:
+        for r in self.reducers: r.kill()
+        self.reducers = []
+      elapsed = time.monotonic() - t0
+      self.save_state()
+      self.clear_status()
+      self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
+    finally:
+      for s, h in old.items(): signal.signal(s, h)
+      lock.release()
     cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
     return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
                    [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts))
 
-  def _run_inline(self, time_left, t0: float) -> None:
-    runner = CaseRunner(self.cfg)
-    while time_left():
-      batch = self.next_batch(self.batch_size())
-      self.running.update(batch)
-      try: results = runner.run_batch(batch, self.weights)
-      except Exception as e: results = [{"index": i, "error": f"{type(e).__name__}: {e}"} for i in batch]
-      for res in results:
-        self.running.discard(res["index"])
-        self.finish(res)
-      self.status(time.monotonic() - t0)
+  def time_left(self) -> bool:
+    cfg = self.cfg
+    if cfg.max_cases is not None and self.prior_cases + self.cases + len(self.running) >= cfg.max_cases: return False
+    if cfg.stop_on_finding and self.findings: return False
+    if cfg.stop_when is not None and any(cfg.stop_when(f) for f in self.findings): return False
+    return time.monotonic() < self.stop_at
 
   def batch_size(self) -> int:
     """Cases per job (the target's choice), no more than the case budget has left."""
@@ -302,67 +400,149 @@ class Campaign:
     if self.cfg.max_cases is not None: n = min(n, max(1, self.cfg.max_cases - self.prior_cases - self.cases - len(self.running)))
     return max(1, n)
 
-  def _run_workers(self, time_left, t0: float) -> None:
-    cfg = self.cfg
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    workers = [_Worker(cfg, ctx) for _ in range(cfg.workers)]
+  def worker_count(self) -> int:
+    """--workers, at most the CPUs this process may use and the jobs the case budget has left; said when it is fewer."""
+    asked = self.cfg.workers
+    if asked <= 0: return 0
+    n, why = min(asked, procs.cpu_count()), "the CPUs this process may use"
+    if self.cfg.max_cases is not None:
+      jobs = math.ceil(max(0, self.cfg.max_cases - self.prior_cases) / self.target.batch_size(self.cfg))
+      if jobs < n: n, why = max(1, jobs), "the jobs the case budget leaves"
+    if n < asked: print(f"fuzz: {n} worker(s), not {asked}: no more than {why}", file=sys.stderr, flush=True)
+    return n
+
+  def _run_inline(self, t0: float) -> None:
+    runner = CaseRunner(self.cfg, self.existing)
+    # a target whose own code runs kernels in the checking process (tinygrad) checks each case in a child instead
+    if hasattr(runner.session, "isolate"): runner.session.isolate()
     try:
+      while self.time_left():
+        batch = self.next_batch(self.batch_size())
+        if not batch: break
+        self.running.update(batch)
+        runner.run_batch(batch, self.weights, self.handle, dict(self.best), self.stop_at)
+        self.running.difference_update(batch)
+        self.status(time.monotonic() - t0)
+    finally:
+      if hasattr(runner.session, "close"): runner.session.close()
+
+  def _run_workers(self, t0: float, n: int) -> None:
+    cfg = self.cfg
+    ctx = mp.get_context("fork")  # a worker keeps the target as this process holds it (a changed rule table)
+    workers: list[_Worker] = []
+    try:
+      workers = [_Worker(cfg, ctx, self.existing) for _ in range(n)]
       while True:
         for w in workers:
-          if w.job is None and time_left() and (batch := self.next_batch(self.batch_size())):
+          if w.batch is None and self.time_left() and (batch := self.next_batch(self.batch_size())):
             self.running.update(batch)
-            w.send(batch, self.weights, cfg.case_timeout + 2 * cfg.reduce_seconds)
-        busy = [w for w in workers if w.job is not None]
-        if not busy: break
-        ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.5)
+            w.send(batch, self.weights, dict(self.best), self.stop_at)
+        busy = [w for w in workers if w.batch is not None]
+        self._collect_reducers()
         now = time.monotonic()
-        for k, w in enumerate(list(workers)):
-          if w.job is None: continue
-          results = None
-          if w.conn in ready:
-            try: results = w.conn.recv()
-            except (EOFError, OSError): results = None
-          if results is not None:
-            w.job = None
-            for res in results:
-              self.running.discard(res["index"])
-              self.finish(res)
-            continue
-          dead = not w.proc.is_alive() or w.proc.sentinel in ready
-          if dead or now > w.deadline:
-            indices, weights = w.job
-            w.kill()
-            code = w.proc.exitcode
-            why = "timeout" if not dead else (f"signal{-code}" if code is not None and code < 0 else f"exit{code}")
-            for i in indices: self.running.discard(i)
-            if len(indices) > 1: self.suspects.extend(indices)  # which one? each runs alone next
-            else: self.finish(self.worker_crash(indices[0], weights, why))
-            workers[k] = _Worker(cfg, ctx)
+        if not busy and not (self.reducers and now < self.stop_at): break
+        if now > self.stop_at + GRACE:  # the time is up: what still runs is killed; its cases run again on resume
+          for w in busy: self._abandon(w)
+          break
+        ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy] + [r.conn for r in self.reducers], timeout=TICK)
+        now = time.monotonic()
+        for k, w in enumerate(workers):
+          if w.batch is None: continue
+          if w.conn in ready and self._receive(w): continue
+          dead = not w.proc.is_alive()
+          if dead or w.overdue(now):
+            self._lost(w, "timeout" if not dead else None)
+            workers[k] = _Worker(cfg, ctx, self.existing)
         self.status(now - t0)
     finally:
       for w in workers:
         try: w.conn.send(None)
         except Exception: pass
-        w.kill()
+      for w in workers: w.kill()
 
-  def worker_crash(self, index: int, weights: dict, why: str) -> dict[str, Any]:
-    """A worker died or hung on a case: reduce it (each candidate checked in a child process that must end the same
-    way, within the reduce budget) and store it."""
+  def _receive(self, w: _Worker) -> bool:
+    """Handle what the worker sent; False when its pipe broke (it died)."""
+    try:
+      while w.conn.poll():
+        msg = w.conn.recv()
+        if msg[0] == "done":
+          w.batch = None
+          return True
+        if msg[0] == "checked": w.checked = True
+        self.handle(msg)
+    except (EOFError, OSError):
+      return False
+    return True
+
+  def _abandon(self, w: _Worker) -> None:
+    w.kill()
+    if w.batch and not w.checked:
+      for i in w.batch: self.running.discard(i)
+    w.batch = None
+
+  def _lost(self, w: _Worker, why: str | None) -> None:
+    """A worker died (why None: how it ended decides) or outlived its step's deadline (why "timeout")."""
+    p = w.progress
+    index, reducing, where = int(p.index), bool(p.reducing), p.place
+    batch, weights, checked = w.batch or [], w.weights, w.checked
+    end = w.kill()
+    why = why or end
+    w.batch = None
+    if checked:  # the cases are done; a reduction died: the finding keeps its unreduced entry, and this is a finding too
+      if reducing: self.worker_crash(index, weights, why, "reduce", count=False)
+      return
+    for i in batch: self.running.discard(i)
+    if index == IDLE:  # it died before it started the batch: run it again, unless workers keep dying at the start
+      self.start_failures += 1
+      if self.start_failures > 3: raise RuntimeError(f"fuzz workers die as they start ({why}); run with --workers 0 to see why")
+      self.retry.extendleft(reversed(batch))
+      return
+    rest = [i for i in batch if i != index]
+    if index not in batch:  # a step of the whole batch (the CPU compile): which case? each runs alone next
+      if len(batch) == 1: self.worker_crash(batch[0], weights, why, where)
+      else: self.suspects.extend(batch)
+      return
+    self.retry.extendleft(reversed(rest))  # the rest of the batch runs again, first
+    self.worker_crash(index, weights, why, where)
+
+  def worker_crash(self, index: int, weights: dict, why: str, where: str, count: bool = True) -> None:
+    """A case that killed or hung its worker: stored as found at once, reduced in a child process (when the target
+    reduces crashes) while the campaign goes on."""
     if self.crash_session is None: self.crash_session = self.target.session(self.cfg)
     s = self.crash_session
-    sig = ("crash", "worker", why)
+    sig = ("hang", where, "timeout") if why == "timeout" else ("crash", where, why)
     case = s.draw(self.cfg.seed, index, weights)
-    msg = f"the worker running case {index} {'hung' if why == 'timeout' else 'died'} ({why})"
-    small = case
-    if not entry_path(self.cfg.corpus, sig).exists():
-      t = time.perf_counter()
-      small = s.shrink_crash(case, why)
-      self.phase["reduce"] += time.perf_counter() - t
-    path, new = s.store_crash(small, sig, msg)
-    return {"index": index, "features": sorted(s.features(case)), "fired": {}, "phase": {},
-            "reported": [Reported(sig, str(path), new, index, s.size(small), msg, found_nodes=s.size(case))]}
+    step = "reducing its finding" if where == "reduce" else f"in {where}"
+    msg = (f"the worker running case {index} hung {step} (killed after {self.cfg.case_timeout:g} s)" if why == "timeout"
+           else f"the worker running case {index} died {step} ({why})")
+    path = entry_path(self.cfg.corpus, sig)
+    r = Reported(sig, str(path), path.name not in self.existing, index, s.size(case), msg, found_nodes=s.size(case))
+    self.found(Found(r, s.crash_entry(case, sig, msg) if r.new else ""))
+    if count: self.finish({"index": index, "features": sorted(s.features(case)), "fired": {}})
+    seconds = min(self.cfg.reduce_seconds, self.stop_at - time.monotonic() - GRACE)
+    if r.new and self.best.get(sig) == index and self.target.reduces_crashes and seconds >= 1.0 and where != "reduce":
+      self.reducers.append(_Reducer(mp.get_context("fork"), self.cfg, r, why, seconds))
+
+  def _collect_reducers(self) -> None:
+    now, keep = time.monotonic(), []
+    for red in self.reducers:
+      got = None
+      try:
+        if red.conn.poll(): got = red.conn.recv()
+      except (EOFError, OSError): got = False
+      if got is None and red.proc.is_alive() and now < red.deadline:
+        keep.append(red)
+        continue
+      red.kill()
+      r = red.reported
+      if got and self.best.get(tuple(r.signature)) == r.case:
+        nodes, text = got
+        atomic_write(r.path, text)
+        if (old := self.by_sig.get(tuple(r.signature))) is not None: old.nodes = nodes
+    self.reducers = keep
 
 
 def run_campaign(cfg: CampaignConfig, out: TextIO | None = None) -> Summary:
-  """Run a campaign to its time or case budget; SIGINT ends it early with the summary."""
+  """Run a campaign to its time or case budget; SIGINT (or SIGTERM) ends it early with the summary."""
+  validate(cfg)
   return Campaign(cfg, out).run()

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import re
 import sys
 from pathlib import Path
+
+from tinyspec.cliargs import number
+from tinyspec.runtime import procs
 
 BACKENDS = ("reference", "cpu", "opencl")
 TARGET_NAMES = ("reference", "symbolic", "tinygrad")  # fuzz.engine.targets.TARGET_NAMES, without importing the fuzzer to build the parser
@@ -86,15 +90,25 @@ def fuzz_main(args: argparse.Namespace) -> int:
       print(f"tinyspec fuzz: cannot keep the report in {args.report}: {e}", file=sys.stderr)
       return 2
   if "opencl" in backends:
-    from tinyspec.runtime import opencl
-    ok, why = opencl.available()
+    from tinyspec.runtime.host import shared  # asked in the kernel host: this process never opens OpenCL itself
+    ok, why = shared().available("opencl")
     if not ok:
       print(f"tinyspec fuzz: opencl backend unavailable: {why}; continuing without it", file=sys.stderr)
       backends = tuple(b for b in backends if b != "opencl")
+  from fuzz.engine.campaign import ConfigError, StateError, validate
+  from fuzz.engine.corpus_dir import CorpusBusy
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
                        per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
                        report=args.report, target=get_target(name, **options))
-  summary = run_campaign(cfg)
+  try:
+    validate(cfg)
+    summary = run_campaign(cfg)
+  except (ConfigError, CorpusBusy) as e:
+    print(f"tinyspec fuzz: {e}", file=sys.stderr)
+    return 2
+  except StateError as e:
+    print(f"tinyspec fuzz: {e}; --fresh starts over without it", file=sys.stderr)
+    return 2
   print(summary.text(), flush=True)
   if args.report: print(f"report: {Path(args.report) / 'index.html'}", flush=True)
   return 1 if any(f.new for f in summary.findings) else 0  # a bug the corpus already holds is not news
@@ -108,10 +122,22 @@ def add_repro_arguments(p: argparse.ArgumentParser) -> None:
                  help="where --viz draws: .svg (default: the entry's name + .svg here), .png, .pdf, .dot")
 
 
+REPLAY_TIMEOUT = 120.0  # seconds a replay of a case that once hung may take before it counts as hanging again
+
+
+def died_or_hung(signature: tuple[str, ...]) -> bool:
+  """Whether an entry's case killed (a signal, an exit) or hung the process that checked it, outside a kernel."""
+  return signature[0] == "hang" and signature[1] not in BACKENDS or re.fullmatch(r"(signal|exit)-?\d+", signature[2]) is not None
+
+
 def _replay_in_child(path: str, conn) -> None:
   from fuzz.corpus.store import load_entry
   from fuzz.engine.targets import replay
-  fails, findings = replay(load_entry(path))
+  from tinyspec.loadfile import InputError
+  try: fails, findings = replay(load_entry(path))
+  except InputError as e:
+    conn.send(str(e))
+    return
   conn.send((fails, [f.describe() for f in findings]))
 
 
@@ -128,25 +154,33 @@ def repro_main(args: argparse.Namespace) -> int:
     return 2
   sig = "/".join(entry.signature)
   print(f"{args.path}: {sig} (expected: {entry.expect}), options {entry.case.options}, backends {', '.join(entry.backends)}")
-  if entry.signature[1] == "worker":
-    # the case killed or hung a worker: replay it in a child so this process survives
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+  if died_or_hung(entry.signature):
+    # the case killed or hung the process checking it: replay it in a child so this process survives
+    ctx = mp.get_context("fork")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_replay_in_child, args=(args.path, child), daemon=True)
-    proc.start()
-    proc.join(60)
+    proc = procs.start(ctx, _replay_in_child, (args.path, child))
+    child.close()
+    proc.join(REPLAY_TIMEOUT)
     if proc.is_alive():
-      proc.kill()
-      print("still fails: the replay hung (killed after 60 s)")
+      procs.kill_tree(proc)
+      print(f"still fails: the replay hung (killed after {REPLAY_TIMEOUT:g} s)")
       return 1
-    if proc.exitcode != 0 or not parent.poll():
-      print(f"still fails: the replay died (exit code {proc.exitcode})")
+    got = parent.recv() if parent.poll() else None
+    procs.kill_tree(proc)
+    if got is None:
+      print(f"still fails: the replay died ({procs.how_it_ended(proc.exitcode)})")
       return 1
-    fails, texts = parent.recv()
+    if isinstance(got, str):
+      print(f"tinyspec repro: {got}", file=sys.stderr)
+      return 2
+    fails, texts = got
     for t in texts: print(t)
     if draw_to: _draw(entry, None, draw_to)
   else:
-    fails, findings = replay(entry)
+    try: fails, findings = replay(entry)
+    except InputError as e:  # a tinygrad entry's PROGRAM outside the generator's grammar is refused before it runs
+      print(f"tinyspec repro: {e}", file=sys.stderr)
+      return 2
     for f in findings: print(f.describe())
     if draw_to: _draw(entry, findings, draw_to)
   if fails:
@@ -189,5 +223,5 @@ def add_symbolic_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--symbolic", action="store_true",
                  help="--target symbolic: fuzz the integer simplifier alone (random view index expressions, simplified, checked "
                  "equal and within bounds)")
-  p.add_argument("--depth", type=int, default=4, help="expression depth of --symbolic cases (default 4)")
-  p.add_argument("--z3-timeout-ms", type=int, default=300, help="z3 timeout per --symbolic case in ms (default 300)")
+  p.add_argument("--depth", type=number(int, 1), default=4, help="expression depth of --symbolic cases (default 4)")
+  p.add_argument("--z3-timeout-ms", type=number(int, 1), default=300, help="z3 timeout per --symbolic case in ms (default 300)")

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.corpus.store import Entry, StillFails, same_bug, write_entry
+from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
 from fuzz.engine.coverage import Coverage, steer
 from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.reduce.graph import node_count, reduce_case
@@ -31,13 +31,19 @@ class ReferenceSession:
 
   def __init__(self, cfg: Any):
     self.cfg = cfg
-    self.config = Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc)
+    self.config = Config(passes=cfg.passes, backends=cfg.backends, per_rewrite=cfg.per_rewrite, cc=cfg.cc, kernel_timeout=cfg.case_timeout)
     self.checker = Checker(self.config)
     self.reducer_checker = Checker(replace(self.config, metamorphic=False))
 
   @property
   def phase(self) -> Counter: return self.checker.stats.phase
 
+  def set_deadline(self, stop_at: float | None) -> None: self.checker.stop_at = stop_at
+  def unfinished(self) -> set[int]: return set(self.checker.unfinished)
+
+  def set_progress(self, begin: Any, at: Any) -> None:
+    self.checker.begin, self.checker.at = begin, at
+    self.reducer_checker.at = at
   def draw(self, seed: int, index: int, weights: dict[str, float]) -> Case: return case_for(seed, index, weights)
   def features(self, case: Case) -> frozenset[str]: return case.features
   def size(self, case: Case) -> int: return node_count(case.root)
@@ -49,36 +55,39 @@ class ReferenceSession:
     fired = [{"/".join(k): v for k, v in c.items()} for c in self.checker.case_fired]
     return list(zip(all_findings, fired))
 
-  def shrink(self, case: Case, f: Finding) -> tuple[Case, Finding]:
+  def shrink(self, case: Case, f: Finding, seconds: float) -> tuple[Case, Finding]:
     start = replace(case, options=dict(f.options) if f.options else dict(case.options))
     if f.oracle == "input": return start, f
-    fails = StillFails(self.reducer_checker.check, f)
-    if not fails(start): return case, f  # flaky under its own options: keep it as found
-    small = reduce_case(start, fails, max_seconds=self.cfg.reduce_seconds)
-    fails(small)
+    rc = self.reducer_checker
+    # a candidate that outlives this is a hang; a crash or a result shows long before
+    rc.config.kernel_timeout = min(self.cfg.case_timeout, max(1.0, seconds / 8)) if f.oracle == "hang" else self.cfg.case_timeout
+    fails = StillFails(rc.check, f)
+    try:
+      if not fails(start): return case, f  # flaky under its own options: keep it as found
+      small = reduce_case(start, fails, max_seconds=seconds)
+      fails(small)
+    finally:
+      rc.config.kernel_timeout = self.cfg.case_timeout
     return small, fails.last
 
-  def shrink_crash(self, case: Case, why: str) -> Case:
-    cfg = self.cfg
+  def shrink_crash(self, case: Case, why: str, seconds: float) -> Case:
     checker = Checker(self.config)
-    # a candidate that outlives this is a hang; a crash shows long before
-    timeout = min(cfg.case_timeout, max(1.0, cfg.reduce_seconds / 8))
-    return reduce_crash(case, checker.check, why, timeout, cfg.reduce_seconds)[0]
+    timeout = min(self.cfg.case_timeout, max(1.0, seconds / 8))
+    return reduce_crash(case, checker.check, why, timeout, seconds)[0]
 
-  def store(self, case: Case, f: Finding, signature: tuple[str, str, str] | None = None) -> tuple[Path, bool, str]:
+  def entry(self, case: Case, f: Finding, signature: tuple[str, str, str]) -> tuple[str, str]:
     blame = f.blame.describe(6) if f.blame is not None else ""
-    path, new = write_entry(self.cfg.corpus, case, signature or f.signature, message=f.message, backends=self.cfg.backends,
-                            per_rewrite=self.cfg.per_rewrite, blame=blame)
-    return path, new, blame
+    return render_entry(case, signature, message=f.message, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite, blame=blame), blame
 
-  def store_crash(self, case: Case, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    return write_entry(self.cfg.corpus, case, signature, message=message, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
+  def crash_entry(self, case: Case, signature: tuple[str, str, str], message: str) -> str:
+    return render_entry(case, signature, message=message, backends=self.cfg.backends, per_rewrite=self.cfg.per_rewrite)
 
 
 class ReferenceTarget:
   name = "reference"
   epoch = EPOCH
   kinds = ("tensor", "kernel")
+  reduces_crashes = True   # a case that kills or hangs a worker is reduced (in child processes)
 
   def session(self, cfg: Any) -> ReferenceSession: return ReferenceSession(cfg)
   def rules(self, cfg: Any) -> list[str]: return Checker(Config(passes=cfg.passes)).all_rules()

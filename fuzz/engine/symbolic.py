@@ -1,7 +1,7 @@
 """The symbolic fuzzer: random index expressions of the kind rangeify makes from views, simplified, checked equal.
 
-A case is an `index` expression over RANGEs and bounded variables (slots: DETACH(RANGE + lo), so negative values
-occur too): flat offsets (sums of ranges times strides plus an offset), unflattened by nested IDIV and MOD, clamped
+A case is an `index` expression over RANGEs and bounded variables (DEFINE_VARs, whose bounds may be negative): flat
+offsets (sums of ranges times strides plus an offset), unflattened by nested IDIV and MOD, clamped
 with MAX, gated with WHERE of comparisons (PAD), combined again. The simplify rules rewrite it (graph_rewrite with
 a PatternMatcher, so a changed rule table can be tried), and two oracles hold:
   equal:  the simplified expression has the original's value at every assignment of the leaves;
@@ -32,7 +32,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import z3
 
-from tinyspec.prove.templates import SLOT_AXIS, slot_node
 from tinyspec.prove.exact import ExactForm, Unsupported, analyze
 from tinyspec.prove.evalsem import EvalTranslator, defined, model_int
 from tinyspec.dtype import dtypes
@@ -74,7 +73,7 @@ class ExprGen:
       return u
     lo = r.choice([-16, -8, -5, -3, -1, 0, 0, 2])
     hi = lo + r.choice([0, 1, 3, 7, 15, 20])
-    u = slot_node(len(self.leaves), IDX, lo, hi)
+    u = UOp.variable(f"v{len(self.leaves)}", lo, hi)
     self.leaves.append(Leaf(u, lo, hi))
     return u
 
@@ -166,7 +165,6 @@ def evaluate_all(roots: list[UOp], env: dict[UOp, np.ndarray]) -> dict[UOp, np.n
         if u.op is Ops.CONST: vals[u] = np.full(n, u.arg, dtype=u.dtype.np)
         elif u.op is Ops.CAST: vals[u] = np_cast(vals[u.src[0]], u.src[0].dtype, u.dtype)
         elif u.op in GroupOp.ALU: vals[u] = np.asarray(elementwise(u, [vals[s] for s in u.src]))
-        elif u.op is Ops.DETACH: vals[u] = vals[u.src[0]]
         else: raise ValueError(f"the symbolic fuzzer cannot evaluate {u.op.name}")
   return vals
 
@@ -202,25 +200,34 @@ class SymFinding:
 
 
 def leaf_number(u: UOp) -> int:
-  """A leaf's number: the position it was made at (ranges and slots share one numbering)."""
+  """A leaf's number: the position it was made at (ranges and variables, named v<number>, share one numbering)."""
   if u.op is Ops.RANGE: return u.arg.axis
-  inner = u.src[0] if u.src[0].op is Ops.RANGE else u.src[0].src[0]
-  return inner.arg.axis - SLOT_AXIS
+  return int(u.arg.name[1:])
 
 
-def leaf_name(u: UOp) -> str: return f"{'r' if u.op is Ops.RANGE else 'v'}{leaf_number(u)}"
+def leaf_name(u: UOp) -> str:
+  """r<axis> for a RANGE, a variable's own name (v<number> for the generator's)."""
+  return f"r{u.arg.axis}" if u.op is Ops.RANGE else u.arg.name
 
 
 _leaf_name = leaf_name  # the name tests and older callers use
 
 
 def leaves_of(e: UOp) -> list[Leaf]:
-  """The leaves of an expression, by number: its RANGEs (outside slots) and its slots (DETACH, exact bounds)."""
+  """The leaves of an expression, by number: its RANGEs and its bounded variables (DEFINE_VAR)."""
   out = {}
-  for u in e.toposort(gate=lambda x: x.op is not Ops.DETACH):
-    if u.op is Ops.DETACH: out[u] = Leaf(u, int(u.vmin), int(u.vmax))
-    elif u.op is Ops.RANGE and u.arg.axis < SLOT_AXIS: out[u] = Leaf(u, 0, int(u.src[0].arg) - 1)
-  return sorted(out.values(), key=lambda lf: leaf_number(lf.node))
+  for u in e.toposort():
+    if u.op is Ops.DEFINE_VAR: out[u] = Leaf(u, u.arg.min, u.arg.max)
+    elif u.op is Ops.RANGE: out[u] = Leaf(u, 0, int(u.src[0].arg) - 1)
+  return sorted(out.values(), key=_leaf_order)
+
+
+def _leaf_order(lf: Leaf) -> tuple[int, str]:
+  # the generator's leaves by their shared numbering (RANGE axis k, variable v<k>); any other variable after, by name
+  u = lf.node
+  if u.op is Ops.RANGE: return (u.arg.axis, "")
+  name = u.arg.name
+  return (int(name[1:]), "") if name[:1] == "v" and name[1:].isdigit() else (1 << 60, name)
 
 
 def _row(env: dict[UOp, np.ndarray], i: int) -> dict[UOp, np.ndarray]:
@@ -231,7 +238,7 @@ def blame_index(steps: list[tuple[Rule, UOp, UOp]], env_row: dict[UOp, np.ndarra
   """The first rule application whose result has another value than the node it replaced, at this assignment."""
   for k, (_, before, after) in enumerate(steps):
     try: v = evaluate_all([before, after], env_row)
-    except ValueError: continue  # a rewrite inside a leaf (a slot's own RANGE + lo): not part of the expression's value
+    except ValueError: continue  # a node the fuzzer does not evaluate: not part of the expression's value
     if before.dtype.kind in "iuxb" and not np.array_equal(v[before], v[after]): return k
   return None
 
@@ -321,12 +328,7 @@ class SymbolicChecker:
   def _check_z3_int(self, case: SymCase, s: UOp, steps: list) -> list[SymFinding]:
     t = EvalTranslator()
     leaves = {}
-    for lf in case.leaves:
-      if lf.node.op is Ops.DETACH:
-        v = z3.Int(leaf_name(lf.node))
-        t.memo[lf.node] = t.vars[lf.node] = v
-        t.constraints += [v >= lf.lo, v <= lf.hi]
-      leaves[lf.node] = t(lf.node)
+    for lf in case.leaves: leaves[lf.node] = t(lf.node)  # a RANGE or a DEFINE_VAR: a z3 variable within its bounds
     e = case.expr
     solver = z3.Solver()
     solver.set(timeout=self.z3_timeout_ms)
@@ -343,7 +345,7 @@ class SymbolicChecker:
 def _candidates(u: UOp) -> list[UOp]:
   """What a subexpression may become: one of its operands of its dtype, else a deeper subexpression of it, else a
   small constant."""
-  below = [x for x in reversed(u.toposort(gate=lambda x: x.op is not Ops.DETACH)) if x is not u and x.dtype is u.dtype]
+  below = [x for x in reversed(u.toposort()) if x is not u and x.dtype is u.dtype]
   out = list(dict.fromkeys([x for x in u.src if x.dtype is u.dtype] + below))
   if u.op is not Ops.CONST:
     out += [UOp.const(u.dtype, v) for v in ((False, True) if u.dtype is dtypes.bool else (0, 1))]
@@ -358,8 +360,8 @@ def shrink_expr(case: SymCase, fails: Callable[[SymCase], bool], max_seconds: fl
   progress = True
   while progress and time.monotonic() - t0 < max_seconds:
     progress = False
-    for u in reversed(cur.expr.toposort(gate=lambda x: x.op is not Ops.DETACH)):
-      if u.op in (Ops.RANGE, Ops.DETACH): continue
+    for u in reversed(cur.expr.toposort()):
+      if u.op in (Ops.RANGE, Ops.DEFINE_VAR): continue
       for c in _candidates(u):
         e = c if u is cur.expr else substitute(cur.expr, {u: c})
         if e.dtype is not IDX: continue
@@ -437,6 +439,9 @@ class SymbolicSession:
     self.target, self.cfg = target, cfg
     self.checker = SymbolicChecker(target.pm, target.z3_timeout_ms, use_z3=target.use_z3)
     self.phase: Counter = Counter()
+    self.begin: Any = lambda k: None
+
+  def set_progress(self, begin: Any, at: Any) -> None: self.begin = begin
 
   def draw(self, seed: int, index: int, weights: dict[str, float]) -> SymCase: return case_for(seed, index, self.target.depth)
   def features(self, case: SymCase) -> frozenset[str]: return frozenset(f"op:{u.op.name}" for u in case.expr.toposort())
@@ -447,32 +452,32 @@ class SymbolicSession:
 
   def check_batch(self, cases: Sequence[SymCase]) -> list[tuple[list[SymFinding], dict[str, int]]]:
     out = []
-    for case in cases:
+    for k, case in enumerate(cases):
+      self.begin(k)
       t = time.perf_counter()
       fs = self.check(case)
       self.phase["check"] += time.perf_counter() - t
       out.append((fs, {f"simplify/{k}": n for k, n in self.checker.fired.items()}))
     return out
 
-  def shrink(self, case: SymCase, f: SymFinding) -> tuple[SymCase, SymFinding]:
+  def shrink(self, case: SymCase, f: SymFinding, seconds: float) -> tuple[SymCase, SymFinding]:
     from fuzz.corpus.store import StillFails
     fails = StillFails(self.check, f)
-    small = shrink_expr(case, fails, self.cfg.reduce_seconds)
+    small = shrink_expr(case, fails, seconds)
     if small is case: return case, f
     fails(small)
     return small, fails.last
 
-  def shrink_crash(self, case: SymCase, why: str) -> SymCase: return case  # a crash is stored as found
+  def shrink_crash(self, case: SymCase, why: str, seconds: float) -> SymCase: return case  # a crash is stored as found
 
-  def store(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
-    from fuzz.corpus.store import write_entry
+  def entry(self, case: SymCase, f: SymFinding, signature: tuple[str, str, str]) -> tuple[str, str]:
+    from fuzz.corpus.store import render_entry
     blame = f.blame_text()
-    path, new = write_entry(self.cfg.corpus, entry_case(case, f.assignment), signature, message=f.message, blame=blame)
-    return path, new, blame
+    return render_entry(entry_case(case, f.assignment), signature, message=f.message, blame=blame), blame
 
-  def store_crash(self, case: SymCase, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    from fuzz.corpus.store import write_entry
-    return write_entry(self.cfg.corpus, entry_case(case), signature, message=message)
+  def crash_entry(self, case: SymCase, signature: tuple[str, str, str], message: str) -> str:
+    from fuzz.corpus.store import render_entry
+    return render_entry(entry_case(case), signature, message=message)
 
 
 @dataclass
@@ -486,6 +491,7 @@ class SymbolicTarget:
   epoch: int = 256          # no weights to steer: an epoch only spaces out the state file's saves
   batch: int = 8            # cases per worker job: a case takes milliseconds
   kinds: tuple[str, ...] = (KIND,)
+  reduces_crashes: bool = False
 
   def table(self) -> PatternMatcher: return simplify_table() if self.pm is None else self.pm
   def session(self, cfg: Any) -> SymbolicSession: return SymbolicSession(self, cfg)

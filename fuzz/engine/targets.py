@@ -8,8 +8,9 @@ A target owns what a case is and what is wrong with one. In the engine's phases,
   resume    the state file of (target, seed) gives the next case, coverage and weights      (engine)
   generate  case i of seed s is drawn from (s, i) and the epoch's weights                  Session.draw
   check     every oracle of the target runs on the case; rules fired count as coverage      Session.check_batch
-  shrink    a finding with a signature the corpus lacks is reduced while it still fails     Session.shrink
-  store     the reduced case is written to the corpus before the finding is reported       Session.store
+  store     a finding's entry is written to the corpus as found, before it is reported       Session.entry (engine writes)
+  shrink    a finding with a signature the corpus lacks is reduced while it still fails,     Session.shrink
+            and its entry replaced by the reduced one
   steer     at the end of an epoch, the weights of the next one                             Target.steer
   report    status lines, the HTML report, the summary                                      (engine)
 
@@ -45,15 +46,16 @@ class Session(Protocol):
     """The case's size in nodes, as findings report it."""
   def check_batch(self, cases: Sequence[Any]) -> list[tuple[list[FindingLike], dict[str, int]]]:
     """(findings, {rule: times it fired}) of every case."""
-  def shrink(self, case: Any, finding: FindingLike) -> tuple[Any, FindingLike]:
-    """A smaller case that still fails the same way, and its finding (the case as found when it does not replay)."""
-  def shrink_crash(self, case: Any, why: str) -> Any:
+  def shrink(self, case: Any, finding: FindingLike, seconds: float) -> tuple[Any, FindingLike]:
+    """A smaller case that still fails the same way, and its finding (the case as found when it does not replay),
+    within `seconds`."""
+  def shrink_crash(self, case: Any, why: str, seconds: float) -> Any:
     """A smaller case that still kills or hangs its process the same way (why: signalN, exitN or timeout)."""
-  def store(self, case: Any, finding: FindingLike, signature: tuple[str, str, str]) -> tuple[Path, bool, str]:
-    """Write the finding's corpus entry under signature (the one it was found with): (path, whether it is new, the
-    blame text it carries)."""
-  def store_crash(self, case: Any, signature: tuple[str, str, str], message: str) -> tuple[Path, bool]:
-    """Write the entry of a case that killed or hung a worker."""
+  def entry(self, case: Any, finding: FindingLike, signature: tuple[str, str, str]) -> tuple[str, str]:
+    """The text of the finding's corpus entry under signature (the one it was found with), and the blame text it
+    carries. The campaign writes it: a session never writes the corpus."""
+  def crash_entry(self, case: Any, signature: tuple[str, str, str], message: str) -> str:
+    """The text of the entry of a case that killed or hung a worker (or whose check or reduction raised)."""
   def counts(self) -> dict[str, int]:
     """Target-specific running totals for the summary (e.g. z3 queries); {} when there are none."""
 
@@ -64,6 +66,7 @@ class Target(Protocol):
   name: str                              # --target NAME; also the state file's and the summary's name
   epoch: int                             # cases per epoch: weights change, and the state is saved, between epochs
   kinds: tuple[str, ...]                 # the corpus KINDs its entries have (what `replay` is asked for)
+  reduces_crashes: bool                  # whether Session.shrink_crash reduces (else a crash is stored as found)
 
   def session(self, cfg: Any) -> Session: ...
   def rules(self, cfg: Any) -> list[str]:

@@ -117,7 +117,7 @@ class KernelAbs:
 
   def _node(self, u: UOp) -> Abs:
     op, dt = u.op, u.dtype
-    if dt is dtypes.index or op in (Ops.RANGE, Ops.SPECIAL):
+    if dt is dtypes.index or op in (Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR):  # a variable: any value of its bounds
       return Abs(0, max(abs(u.vmin), abs(u.vmax)), u.vmin, u.vmax)
     if op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK, Ops.AFTER, Ops.PARAM, Ops.BUFFER, Ops.INDEX) or dt is dtypes.void:
       return Abs(0, 0, 0, 0)
@@ -263,10 +263,13 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
       raise KernelUnsafe(f"a STORE under an END over axis {min(r.arg.axis for r in rs - deps[s])} does not depend on that range")
   by_base: dict[UOp, list[UOp]] = {}
   for s in stores: by_base.setdefault(storage_of(s.src[0].src[0]), []).append(s)
+  below: dict[UOp, set[UOp]] = {}  # each LOAD's own sources, walked once however many stores share its storage
   for s in stores:
     for ld in (x for x in deps[s] if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX):
       for w in by_base.get(storage_of(ld.src[0].src[0]), ()):
-        if w is not s and w not in ld.toposort() and ld not in deps[w]:
+        if w is s or ld in deps[w]: continue
+        if ld not in below: below[ld] = set(ld.toposort())
+        if w not in below[ld]:
           raise KernelUnsafe("a LOAD and a STORE of one storage with no dependency ordering them")
   for ws in by_base.values():
     for i, a in enumerate(ws):
@@ -321,7 +324,7 @@ def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     for call in kernel_calls(root):
       body = call.src[0]
       if not is_kernel_body(body) or body.op is not Ops.SINK: raise KernelUnsafe(f"a CALL body {body.op.name} is not analysed")
-      args = [storage_of(a) for a in call.src[1:]]
+      args = [storage_of(a) for a in call.src[1:] if a.op not in GroupOp.Variable]  # variable args come last: slots stay positions
       if any(a.op is not Ops.BUFFER for a in args): raise KernelUnsafe("a kernel arg that is not a BUFFER")
       if len({a.arg.id for a in args}) != len(args): raise KernelUnsafe("two args of one kernel on the same BUFFER (its pointers are restrict)")
       for a in args:

@@ -24,7 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
-from fuzz.generate.strategies import Case, in_bounds, index_expr
+from fuzz.generate.strategies import Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, storage_of
 
@@ -121,7 +121,12 @@ class KernelBuilder:
       r = rng.choice(rs)
       m = r * _c(rng.randint(1, 5)) + _c(rng.randint(0, 3))
       return m % _c(size), None, "mod"
-    if kind == "wrap": return in_bounds(index_expr(rng, rs, 2), size), None, "wrap"
+    if kind == "wrap": return in_bounds(index_expr(rng, rs, 2, self.g.variables), size), None, "wrap"
+    if self.g.variables and hi < size - 1 and self.g.side.random() < 0.3:  # an offset by a variable: v + affine, v in [0, size-1-hi]
+      v = self.g.side.choice(self.g.variables)
+      if v.arg.max <= size - 1 - hi:
+        self.g.features.add("rmw:var_index")
+        return e + v, None, "affine"
     return e, None, "affine"
 
   def affine(self, size: int, rs: list[UOp]) -> tuple[UOp, int]:
@@ -171,6 +176,9 @@ class KernelBuilder:
     x = rng.random()
     if x < 0.6 and (ps := self.readable(dt, pure)): return self.load(rng.choice(ps), ranges)
     if x < 0.72 and rs and not dt.is_bool:
+      if self.g.variables and self.g.side.random() < 0.3:
+        self.g.features.add("rmw:var_value")
+        return self.g.side.choice(self.g.variables).cast(dt)
       self.g.features.add("rmw:range_value")
       return rng.choice(rs).cast(dt)
     if x < 0.82:
@@ -406,6 +414,10 @@ class RmwGen:
     self.inputs: dict[int, np.ndarray] = {}
     self.reg_next = 1000
     self.dtype = dtype
+    # bounded variables in index and value expressions, bound at each kernel's CALL; chosen from a Random of their own
+    self.side = side_random(rng)
+    self.variables = new_variables(self.side, self.side.randint(1, 2)) if self.side.random() < 0.25 else []
+    self.var_values = variable_values(self.side, self.variables)
 
   def next_reg(self) -> int:
     self.reg_next += 1
@@ -451,7 +463,7 @@ class RmwGen:
       params = [UOp.param(i, b.dtype, b.arg.size) for i, b in enumerate(args)]
       written = [params[args.index(b)] for b in ws]
       body = KernelBuilder(self, params, written).body()
-      call = UOp(Ops.CALL, src=(body, *[version[b] for b in args]), arg=f"rmw{k}")
+      call = bind_variables(UOp(Ops.CALL, src=(body, *[version[b] for b in args]), arg=f"rmw{k}"), self.var_values)
       for b in args:
         if b in written_any and b not in ws: self.features.add("rmw:reads_earlier_kernel")
         touched_by.setdefault(b, []).append(call)

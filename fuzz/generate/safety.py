@@ -97,6 +97,8 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
       return _float(dt, v, v, d is not None, d or 0, True)
     return Info(int(v), int(v), True, 0, True)
   if op is Ops.BUFFER: return array_info(dt, inputs.get(u.arg.id))
+  # a variable takes any value of its bounds (a BIND's value among them): the screen holds for every binding
+  if op in (Ops.DEFINE_VAR, Ops.BIND): return Info(int(u.vmin), int(u.vmax), True, 0, False)
   if op is Ops.PARAM:
     if u.arg.slot in params: return params[u.arg.slot]
     raise Unsafe(f"PARAM slot {u.arg.slot} outside any call")

@@ -45,6 +45,7 @@ ELEMENTWISE = (Ops.NEG, *UNARY_FLOAT, *ARITH, *INT_ONLY, *BITWISE, *COMPARE, Ops
 MOVEMENT = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP)
 
 # what a generator step builds, and how often (coverage steering scales these)
+VAR_SHARE = 0.12  # of tensor cases that hold bounded variables (BIND, cast and expanded) where constants would be
 STEP_WEIGHTS: dict[str, float] = {
   "elementwise": 6.0, "movement": 3.0, "reduce": 1.5, "call": 1.2, "assign": 0.8, "contiguous": 0.5, "detach": 0.3,
   "input": 0.6, "tuple": 0.2,
@@ -69,7 +70,7 @@ def default_weights() -> dict[str, float]:
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
-            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE})
+            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0})
   return w
 
 
@@ -124,6 +125,11 @@ class TensorGen:
     self.outer: _Scope | None = None
     self.buffers: list[UOp] = []        # input buffers (flat), for captures
     self.assigned: list[UOp] = []       # ends of assign chains, kept for the SINK
+    # some cases hold bounded variables where constants would be, chosen by a Random of their own (drawing from neither rng
+    # nor side), so every other case is the one the same (seed, index) gave before
+    self.vars: dict[str, UOp] = {}      # name -> its BIND: a graph binds a name to one value
+    self.vrng = side_random(rng)
+    self.with_vars = self.vrng.random() < VAR_SHARE * self.w.get("var:bound", 1.0)
 
   # ---- choices ----
   def choose(self, prefix: str, items: list) -> Any:
@@ -188,8 +194,23 @@ class TensorGen:
       if dt.is_bool: value = r.random() < 0.5
       elif dt.is_float: value = r.choice([0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.25])
       else: value = r.choice([0, 1, 2, 3, 5, 7, -1, -3, dt.max, dt.min, 8, 16])
+      if self.with_vars and (v := self.variable(dt, value)) is not None: return v if shape == () else v.expand(shape)
     c = UOp.const(dt, value)
     return c if shape == () else c.expand(shape)
+
+  def variable(self, dt: DType, value: Any) -> UOp | None:
+    """Sometimes, a bounded variable bound to value (cast to dt) in place of the constant; None otherwise."""
+    s = self.vrng
+    if dt.is_bool or s.random() >= 0.5 or int(value) != value: return None
+    value = int(value)
+    vdt = dt if dt.is_int and s.random() < 0.4 else dtypes.index
+    lo, hi = value - s.choice([0, 0, 1, 3]), value + s.choice([0, 1, 2, 5])
+    if not (vdt.min <= lo and hi <= vdt.max): return None
+    name = f"v{len(self.vars)}"
+    b = UOp.variable(name, lo, hi, vdt).bind(value)
+    self.vars[name] = b
+    self.features.add("var:bound")
+    return b if vdt is dt else b.cast(dt)
 
   # ---- pool access ----
   def pick(self, scope: _Scope, pred: Callable[[UOp], bool]) -> UOp | None:
@@ -563,18 +584,50 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
 
 
 # ---- integer index expressions and kernel-level graphs ----
-def index_expr(rng: random.Random, ranges: list[UOp], depth: int = 3) -> UOp:
-  """A non-negative `index` expression over the ranges: CONST, RANGE, ADD, MUL, IDIV, MOD, MAX, WHERE of a comparison."""
+def index_expr(rng: random.Random, ranges: list[UOp], depth: int = 3, variables: list[UOp] | None = None) -> UOp:
+  """A non-negative `index` expression over the ranges (and the bounded variables, when given, non-negative ones): CONST,
+  RANGE, DEFINE_VAR, ADD, MUL, IDIV, MOD, MAX, WHERE of a comparison."""
   if depth == 0 or rng.random() < 0.3:
+    if variables and rng.random() < 0.25: return rng.choice(variables)
     return rng.choice(ranges) if ranges and rng.random() < 0.7 else UOp.const(dtypes.index, rng.randint(0, 8))
   op = rng.choice([Ops.ADD, Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.WHERE, Ops.SUB])
-  a = index_expr(rng, ranges, depth - 1)
+  sub = lambda: index_expr(rng, ranges, depth - 1, variables)  # noqa: E731
+  a = sub()
   if op in (Ops.IDIV, Ops.MOD): return a.alu(op, UOp.const(dtypes.index, rng.randint(1, 9)))
-  if op is Ops.MUL: return a * UOp.const(dtypes.index, rng.randint(0, 4)) if rng.random() < 0.7 else a * index_expr(rng, ranges, depth - 1)
-  b = index_expr(rng, ranges, depth - 1)
-  if op is Ops.WHERE: return (a < b).where(index_expr(rng, ranges, depth - 1), b)
+  if op is Ops.MUL: return a * UOp.const(dtypes.index, rng.randint(0, 4)) if rng.random() < 0.7 else a * sub()
+  b = sub()
+  if op is Ops.WHERE: return (a < b).where(sub(), b)
   if op is Ops.SUB: return (a + b).alu(Ops.SUB, b) if rng.random() < 0.5 else a.maximum(b).alu(Ops.SUB, b)
   return a.alu(op, b)
+
+
+def side_random(rng: random.Random) -> random.Random:
+  """A Random of its own, seeded from rng's state without drawing from it: choices made with it (adding variables) leave
+  rng's draws, and so every case that makes none of them, as they were."""
+  st = rng.getstate()
+  # a tuple of ints (or Hypothesis' int state) hashes the same in every process; any other Random gives up one draw
+  if isinstance(st, tuple) and len(st) > 1 and isinstance(st[1], tuple): return random.Random(hash(st[1]))
+  return random.Random(hash(st) if isinstance(st, int) else rng.getrandbits(64))
+
+
+def new_variables(rng: random.Random, n: int) -> list[UOp]:
+  """n bounded index variables with non-negative bounds, named v0, v1, ..."""
+  out = []
+  for i in range(n):
+    lo = rng.choice([0, 0, 1, 2])
+    out.append(UOp.variable(f"v{i}", lo, lo + rng.choice([0, 1, 3, 7, 15])))
+  return out
+
+
+def variable_values(rng: random.Random, variables: list[UOp]) -> dict[str, int]:
+  """A value in its bounds for each variable: what every call of one graph binds it to."""
+  return {v.arg.name: rng.randint(v.arg.min, v.arg.max) for v in variables}
+
+
+def bind_variables(call: UOp, values: dict[str, int]) -> UOp:
+  """call with a BIND arg, after its other args, for every variable its body reads (name order), to its value."""
+  vs = sorted({u.arg.name: u for u in call.src[0].toposort() if u.op is Ops.DEFINE_VAR}.items())
+  return call.replace(src=(*call.src, *(v.bind(values[n]) for n, v in vs))) if vs else call
 
 
 def in_bounds(idx: UOp, size: int) -> UOp:
@@ -592,6 +645,8 @@ def kernel_case(rng: random.Random) -> Case:
   out_size = math.prod(shape)
   dt = rng.choice([dtypes.int32, dtypes.float32, dtypes.int64])
   rs = [UOp.range(d, i) for i, d in enumerate(shape)]
+  side = side_random(rng)
+  variables = new_variables(side, side.randint(1, 2)) if side.random() < 0.3 else None
   flat = UOp.const(dtypes.index, 0)
   for r_, d in zip(rs, shape): flat = flat * UOp.const(dtypes.index, d) + r_
   params, bufs = [UOp.param(0, dt, out_size)], [UOp.buffer(dt, out_size, id=1)]
@@ -604,7 +659,7 @@ def kernel_case(rng: random.Random) -> Case:
     inputs[b.arg.id] = gen.values(dt, size) if not dt.is_float else np.array([rng.randint(-8, 8) / 4 for _ in range(size)], dtype=dt.np)
     params.append(p)
     bufs.append(b)
-    ld = p.index(in_bounds(index_expr(rng, rs), size)).load()
+    ld = p.index(in_bounds(index_expr(rng, rs, variables=variables), size)).load()
     val = ld if val is None else val.alu(rng.choice([Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB]), ld)
   assert val is not None
   if rng.random() < 0.3 and len(rs) > 1:
@@ -612,9 +667,10 @@ def kernel_case(rng: random.Random) -> Case:
     val = UOp(Ops.REDUCE, dt, (val.alu(Ops.ADD, params[1].index(in_bounds(index_expr(rng, [*rs, red]), params[1].arg.size)).load()), red), Ops.ADD)
   st_ = params[0].index(in_bounds(flat, out_size)).store(val)
   ksink = UOp(Ops.SINK, src=(st_.end(*rs),))
-  call = UOp(Ops.CALL, src=(ksink, *bufs), arg="k")
+  call = bind_variables(UOp(Ops.CALL, src=(ksink, *bufs), arg="k"), variable_values(side, variables or []))
   root = UOp(Ops.SINK, src=(bufs[0].after(call),))
-  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": None}, "kernel", features=frozenset({"kind:kernel"}))
+  feats = {"kind:kernel"} | ({"var:kernel"} if len(call.src) > len(bufs) + 1 else set())
+  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": None}, "kernel", features=frozenset(feats))
 
 
 # ---- Hypothesis strategies ----

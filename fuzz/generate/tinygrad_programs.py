@@ -15,6 +15,7 @@ Left out on purpose (the two APIs define them differently, or leave them undefin
 """
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -123,6 +124,103 @@ def source(p: Program) -> str:
   lines += [f"  {render_line(ln)}" for ln in p.lines]
   lines.append(f"  return {', '.join(p.outputs)}" + ("," if len(p.outputs) == 1 else ""))
   return "\n".join(lines) + "\n"
+
+
+# ---- reading a stored program: only the grammar source() writes ----
+METHODS = frozenset({"maximum", "minimum", "where", "cast", "sum", "max", "reshape", "permute", "flip", "pad", "shrink", "expand",
+                     "matmul", "contiguous"})
+BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+COMPARES = (ast.Lt, ast.Eq, ast.NotEq)
+
+
+class ProgramSourceError(ValueError):
+  """A stored program's source outside the grammar `source()` writes; the message names the line."""
+
+
+def check_program_source(src: str, where: str = "<program>") -> None:
+  """Raise ProgramSourceError unless src is in the grammar `source()` writes: functions `program()` and `@function
+  f_NAME(...)` whose statements assign Tensor expressions to names and return names. An expression is a name, a number,
+  a tuple of them, an arithmetic or comparison operator, a Tensor method of the generator's ops (METHODS) with such
+  arguments, `Tensor(np.array([...], dtype=np.<dtype>).reshape(shape))`, `dtypes.<dtype>`, `float('nan'|'inf'|'-inf')` or
+  a call of an `f_NAME` defined before. Nothing else is called, imported, subscripted or looked up, so running a checked
+  source computes with tensors and does nothing else (replaying a tinygrad corpus entry runs its PROGRAM)."""
+  def fail(n: ast.AST, what: str) -> ProgramSourceError:
+    return ProgramSourceError(f"{where}, line {getattr(n, 'lineno', '?')}: {what}")
+  try: tree = ast.parse(src)
+  except SyntaxError as e: raise ProgramSourceError(f"{where}, line {e.lineno}: not valid Python: {e.msg}") from None
+  except (ValueError, MemoryError, RecursionError) as e: raise ProgramSourceError(f"{where}: cannot be parsed: {type(e).__name__}") from None
+  functions: set[str] = set()
+  dtype_names = set(DTYPES) | {"bool"}
+
+  def expr(n: ast.AST) -> None:
+    if isinstance(n, ast.Name):
+      if n.id.startswith("__"): raise fail(n, f"name {n.id} is not part of a program")
+      return
+    if isinstance(n, ast.Constant):
+      if type(n.value) in (int, float, bool) or n.value is None: return
+      raise fail(n, f"a {type(n.value).__name__} constant is not part of a program")
+    if isinstance(n, (ast.Tuple, ast.List)):
+      for x in n.elts: expr(x)
+      return
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)): return expr(n.operand)
+    if isinstance(n, ast.BinOp) and isinstance(n.op, BINOPS):
+      expr(n.left)
+      return expr(n.right)
+    if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], COMPARES):
+      expr(n.left)
+      return expr(n.comparators[0])
+    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("dtypes", "np") and n.attr in dtype_names: return
+    if isinstance(n, ast.Call): return call(n)
+    raise fail(n, f"`{_short(n)}` is not part of a program")
+
+  def call(n: ast.Call) -> None:
+    f = n.func
+    if isinstance(f, ast.Name) and f.id == "float":
+      if len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Constant) and n.args[0].value in ("nan", "inf", "-inf"): return
+      raise fail(n, "float(...) takes 'nan', 'inf' or '-inf'")
+    if isinstance(f, ast.Name) and (f.id == "Tensor" or f.id in functions):
+      if n.keywords: raise fail(n, f"{f.id}(...) takes no keywords")
+      for a in n.args: expr(a)
+      return
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np" and f.attr == "array":
+      if len(n.args) != 1 or [k.arg for k in n.keywords] != ["dtype"]: raise fail(n, "np.array takes a list and dtype=np.<dtype>")
+      expr(n.args[0])
+      return expr(n.keywords[0].value)
+    if isinstance(f, ast.Attribute) and f.attr in METHODS:
+      if any(k.arg != "keepdim" or not isinstance(k.value, ast.Constant) or type(k.value.value) is not bool for k in n.keywords):
+        raise fail(n, f".{f.attr}(...) takes only keepdim=True or False as a keyword")
+      expr(f.value)
+      for a in n.args: expr(a)
+      return
+    raise fail(n, f"a call of `{_short(f)}` is not part of a program")
+
+  for st in tree.body:
+    if not isinstance(st, ast.FunctionDef): raise fail(st, f"`{_short(st)}`: a program's source holds only function definitions")
+    a = st.args
+    if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults or any(x.annotation for x in a.args) or st.returns:
+      raise fail(st, f"def {st.name}: plain positional parameters only")
+    deco = [d.id if isinstance(d, ast.Name) else None for d in st.decorator_list]
+    if not ((st.name == "program" and deco == [] and not a.args) or (st.name.startswith("f_") and deco == ["function"])):
+      raise fail(st, f"def {st.name}: only program() and @function f_NAME(...) are part of a program")
+    for b in st.body:
+      if isinstance(b, ast.Assign) and len(b.targets) == 1:
+        t = b.targets[0]
+        names = t.elts if isinstance(t, ast.Tuple) else [t]
+        if not all(isinstance(x, ast.Name) and not x.id.startswith("__") for x in names): raise fail(b, "only names are assigned to")
+        expr(b.value)
+      elif isinstance(b, ast.Return) and b.value is not None:
+        vals = b.value.elts if isinstance(b.value, ast.Tuple) else [b.value]
+        if not all(isinstance(x, ast.Name) for x in vals): raise fail(b, "a function returns names")
+      else:
+        raise fail(b, f"`{_short(b)}` is not part of a program (assignments and a return only)")
+    functions.add(st.name)
+  if "program" not in functions: raise ProgramSourceError(f"{where}: defines no program()")
+
+
+def _short(n: ast.AST) -> str:
+  try: text = ast.unparse(n).splitlines()[0]
+  except Exception: text = type(n).__name__
+  return text[:60] + ("..." if len(text) > 60 else "")
 
 
 def run_program(src: str, namespace: dict[str, Any]) -> tuple:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from fuzz.reduce.graph import Reducer
 from fuzz.generate.strategies import Case
+from tinyspec.runtime import procs
 from tinyspec.spec import Stage
 
 
@@ -36,17 +37,13 @@ def _child(fn: Callable[[Case], object], case: Case) -> None:
 
 def run_isolated(fn: Callable[[Case], object], case: Case, timeout: float) -> str:
   """How a forked child running fn(case) ended: `ok`, `timeout`, `signalN` or `exitN` (the campaign's words)."""
-  ctx = mp.get_context("fork")
-  p = ctx.Process(target=_child, args=(fn, case), daemon=True)
-  p.start()
+  p = procs.start(mp.get_context("fork"), _child, (fn, case))  # dies with this process; its kernel host with it
   p.join(max(0.0, timeout))
   if p.is_alive():
-    p.kill()
-    p.join(5)
+    procs.kill_tree(p)
     return "timeout"
-  code = p.exitcode
-  if code == 0: return "ok"
-  return f"signal{-code}" if code is not None and code < 0 else f"exit{code}"
+  procs.kill_tree(p)  # what it started (a kernel host) goes with it
+  return "ok" if p.exitcode == 0 else procs.how_it_ended(p.exitcode)
 
 
 class IsolatedCrash:

@@ -34,6 +34,11 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
   ints, the dtype itself otherwise (`dtype=` overrides); prod keeps the dtype; integer sums wrap. mean, var and std
   give float32 for integer input; var and std take `correction` (default 1).
 - transpose() and .T swap the first two axes (tinygrad's defaults dim0=1, dim1=0).
+- Bounded variables (`UOp.variable(name, lo, hi)`, bound with `.bind(value)`) are integer scalars: as an operand one is
+  promoted as a Python int is (it takes the tensor's dtype, int32 with a bool tensor), so `x * n` casts n; as an index
+  `x[n]` selects the element at n along that axis (a sum of a one-hot mask: the IR has no gather), with n's bounds
+  inside the axis (not together with index tensors). Shapes stay concrete: `Tensor.arange(n)` with a variable n needs
+  symbolic shapes, which tinyspec's IR does not have.
 """
 from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function

@@ -5,7 +5,8 @@ None (a new axis of size 1), one `...`, and integer tensors or nested lists of i
 count from the end, the indexed axes broadcast together and, as in numpy, stay in place when they are adjacent and go
 first otherwise; an int is a basic index, applied first, so unlike numpy's it never separates index tensors). A fancy
 index out of range selects nothing, so its result is 0 (tinygrad's; numpy raises). An int
-or slice bound out of range raises IndexError as in Python.
+or slice bound out of range raises IndexError as in Python. A bounded variable (DEFINE_VAR or BIND) indexes an axis its
+bounds lie in, as a one-hot sum (not together with index tensors).
 
 gather, scatter and scatter_reduce (sum, prod, mean, amax, amin, with or without self) are tinygrad's one-hot forms;
 scatter with repeated indices keeps the last source value. one_hot gives int32 rows."""
@@ -18,7 +19,8 @@ import numpy as np
 
 from tinyspec.dtype import dtypes
 from tinyspec.frontend.attach import method
-from tinyspec.frontend.tensor import Tensor, broadcast_shape, resolve_axis
+from tinyspec.frontend.tensor import Tensor, broadcast_shape, is_variable, resolve_axis
+from tinyspec.uop import UOp
 
 
 def _is_int(x: Any) -> bool: return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
@@ -87,6 +89,17 @@ def _as_index_tensor(index: Any, size: int) -> Tensor:
 def _adv(index: Any) -> bool: return isinstance(index, (Tensor, list, tuple))
 
 
+def _select_variables(x: Tensor, picks: list[tuple[int, UOp]]) -> Tensor:
+  """x with each axis d of picks reduced to its element at the variable: the sum over d where arange == v (the IR has
+  no gather, and a variable's value is known only at run time)."""
+  zero = Tensor.full((), False if x.dtype.is_bool else 0, x.dtype)
+  for d, v in reversed(picks):  # the last axis first, so the earlier axes keep their positions
+    n = x.shape[d]
+    hit = (Tensor.arange(n, dtype=dtypes.int64) == v).reshape((n,) + (1,) * (x.ndim - d - 1))
+    x = _exact_sum(hit.where(x, zero), [d])
+  return x
+
+
 @method
 def __getitem__(self: Tensor, indices: Any) -> Tensor:
   if (isinstance(indices, list) and all(_is_int(i) for i in indices)) or not isinstance(indices, (tuple, list)): indices = [indices]
@@ -100,7 +113,11 @@ def __getitem__(self: Tensor, indices: Any) -> Tensor:
   parsed, dim = [], 0
   for index in indices:
     size = 1 if index is None else self.shape[dim]
-    if _adv(index): p = {"size": size, "boundary": (0, size), "stride": 1, "collapse": False, "index": _as_index_tensor(index, size)}
+    if is_variable(index):  # the axis kept whole here; the element at the variable is picked out below
+      if not 0 <= index.vmin <= index.vmax < size:
+        raise IndexError(f"variable index in [{index.vmin}, {index.vmax}] may fall outside axis {dim} of size {size}")
+      p = {"size": size, "boundary": (0, size), "stride": 1, "collapse": False, "index": index, "var": index}
+    elif _adv(index): p = {"size": size, "boundary": (0, size), "stride": 1, "collapse": False, "index": _as_index_tensor(index, size)}
     else: p = {**_view_index(index, size, dim), "index": index}
     parsed.append(p)
     if index is not None: dim += 1
@@ -108,6 +125,9 @@ def __getitem__(self: Tensor, indices: Any) -> Tensor:
   x_dims = [p for p in parsed if not p["collapse"]]
   x = x.reshape(tuple(p["size"] for p in x_dims))
   tops = [(d, p) for d, p in enumerate(x_dims) if isinstance(p["index"], Tensor)]
+  if any("var" in p for p in x_dims):
+    if tops: raise IndexError("a variable index together with index tensors is not supported")
+    return _select_variables(x, [(d, p["var"]) for d, p in enumerate(x_dims) if "var" in p])
   if not tops: return x
   dims, tensors = [d for d, _ in tops], [p["index"] for _, p in tops]
   big = broadcast_shape(*(t.shape for t in tensors))

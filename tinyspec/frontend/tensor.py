@@ -58,6 +58,11 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   return tuple(out)
 
 
+def is_variable(x: Any) -> bool:
+  """A bounded variable as an operand: a DEFINE_VAR, or one bound to a value (BIND)."""
+  return isinstance(x, UOp) and x.op in GroupOp.Variable
+
+
 def broadcast_uop(u: UOp, shape: tuple[int, ...]) -> UOp:
   """u broadcast to shape with RESHAPE, EXPAND (prepending the broadcast axes) and PERMUTE."""
   s = u.shape
@@ -276,6 +281,7 @@ class Tensor:
   def _wrap(self, x: Any, dtype: DType | None = None) -> Tensor:
     if isinstance(x, Tensor): return x
     if isinstance(x, (bool, int, float, np.generic)): return Tensor.full((), x, dtype or _scalar_dtype(self.dtype, x))
+    if is_variable(x): return Tensor(x.cast(dtype or _scalar_dtype(self.dtype, 0)))  # an integer scalar, promoted as an int is
     return Tensor(x)
 
   def _binop_srcs(self, x: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:

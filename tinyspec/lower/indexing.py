@@ -42,6 +42,7 @@ def iadd(a: UOp, b: UOp | int) -> UOp:
   if _isc(a) and _isc(b): return iconst(a.arg + b.arg)
   if _isc(b, 0): return a
   if _isc(a, 0): return b
+  if _isc(a): a, b = b, a  # the constant last, as the simplifier writes a sum (tinyspec.lower.sums)
   return a.alu(Ops.ADD, b)
 
 
@@ -80,11 +81,15 @@ def imin(a: UOp, b: int) -> UOp:
 
 
 def flatten(idx: Sequence[UOp], shape: Sequence[int]) -> UOp:
-  """The row-major flat offset of a multi-index into shape (axes of size 1 contribute nothing)."""
-  ret, stride = iconst(0), 1
-  for i, d in reversed(list(zip(idx, shape))):
-    if d != 1: ret = iadd(imul(i, stride), ret)
+  """The row-major flat offset of a multi-index into shape (axes of size 1 contribute nothing), summed outermost axis
+  first, left to right: the order the simplifier writes a sum in, so it need not rewrite every index."""
+  strides, stride = [], 1
+  for d in reversed(shape):
+    strides.append(stride)
     stride *= d
+  ret = iconst(0)
+  for i, d, st in zip(idx, shape, reversed(strides)):
+    if d != 1: ret = iadd(ret, imul(i, st))
   return ret
 
 
@@ -231,6 +236,8 @@ pm_indexing = PatternMatcher([
   ("index_through_elementwise", _on(GroupOp.Elementwise), _elementwise),
   ("index_through_detach", _on(Ops.DETACH), lambda v: vindex(v.src[0].src[0], view_indices(v))),
   ("index_of_const", _on(Ops.CONST), lambda v: v.src[0]),
+  # a kernel reads a variable as its DEFINE_VAR; the CALL that runs the kernel binds it (rangeify passes the BIND as an arg)
+  ("index_of_variable", _on(GroupOp.Variable), lambda v: v.src[0] if v.src[0].op is Ops.DEFINE_VAR else v.src[0].src[0]),
   ("pad_gate_into_load", UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat(Ops.CONST, name="z", pred=lambda z: not z.arg))),
    _gate_into_load),
 ], "pm_indexing")

@@ -30,6 +30,9 @@
      (seen through RESHAPEs only). A version of storage that a later kernel overwrites is copied first.
    - an effect (STORE, GROUP, END, opaque CALL): AFTER(BUFFER written by its first kernel, every kernel performing it).
      It evaluates to that buffer's contents; the tensor graph gives None there.
+6. Variables: a kernel reads a bounded variable as its DEFINE_VAR (the indexing rule index_of_variable strips a BIND), and
+   every CALL gets, after its other args, one arg per variable its body reads, by name: the BIND of it the tensor graph
+   holds, or the DEFINE_VAR itself when the graph leaves it unbound (a caller binds it, or the run's inputs give it).
 """
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ from tinyspec.lower.indexing import VIEW, pm_indexing, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
-from tinyspec.uop import AxisType, GroupOp, Ops, UOp, is_precompiled_call, is_value_call, next_buffer_id, storage_of
+from tinyspec.spec.shared import free_vars
+from tinyspec.uop import AxisType, GroupOp, Ops, UOp, graph_binds, is_precompiled_call, is_value_call, next_buffer_id, storage_of, walk
 
 
 def _after_through_view(a: UOp, v: UOp) -> UOp:
@@ -116,6 +120,17 @@ def _param(slot: int, storage: UOp) -> UOp:
 def _dedupe(xs: list) -> list: return list(dict.fromkeys(xs))
 
 
+def with_var_args(call: UOp, binds: dict[str, UOp]) -> UOp:
+  """call with one more arg per variable its body reads that no arg names yet, in name order: its BIND in binds, or the
+  DEFINE_VAR itself (passed on, for a caller or the run's inputs to bind)."""
+  need = free_vars(call.src[0])
+  have = {(a.src[0] if a.op is Ops.BIND else a).arg.name for a in call.src[1:] if a.op in GroupOp.Variable}
+  if not need - have: return call
+  vars_of = {u.arg.name: u for u in walk((call.src[0],)) if u.op is Ops.DEFINE_VAR}
+  extra = [binds.get(n, vars_of[n]) for n in sorted(need - have)]
+  return call.replace(src=(*call.src, *extra))
+
+
 # the id of each fresh BUFFER, per graph lowered: lowering a graph again gives the same kernel graph, node for node (blame
 # re-runs a pass and finds the node that broke the spec by identity), while a new graph still gets ids never used before.
 # Keyed by the pass's input root, which its caller holds while it runs the pass again: the prepared SINK and the SINK of
@@ -128,6 +143,7 @@ class _Builder:
                views: bool = True):
     self.s, self.options, self.trace, self.tables = sched, options, trace, tables
     self.ids = ids
+    self.binds = graph_binds(sched.sink)
     self.buffers: dict = {}
     self.nested: dict[UOp, UOp] = {}
     self.empty: set[Kernel] = set()  # kernels with no iterations: nothing runs, so no CALL is made
@@ -186,6 +202,10 @@ class _Builder:
     return UOp(Ops.SINK, dtypes.void, tuple(out))
 
   def build_kernel(self, k: Kernel) -> None:
+    self._build_kernel(k)
+    if k.call is not None: k.call = with_var_args(k.call, self.binds)
+
+  def _build_kernel(self, k: Kernel) -> None:
     if k.kind == "call": k.call = self.build_call(k)
     elif k.kind == "copy":
       (key, ver), r = k.writes[0], next(iter(k.reads.values()))

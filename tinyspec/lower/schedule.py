@@ -23,7 +23,7 @@ from tinyspec.uop import walk as walk_from
 
 STORAGE_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
 # ops a kernel computes in place (it indexes through them); everything else is realized or storage
-COMPUTED = GroupOp.Movement | GroupOp.Elementwise | {Ops.CONST, Ops.DETACH}
+COMPUTED = GroupOp.Movement | GroupOp.Elementwise | GroupOp.Variable | {Ops.CONST, Ops.DETACH}
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,17 @@ Every rule is sound for `index` (unbounded) and for every fixed-width integer dt
 truncating IDIV and MOD, negative values included. Rules that only hold without overflow check, from the sources'
 bounds, that the exact (unwrapped) value of every node they rely on fits its dtype. Float arithmetic is left alone:
 x + 0.0 is not x when x is -0.0, and the evaluator's rounding is the program's.
+
+The rules, table by table, in the order pm_simplify tries them on a node:
+  fold_constants  constant operands, casts of constants
+  identities      x + 0, x * 1, x | 0, x << 0, (x ^ y) ^ y, x & -1, x // -1, WHERE of one branch, ...
+  bounds_rules    what the operands' interval bounds decide (a node of one value, max, mod below the divisor, ...)
+  divmod          IDIV and MOD of sums: congruences, common factors, nested division, variable divisors (lower/divmod.py)
+  compare         comparisons: constants moved across, factors divided out (lower/compare.py)
+  where, max      WHERE of bool constants, nested WHERE on one condition, max of max (lower/select.py)
+  combine_terms   local reassociation of constants and like terms
+  sums            every sum written one way: like terms collected, x % c + (x // c) * c recombined (lower/sums.py)
+  gates           LOAD and STORE gates that are constant
 """
 from __future__ import annotations
 
@@ -11,8 +22,12 @@ from typing import Any, Mapping
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
+from tinyspec.lower.compare import pm_compare
+from tinyspec.lower.divmod import pm_divmod
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
+from tinyspec.lower.select import pm_max, pm_where
+from tinyspec.lower.sums import INTS, fits, pm_sums
 from tinyspec.ops import accepts, scalar
 from tinyspec.ops.intervals import raw_interval
 from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
@@ -20,7 +35,6 @@ from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.uop import GroupOp, Ops, UOp
 
-INTS = frozenset({*dtypes.ints, dtypes.index})
 INTS_BOOL = INTS | {dtypes.bool}
 
 
@@ -41,16 +55,11 @@ def is_int_or_bool(u: UOp) -> bool: return u.dtype in INTS_BOOL
 
 
 # ---- bounds helpers ----
-def fits(dt: DType, lo: int, hi: int) -> bool:
-  """Whether every value in [lo, hi] is representable in dt without wrapping (index is unbounded)."""
-  return dt is dtypes.index or (dt.min <= lo and hi <= dt.max)
-
-
 _RING_OPS = (Ops.ADD, Ops.SUB, Ops.MUL)
 
 
-def exact_range(u: UOp) -> tuple[int, int] | None:
-  """The exact (unwrapped) range of an ADD, SUB or MUL from its sources' bounds (the registry's); None for other ops."""
+def op_range(u: UOp) -> tuple[int, int] | None:
+  """The exact (unwrapped) range of one ADD, SUB or MUL from its sources' bounds (the registry's); None for other ops."""
   if u.op not in _RING_OPS: return None
   return raw_interval(u.op, u.dtype, *((s.vmin, s.vmax) for s in u.src))
 
@@ -58,7 +67,7 @@ def exact_range(u: UOp) -> tuple[int, int] | None:
 def no_wrap(u: UOp) -> bool:
   """Whether the ADD/SUB/MUL u never wraps, whatever its sources' values within their bounds."""
   if u.dtype is dtypes.index: return u.op in _RING_OPS  # unbounded: nothing wraps, no bounds to compute
-  r = exact_range(u)
+  r = op_range(u)
   return r is not None and fits(u.dtype, *r)
 
 
@@ -78,7 +87,7 @@ def divide_exact(x: UOp, c: int) -> UOp | None:
 
 def _same_sign_sum(total: UOp, part: UOp) -> bool:
   # truncating division splits over a sum only when the sum and the remainder part lie on the same side of zero
-  r = exact_range(total)
+  r = op_range(total)
   if r is None or not fits(total.dtype, *r): return False
   return (r[0] >= 0 and part.vmin >= 0) or (r[1] <= 0 and part.vmax <= 0)
 
@@ -146,6 +155,20 @@ def max_by_bounds(m: UOp, a: UOp, b: UOp) -> UOp | None:
 def _c(u: UOp, v: int) -> UOp: return UOp.const(u.dtype, v)
 
 
+def _all_ones(c: UOp) -> bool: return c.arg == (c.dtype.max if c.dtype.kind == "u" else -1)
+
+
+def and_mask_noop(x: UOp, c: UOp) -> UOp | None:
+  """x & m is x when m is 2**k - 1 and x lies in [0, m]: the mask clears no bit x can have."""
+  m = c.arg
+  return x if m > 0 and m & (m + 1) == 0 and x.vmin >= 0 and x.vmax <= m else None
+
+
+def idiv_neg_one(x: UOp) -> UOp | None:
+  """x // -1 is -x (MIN // -1 wraps to MIN, as -MIN does)."""
+  return x.alu(Ops.NEG) if x.dtype.kind != "u" else None
+
+
 # ---- rule tables ----
 _x, _y = UPat.var("x", INTS), UPat.var("y", INTS)
 _c1, _c2 = UPat.cvar("c1", INTS), UPat.cvar("c2", INTS)
@@ -183,6 +206,20 @@ pm_identities = PatternMatcher([
   ("where_true", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, True), UPat.var("a"), UPat.var("b"))), lambda a, b: a),
   ("where_false", UPat(Ops.WHERE, src=(UPat.const(dtypes.bool, False), UPat.var("a"), UPat.var("b"))), lambda a, b: b),
   ("where_same", UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("a"))), lambda c, a: a),
+  # bit identities
+  ("or_zero", UPat(Ops.OR, src=[_x, UPat.const(INTS, 0)]), lambda x: x),
+  ("shl_zero", UPat(Ops.SHL, src=(_x, UPat.const(INTS, 0))), lambda x: x),
+  ("shr_zero", UPat(Ops.SHR, src=(_x, UPat.const(INTS, 0))), lambda x: x),
+  ("and_zero", UPat(Ops.AND, src=[_x, UPat.const(INTS, 0)]), lambda x: _c(x, 0)),
+  ("and_all_ones", UPat(Ops.AND, src=[_x, _cint]), lambda x, c: x if _all_ones(c) else None),
+  ("or_all_ones", UPat(Ops.OR, src=[_x, _cint]), lambda x, c: c if _all_ones(c) else None),
+  ("and_mask_noop", UPat(Ops.AND, src=[_x, _cint]), and_mask_noop),
+  ("xor_self", UPat(Ops.XOR, src=(UPat.var("x", INTS_BOOL), UPat.var("x"))), lambda x: UOp.const(x.dtype, False if x.dtype is dtypes.bool else 0)),
+  ("xor_twice", UPat(Ops.XOR, src=[UPat(Ops.XOR, src=[UPat.var("x", INTS_BOOL), UPat.var("y")]), UPat.var("y")]), lambda x, y: x),
+  ("idiv_neg_one", UPat(Ops.IDIV, src=(_x, UPat.const(INTS, -1))), idiv_neg_one),
+  ("mod_neg_one", UPat(Ops.MOD, src=(_x, UPat.const(INTS, -1))), lambda x: _c(x, 0) if x.dtype.kind != "u" else None),
+  ("mod_mod_same", UPat(Ops.MOD, src=(UPat(Ops.MOD, name="m", src=(UPat.var("x", INTS), UPat.cvar("c", INTS))), UPat.cvar("c"))),
+   lambda m, x, c: m),
 ], name="pm_identities")
 
 pm_bounds = PatternMatcher([
@@ -220,8 +257,8 @@ pm_gates = PatternMatcher([
   ("store_gate_true", UPat(Ops.STORE, src=(UPat.var("t"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda t, v: t.store(v)),
 ], name="pm_gates")
 
-pm_simplify = PatternMatcher([r for pm in (pm_fold_constants, pm_identities, pm_bounds, pm_combine_terms, pm_gates) for r in pm.rules],
-                             "pm_simplify")
+pm_simplify = PatternMatcher([r for pm in (pm_fold_constants, pm_identities, pm_bounds, pm_divmod, pm_compare, pm_where, pm_max, pm_combine_terms,
+                                          pm_sums, pm_gates) for r in pm.rules], "pm_simplify")
 
 
 def simplify_body(body: UOp, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:

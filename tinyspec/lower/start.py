@@ -19,10 +19,11 @@ LEVELS = ("tensor", "kernel")
 
 def graph_level(root: UOp) -> str:
   """"kernel" when root is one kernel body, or a graph of kernel CALLs that holds nothing but what a KERNEL_GRAPH holds
-  (SINK, AFTER, CALL, BUFFER, PARAM, COPY) outside its kernel bodies; "tensor" otherwise. A TENSOR graph may call an
+  (SINK, AFTER, CALL, BUFFER, PARAM, COPY, the variables calls are passed) outside its kernel bodies; "tensor" otherwise. A TENSOR graph may call an
   opaque kernel too: its other ops (views, ALU, REDUCE...) make it a tensor graph all the same."""
   if is_kernel_body(root) and not (root.op is Ops.SINK and not root.src): return "kernel"
-  outer = [u for u in root.toposort(gate=lambda u: not is_kernel_body(u)) if not is_kernel_body(u)]
+  # a BIND arg stands in a kernel graph as one node: its DEFINE_VAR and CONST are not the graph's computation
+  outer = [u for u in root.toposort(gate=lambda u: not is_kernel_body(u) and u.op is not Ops.BIND) if not is_kernel_body(u)]
   has_kernel = any(u.op is Ops.CALL and u.src and is_kernel_body(u.src[0]) for u in outer)
   return "kernel" if has_kernel and all(u.op in KGRAPH_OPS for u in outer) else "tensor"
 

@@ -31,6 +31,15 @@ DTYPE_CLASS: dict[Ops, frozenset] = {
 }
 
 
+# DEFINE_VAR (and BIND, which has its variable's dtype) is an integer scalar: index, or a fixed-width int
+VAR_CLASS: frozenset = INTS
+
+
+def var_accepts(dt: DType) -> bool:
+  """Whether a variable (DEFINE_VAR, BIND) may have dtype dt."""
+  return isinstance(dt, DType) and dt.kind in VAR_CLASS
+
+
 def accepts(op: Ops, dt: DType) -> bool:
   """Whether elementwise op computes on operands of dtype dt (for CAST and BITCAST: converts from or to dt)."""
   cls = DTYPE_CLASS.get(op)

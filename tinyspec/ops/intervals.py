@@ -118,7 +118,13 @@ def _or(dt: DType, a: Interval, b: Interval) -> Interval:
 
 def _xor(dt: DType, a: Interval, b: Interval) -> Interval:
   if dt.kind == "b": return (a[0] != b[0],) * 2 if a[0] == a[1] and b[0] == b[1] else (False, True)
+  if b[0] == b[1] == -1: return ~int(a[1]), ~int(a[0])  # x ^ -1 is ~x == -x - 1: exact
+  if a[0] == a[1] == -1: return ~int(b[1]), ~int(b[0])
   if a[0] >= 0 and b[0] >= 0: return 0, (1 << max(int(a[1]), int(b[1])).bit_length()) - 1
+  # x ^ y == ~x ^ ~y == ~(x ^ ~y): a negative operand is the complement of a non-negative one
+  if a[1] < 0 and b[1] < 0: return 0, (1 << max(~int(a[0]), ~int(b[0])).bit_length()) - 1
+  if a[0] >= 0 and b[1] < 0: return -(1 << max(int(a[1]), ~int(b[0])).bit_length()), -1
+  if b[0] >= 0 and a[1] < 0: return -(1 << max(int(b[1]), ~int(a[0])).bit_length()), -1
   return _width_of(a, b)
 
 
@@ -256,6 +262,8 @@ _NODE: dict[Ops, Callable[[UOp], Interval]] = {
   Ops.RANGE: lambda u: (0, u.src[0].vmax - 1), Ops.SPECIAL: lambda u: (0, u.src[0].vmax - 1),
   Ops.CAST: lambda u: cast_interval(u.src[0].dtype, u.dtype, _src(u, 0)),
   Ops.AFTER: lambda u: _src(u, 0), Ops.DETACH: lambda u: _src(u, 0), Ops.CONTIGUOUS: lambda u: _src(u, 0),
+  # a variable is known by its bounds; a bound one keeps them (the code using it is the same for every value it is bound to)
+  Ops.DEFINE_VAR: lambda u: (u.arg.min, u.arg.max), Ops.BIND: lambda u: _src(u, 0),
   **{op: _node_alu for op in INTERVALS},
 }
 

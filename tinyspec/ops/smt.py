@@ -27,6 +27,10 @@ from tinyspec.ops.classes import accepts
 from tinyspec.ops.scalar import INDEX_SHIFT_BITS, shift_bits
 from tinyspec.uop import Ops
 
+# z3 takes SIGINT for itself while it solves (it cancels the query, which then reads as "unknown"): ^C would not reach
+# Python, and a query cut short would read as a failed proof. Off, ^C interrupts the program wherever it is.
+z3.set_param("ctrl_c", False)
+
 INDEX_WIDTH = INDEX_SHIFT_BITS  # default bit width of index operands of bitwise ops: the evaluator's int64
 
 

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Callable
 
+from tinyspec.cliargs import number
 from tinyspec.dtype import DType, dtypes
 
 
@@ -27,13 +28,14 @@ def add_prove_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--rules", default=None, help="only rules whose name or pass/name matches this glob, e.g. 'mod_*' or 'simplify/*'")
   p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index; with --target tinygrad"
                                                                    " int32,uint32,int64,index)")
-  p.add_argument("--samples", type=int, default=None, help="pattern instances per rule and dtype (default 300; 100 with --target tinygrad)")
-  p.add_argument("--timeout-ms", type=int, default=1000, help="z3 timeout per query and encoding in ms (default 1000)")
-  p.add_argument("--retry-timeout-ms", type=int, default=None,
+  p.add_argument("--samples", type=number(int, 1), default=None,
+                 help="pattern instances per rule and dtype (default 300; 100 with --target tinygrad)")
+  p.add_argument("--timeout-ms", type=number(int, 1), default=1000, help="z3 timeout per query and encoding in ms (default 1000)")
+  p.add_argument("--retry-timeout-ms", type=number(int, 1), default=None,
                  help="a second z3 timeout for the queries no encoding decided within --timeout-ms (default 10000, 3000 with"
                       " --target tinygrad; 0: no retry); a query still undecided makes its rule unknown")
-  p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the number of cores)")
-  p.add_argument("--seed", type=int, default=0, help="seed of the instances (default 0)")
+  p.add_argument("--jobs", type=number(int, 1), default=None, help="worker processes (default: the number of cores)")
+  p.add_argument("--seed", type=number(int, 0), default=0, help="seed of the instances (default 0)")
   p.add_argument("--corpus", default="corpus", help="where refuted rules' counterexamples are written (default corpus/)")
   p.add_argument("--undefined", choices=("c", "evaluator"), default="c",
                  help="c (default): a rewrite may change a value only where C leaves it undefined (division by zero); "

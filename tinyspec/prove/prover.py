@@ -185,6 +185,7 @@ def _expr(u: UOp, depth: int = 6) -> str:
   if depth == 0: return "..."
   if u.op is Ops.CONST: return repr(u.arg)
   if u.op is Ops.DETACH and isinstance(u.arg, tuple) and u.arg[:1] == ("slot",): return f"s{u.arg[1]}"
+  if u.op is Ops.DEFINE_VAR: return u.arg.name
   if u.op in INFIX and len(u.src) == 2: return f"({_expr(u.src[0], depth - 1)} {INFIX[u.op]} {_expr(u.src[1], depth - 1)})"
   inner = ", ".join(_expr(s, depth - 1) for s in u.src)
   return f"{u.op.name}{'.' + u.dtype.name if u.op is Ops.CAST else ''}({inner})"
@@ -241,9 +242,10 @@ class Prover:
   def instances(self, ref: RuleRef, dt: DType, dr: DtypeResult) -> dict[tuple[UOp, UOp], _Group]:
     rng = random.Random(f"tinyspec-prove:{self.seed}:{ref.qualname}:{dt.name}")
     groups: dict[tuple[UOp, UOp], _Group] = {}
-    for _ in range(self.samples):
+    pats = (ref.rule.pat, *ref.rule.examples)  # the rule's own pattern, and the narrower ones it names as examples
+    for i in range(self.samples):
       dr.instances += 1
-      try: inst = instantiate(ref.rule.pat, dt, rng)
+      try: inst = instantiate(pats[i % len(pats)], dt, rng)
       except NoInstance as e:
         dr.reasons[f"pattern not built: {e}"] += 1
         continue

@@ -123,6 +123,9 @@ class Builder:
     return node
 
   def leaf(self, dt: DType) -> UOp:
+    # now and then a slot built already: like terms, a divisor that divides its own multiple, one condition twice
+    same = [s for s in self.slots if s.dtype is dt]
+    if same and self.rng.random() < 0.15: return self.rng.choice(same).node
     r = self.rng.random()
     if dt.kind == "b":
       if r < 0.6: return self.new_slot(dt)

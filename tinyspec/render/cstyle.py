@@ -14,6 +14,8 @@ where the operands' bounds reach those points, so index arithmetic stays plain.
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
@@ -25,6 +27,37 @@ from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 class RenderError(ValueError):
   """A node the renderer cannot express; the message names it."""
+
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def check_identifier(name: object, what: str = "kernel name") -> str:
+  """name, when it is a C identifier (what reaches the source as a name is never pasted unchecked); RenderError else."""
+  if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+    raise RenderError(f"{what} {str(name)[:80]!r} is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)")
+  return name
+
+
+def int_field(u: UOp, field: str, low: int) -> int:
+  """An integer field of u's arg that is pasted into the source (a PARAM slot, a buffer size), checked to be an int."""
+  v = getattr(u.arg, field, None)
+  if type(v) is not int or v < low: raise RenderError(f"{u.op.name} {field} {str(v)[:40]!r} is not an integer >= {low}")
+  return v
+
+
+@dataclass(frozen=True)
+class KernelParam:
+  """One parameter of a kernel function: a pointer to storage of element dtype `dtype` (None: a slot the kernel never
+  reads), or, when `var` names a variable, a scalar of dtype `dtype` passed by value."""
+  dtype: DType | None
+  restrict: bool = False
+  var: str | None = None
+
+
+def var_symbol(name: str) -> str:
+  """The C name of a variable: prefixed, so it never meets a generated name (data0, ridx0, alu0...)."""
+  return f"var_{check_identifier(name, 'variable name')}"
 
 
 class CStyleRenderer:
@@ -41,6 +74,7 @@ class CStyleRenderer:
   # ---- overridable language bits ----
   def type_name(self, dt: DType) -> str:
     if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
+    if not isinstance(dt, DType) or dtypes.by_name.get(dt.name) is not dt: raise RenderError(f"{str(dt)[:40]} is not one of the IR's dtypes")
     return self.scalar_name(dt)
 
   def scalar_name(self, dt: DType) -> str:
@@ -59,6 +93,10 @@ class CStyleRenderer:
     t = self.type_name(dt) if dt is not None else "void"
     return f"{self.buffer_qualifier}{t}* {self.restrict + ' ' if restrict and self.restrict else ''}data{slot}"
 
+  def var_decl(self, name: str, dt: DType) -> str:
+    """A variable parameter: a scalar passed by value."""
+    return f"const {self.type_name(dt)} {var_symbol(name)}"
+
   def signature(self, name: str, params: list[str]) -> str:
     return f"{self.kernel_qualifier}void {name}({', '.join(params)})"
 
@@ -74,13 +112,16 @@ class CStyleRenderer:
     return f"{fn}({x})"
 
   def render_local_buffer(self, var: str, u: UOp) -> str:
-    return f"{self.type_name(u.dtype)} {var}[{u.arg.size}];"
+    return f"{self.type_name(u.dtype)} {var}[{int_field(u, 'size', 1)}];"
 
   def prelude(self) -> list[str]:
     return [f"#include <{h}>" for h in self.headers]
 
   # ---- constants ----
   def render_const(self, v: bool | int | float, dt: DType) -> str:
+    self.type_name(dt)  # a registered dtype
+    ok = type(v) in (bool, int) if dt.is_bool else type(v) in (int, float, bool) if dt.is_float else type(v) is int
+    if not ok: raise RenderError(f"a {dt.name} constant {str(v)[:40]!r} is not a {dt.name} value")
     if dt.is_bool: return "1" if v else "0"
     if dt.is_float:
       if math.isnan(v): return self.cast_expr(self.nan, dt)
@@ -158,8 +199,9 @@ class CStyleRenderer:
     return self.cast_expr(x, dst)
 
   # ---- the kernel ----
-  def render(self, name: str, linear: list[UOp], params: list[tuple[DType | None, bool]]) -> str:
-    """The source of one kernel: prelude, helpers it needs, then the function. params: (dtype, restrict) per slot."""
+  def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
+    """The source of one kernel: prelude, helpers it needs, then the function, with one parameter per entry of params."""
+    check_identifier(name)
     self.helpers: dict[str, str] = {}
     names: dict[UOp, str] = {}
     lines: list[str] = []
@@ -189,9 +231,11 @@ class CStyleRenderer:
     for u in linear:
       op = u.op
       if op is Ops.PARAM:
-        names[u] = f"data{u.arg.slot}"
+        names[u] = f"data{int_field(u, 'slot', 0)}"
       elif op is Ops.CONST:
         names[u] = self.render_const(u.arg, u.dtype)
+      elif op is Ops.DEFINE_VAR:
+        names[u] = var_symbol(u.arg.name)
       elif op is Ops.BUFFER:
         if u.arg.addrspace is AddrSpace.GLOBAL: raise RenderError("a GLOBAL BUFFER inside a kernel body; kernels reach global storage through PARAMs")
         names[u] = fresh("acc")
@@ -232,7 +276,8 @@ class CStyleRenderer:
       else:
         raise self.unsupported(u)
     if depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({depth - 1} loop(s) left open)")
-    sig = self.signature(name, [self.param_decl(k, dt, r) for k, (dt, r) in enumerate(params)])
+    sig = self.signature(name, [self.var_decl(p.var, p.dtype) if p.var is not None and p.dtype is not None else
+                                self.param_decl(k, p.dtype, p.restrict) for k, p in enumerate(params)])
     helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{body}\n#endif" for fn, body in self.helpers.items()]
     return "\n".join([*self.prelude(), *helpers, sig + " {", *lines, "}", ""])
 

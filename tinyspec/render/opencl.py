@@ -9,7 +9,7 @@ Bool buffers are uchar in kernel signatures (OpenCL forbids bool kernel argument
 from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.render.cstyle import CStyleRenderer, RenderError, register
+from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, register
 from tinyspec.render.program import kernel_source
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
 
@@ -100,10 +100,10 @@ class OpenCLRenderer(CStyleRenderer):
   def prelude(self) -> list[str]:
     return (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if self.fp64 else []) + ["#pragma OPENCL FP_CONTRACT OFF"]
 
-  def render(self, name: str, linear: list[UOp], params: list[tuple[DType | None, bool]]) -> str:
+  def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
     lin = UOp(Ops.LINEAR, src=tuple(linear))
     self.dims = global_dims(lin)
-    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(dt is dtypes.float64 for dt, _ in params)
+    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params)
     return super().render(name, linear, params)
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import importlib
 
-from tinyspec.dtype import DType
-from tinyspec.render.cstyle import RENDERERS, CStyleRenderer
-from tinyspec.uop import Ops, SourceArg, UOp, storage_of
+from tinyspec.dtype import DType, dtypes
+from tinyspec.render.cstyle import RENDERERS, CStyleRenderer, KernelParam, check_identifier, int_field
+from tinyspec.uop import GroupOp, Ops, SourceArg, UOp, storage_of
 
 # modules that register a renderer on import, by backend name
 RENDERER_MODULES = {"c": "tinyspec.render.c", "opencl": "tinyspec.render.opencl"}
@@ -17,7 +17,7 @@ RENDERER_MODULES = {"c": "tinyspec.render.c", "opencl": "tinyspec.render.opencl"
 
 def kernel_source(renderer: CStyleRenderer, call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(entry name, source text) of a PROGRAM(sink, LINEAR) in renderer's language, one parameter per arg of call."""
-  name = prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel"
+  name = check_identifier(prg.arg if isinstance(prg.arg, str) and prg.arg else "kernel", "PROGRAM name")
   return name, renderer.render(name, list(prg.src[1].src), kernel_params(call, prg.src[1].src))
 
 
@@ -31,16 +31,27 @@ def get_renderer(backend: str) -> CStyleRenderer:
   raise ValueError(f"no renderer for backend {backend!r}; known: {', '.join(sorted(set(RENDERERS) | set(RENDERER_MODULES)))}")
 
 
-def kernel_params(call: UOp | None, linear: tuple[UOp, ...]) -> list[tuple[DType | None, bool]]:
-  """(dtype, restrict) for every parameter slot of the kernel."""
-  pdt = {u.arg.slot: u.dtype for u in linear if u.op is Ops.PARAM}
+def var_param_dtype(arg: UOp, linear: tuple[UOp, ...]) -> DType:
+  """The scalar dtype a variable arg (BIND or DEFINE_VAR) is passed as: that of the kernel's DEFINE_VAR of the same name
+  (linearize gave it a concrete width), else the arg's own, `index` as int64."""
+  name = (arg.src[0] if arg.op is Ops.BIND else arg).arg.name
+  dt = next((u.dtype for u in linear if u.op is Ops.DEFINE_VAR and u.arg.name == name), arg.dtype)
+  return dtypes.int64 if dt is dtypes.index else dt
+
+
+def kernel_params(call: UOp | None, linear: tuple[UOp, ...]) -> list[KernelParam]:
+  """The parameters of the kernel, one per arg of call: a pointer per storage arg (restrict when no two args share
+  storage), a scalar per variable arg. Without a call, one pointer per PARAM slot and a scalar per DEFINE_VAR, by name."""
+  pdt = {int_field(u, "slot", 0): u.dtype for u in linear if u.op is Ops.PARAM}
   if call is None:
     n = max(pdt, default=-1) + 1
-    return [(pdt.get(k), False) for k in range(n)]
+    vs = sorted({u.arg.name: u for u in linear if u.op is Ops.DEFINE_VAR}.items())
+    return [KernelParam(pdt.get(k)) for k in range(n)] + [KernelParam(var_param_dtype(u, linear), var=name) for name, u in vs]
   args = call.src[1:]
-  stores = [storage_of(a) for a in args]
+  stores = [storage_of(a) for a in args if a.op not in GroupOp.Variable]
   restrict = len(set(stores)) == len(stores)
-  return [(pdt.get(k, a.dtype), restrict) for k, a in enumerate(args)]
+  return [KernelParam(var_param_dtype(a, linear), var=(a.src[0] if a.op is Ops.BIND else a).arg.name) if a.op in GroupOp.Variable
+          else KernelParam(pdt.get(k, a.dtype), restrict) for k, a in enumerate(args)]
 
 
 def render_program(call: UOp | None, prg: UOp, renderer: CStyleRenderer) -> UOp:

@@ -3,6 +3,10 @@
 All kernels of a graph are compiled as one shared object (one compiler call per graph, not per kernel). Objects
 are cached by a hash of the compiler, its flags and the source: in memory per process, and on disk under
 $TINYSPEC_CACHE (default ~/.cache/tinyspec), written atomically so parallel processes can share the cache.
+Loading a shared object runs its constructors, so the disk cache is trusted only as far as it is private: the
+directory must belong to this user and be writable by no one else (it is made 0700; otherwise a private temporary
+directory is used instead, with a warning), and every object is stored with the SHA-256 of its bytes, checked
+before it is loaded (an object without one, or with another, is compiled again).
 
     run(root, inputs=None, compiler=None, **lower_options)  ==  semantics.evaluate(root, inputs, kernel_runner=...)
 
@@ -17,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -25,8 +30,12 @@ from typing import Callable
 
 import numpy as np
 
+from tinyspec.dtype import DType
+from tinyspec.fileio import atomic_write
 from tinyspec.lower.kernel_map import kernel_calls
-from tinyspec.uop import Ops, UOp
+from tinyspec.render.cstyle import check_identifier
+from tinyspec.render.program import var_param_dtype
+from tinyspec.uop import GroupOp, Ops, UOp
 
 # -ffp-contract=off: a*b+c must round twice, as the evaluator computes it
 COMPILERS: dict[str, tuple[str, ...]] = {
@@ -56,10 +65,42 @@ def available_compilers() -> list[str]:
   return [c for c in COMPILERS if shutil.which(c)]
 
 
+_private_dir: list[Path] = []
+
+
 def cache_dir() -> Path:
+  """The disk cache: $TINYSPEC_CACHE or ~/.cache/tinyspec when it is this user's and no one else can write to it (made
+  0700), else a private temporary directory for this process."""
   d = Path(os.environ.get("TINYSPEC_CACHE") or Path.home() / ".cache" / "tinyspec")
-  d.mkdir(parents=True, exist_ok=True)
-  return d
+  try:
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = d.stat()
+    if st.st_uid == os.getuid() and not st.st_mode & 0o022:
+      if st.st_mode & 0o077: os.chmod(d, 0o700)
+      return d
+    why = "it belongs to another user" if st.st_uid != os.getuid() else "others can write to it"
+  except OSError as e:
+    why = f"it cannot be used ({e.strerror or e})"
+  if not _private_dir:
+    _private_dir.append(Path(tempfile.mkdtemp(prefix="tinyspec-cache-")))
+    print(f"tinyspec: not caching compiled kernels in {d}: {why}; using {_private_dir[0]} for this process", file=sys.stderr)
+  return _private_dir[0]
+
+
+def _digest(path: Path) -> str | None:
+  try: return hashlib.sha256(path.read_bytes()).hexdigest()
+  except OSError: return None
+
+
+def _trusted(obj: Path) -> bool:
+  """Whether a cached object is one this process may load: this user's, writable by no one else, its bytes the ones
+  whose hash was stored beside it when it was compiled."""
+  try:
+    st = obj.stat()
+    stored = obj.with_suffix(".sha256").read_text().strip()
+  except OSError:
+    return False
+  return st.st_uid == os.getuid() and not st.st_mode & 0o022 and _digest(obj) == stored
 
 
 @dataclass
@@ -88,7 +129,7 @@ def compile_source(source: str, compiler: str | None = None, use_disk_cache: boo
   if exe is None: raise CompilerUnavailable(f"C compiler {compiler!r} is not installed (not found on PATH)")
   d = cache_dir()
   out = d / f"{_key(compiler, source)}.so"
-  if use_disk_cache and out.exists():
+  if use_disk_cache and _trusted(out):
     STATS.disk_hits += 1
     return out
   with tempfile.TemporaryDirectory(dir=d, prefix="build-") as tmp:
@@ -98,7 +139,10 @@ def compile_source(source: str, compiler: str | None = None, use_disk_cache: boo
     proc = subprocess.run([exe, *COMPILERS[compiler], "-o", str(obj), str(src), *LINK_FLAGS], capture_output=True, text=True)
     if proc.returncode != 0 or not obj.exists(): raise CompileError(compiler, proc.stderr or proc.stdout or f"exit code {proc.returncode}", source)
     STATS.compiled += 1
-    os.replace(obj, out)  # atomic: a concurrent reader sees the old file or the whole new one
+    os.chmod(obj, 0o700)
+    # the hash first, then the object (each rename atomic): a reader that sees the new object sees its hash
+    atomic_write(out.with_suffix(".sha256"), _digest(obj) or "", mode=0o600)
+    os.replace(obj, out)
   return out
 
 
@@ -119,7 +163,7 @@ def compile_programs(prgs: list[UOp], compiler: str | None = None) -> dict[UOp, 
   texts, names = [], {}
   for j, prg in enumerate(prgs):
     a = prg.src[2].arg
-    names[prg] = f"{a.name}_b{j}"
+    names[prg] = f"{check_identifier(a.name, 'SOURCE name')}_b{j}"
     texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
   lib = load_source("\n".join(texts), compiler)
   fns = {}
@@ -158,6 +202,7 @@ def build(root: UOp, compiler: str | None = None) -> dict[UOp, Callable]:
   where: dict[UOp, int] = {}
   for prg in c_programs(root):
     arg = prg.src[2].arg
+    check_identifier(arg.name, "SOURCE name")
     i = next((i for i, b in enumerate(batches) if b.get(arg.name, arg.text) == arg.text), None)
     if i is None:
       i = len(batches)
@@ -173,9 +218,22 @@ def build(root: UOp, compiler: str | None = None) -> dict[UOp, Callable]:
   return fns
 
 
-def _ptr_args(args: list[np.ndarray]) -> tuple[list, list[tuple[np.ndarray, np.ndarray]]]:
+_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+           "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
+
+
+def scalar_arg(value: np.ndarray, dt: DType) -> ctypes._SimpleCData:
+  """A variable's value as the C scalar its kernel parameter is."""
+  return _CTYPES[dt.name](int(value))
+
+
+def _ptr_args(args: list[np.ndarray], call: UOp | None = None) -> tuple[list, list[tuple[np.ndarray, np.ndarray]]]:
   ptrs, copies = [], []
-  for a in args:
+  linear = call.src[0].src[1].src if call is not None else ()
+  for k, a in enumerate(args):
+    if call is not None and call.src[k + 1].op in GroupOp.Variable:  # a variable: passed by value
+      ptrs.append(scalar_arg(a, var_param_dtype(call.src[k + 1], linear)))
+      continue
     if not (a.flags.c_contiguous and a.flags.writeable):
       tmp = np.ascontiguousarray(a).copy()
       copies.append((a, tmp))
@@ -191,7 +249,7 @@ def make_runner(fns: dict[UOp, Callable], compiler: str | None = None) -> Callab
     if (fn := fns.get(prg)) is None:
       fns.update(build(UOp(Ops.SINK, src=(call,)), compiler))
       fn = fns[prg]
-    ptrs, copies = _ptr_args(args)
+    ptrs, copies = _ptr_args(args, call)
     fn(*ptrs)
     for orig, tmp in copies: orig[...] = tmp.reshape(orig.shape)
   return runner

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
+from tinyspec.render.cstyle import check_identifier
 from tinyspec.uop import storage_of
-from tinyspec.uop import Ops, SourceArg, UOp
+from tinyspec.render.program import var_param_dtype
+from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
 
 # PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
 BUILD_OPTIONS: tuple[str, ...] = ("-cl-fp32-correctly-rounded-divide-sqrt",)
@@ -108,7 +110,7 @@ def kernel_of(call: UOp) -> tuple[str, str, tuple[int, ...]]:
     raise TypeError(f"the OpenCL runtime runs PROGRAM kernel bodies (lower to the program stage first), got {body.op.name}")
   if len(body.src) < 2 or body.src[1].op is not Ops.LINEAR: raise TypeError(f"PROGRAM {body.arg!r} has no LINEAR as src[1]")
   src = body.src[2].arg if len(body.src) > 2 and body.src[2].op is Ops.SOURCE else None
-  if isinstance(src, SourceArg) and src.lang == "opencl": text, name = src.text, src.name
+  if isinstance(src, SourceArg) and src.lang == "opencl": text, name = src.text, check_identifier(src.name, "SOURCE name")
   else: text, name = render_kernel(call, body)
   ret = (text, name, launch_size(body.src[1]))
   _kernels[call] = ret
@@ -170,15 +172,18 @@ class OpenCLRunner:
       if a.dtype != u.dtype.np or a.size != u.arg.size:
         raise ValueError(f"kernel {name}: arg {u.arg.slot} is {a.dtype}[{a.size}], PARAM wants {u.dtype.np}[{u.arg.size}]")
     kern = build(text, name)
-    bufs = [self._buffer(a) for a in args]
-    self.dirty.update(self._key(a) for a in args)
+    linear = call.src[0].src[1].src
+    is_var = [a.op in GroupOp.Variable for a in call.src[1:]]
+    # a variable is passed by value, as the numpy scalar of its parameter's type; storage through its device buffer
+    bufs = [var_param_dtype(arg, linear).np.type(int(a)) if v else self._buffer(a) for a, arg, v in zip(args, call.src[1:], is_var)]
+    self.dirty.update(self._key(a) for a, v in zip(args, is_var) if not v)
     if 0 not in gsize:
       kern(self.d["queue"], gsize, None, *bufs)
       self.launches += 1
     if self.eager: self.sync()
     elif self.outputs:
-      for a, arg in zip(args, call.src[1:]):
-        if (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
+      for a, arg, v in zip(args, call.src[1:], is_var):
+        if not v and (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
 
   def _copy_out(self, key: tuple[int, int]) -> None:
     a, buf = self.bufs[key]

@@ -50,6 +50,8 @@ Kernels (C's memory semantics; tinyspec/semantics/loops.py and kernel.py)
   Forms with no such execution raise EvalError naming the node: a loop bound that depends on a loaded value or on
   another range, a LOAD or STORE whose target is not an INDEX, a RANGE that no END closes or ranges used where
   their loops are not nested, a REDUCE inside a LINEAR.
+  A loop nest (its loops' bounds times the kernel's threads) of more than MAX_ITERATIONS iterations (2^26, or
+  $TINYSPEC_MAX_ITERATIONS; tinyspec.semantics.kernel) raises EvalError before it runs.
   Execution is vectorized where that provably gives the same result (kernel.py's docstring): a loop whose iterations
   touch pairwise disjoint elements of everything they write (an accumulator written first in every iteration counts
   as one private copy per iteration) runs all its iterations at once, the others run in order. A reduction runs one

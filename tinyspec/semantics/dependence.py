@@ -36,7 +36,7 @@ from tinyspec.semantics.loops import Item, Loop
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
 
 MAX_HOIST = 1 << 20  # elements of one value a sequential loop computes ahead for all its iterations at most
-HOISTABLE = GroupOp.Elementwise | {Ops.CONST, Ops.INDEX, Ops.LOAD, Ops.AFTER}
+HOISTABLE = GroupOp.Elementwise | {Ops.CONST, Ops.DEFINE_VAR, Ops.INDEX, Ops.LOAD, Ops.AFTER}
 MAX_CHECK = 1 << 22  # elements of one access's index array the analysis compares at most
 SMALL_LOOP = 48  # iterations x body nodes under which a loop runs in order without being analysed
 HOIST_FROM = 8  # iterations from which a sequential loop computes part of its body ahead

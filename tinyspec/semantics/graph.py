@@ -6,18 +6,21 @@ from typing import Callable
 import numpy as np
 
 from tinyspec.semantics.alu import EvalError, elementwise, movement, np_dtype, reduce_axes
-from tinyspec.semantics.kernel import guard, evaluate_kernel
-from tinyspec.uop import GroupOp, Ops, UOp, is_kernel_body, walk
+from tinyspec.semantics.kernel import guard, evaluate_kernel, var_value
+from tinyspec.uop import GroupOp, Ops, UOp, graph_binds, is_kernel_body, walk
 
-KernelRunner = Callable[[UOp, list[np.ndarray]], None]
+KernelRunner = Callable[[UOp, list[np.ndarray]], None]  # (kernel CALL, its args: flat arrays, a 0-d array for a variable arg)
 _KERNEL_OPS = frozenset({Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.SPECIAL, Ops.END})  # meaningful only inside a kernel body
 
 
 class Storage:
   """The BUFFERs of one evaluation: each id's flat mutable contents and its contents as given."""
 
-  def __init__(self, inputs: dict[int, np.ndarray] | None, kernel_runner: KernelRunner | None):
-    self.inputs = dict(inputs or {})
+  def __init__(self, inputs: dict | None, kernel_runner: KernelRunner | None):
+    inputs = dict(inputs or {})
+    # a str key names a variable: the value of a DEFINE_VAR that no CALL binds
+    self.var_vals: dict[str, int] = {k: int(v) for k, v in inputs.items() if isinstance(k, str)}
+    self.inputs = {k: v for k, v in inputs.items() if not isinstance(k, str)}
     self.kernel_runner = kernel_runner
     self.cells: dict[int, np.ndarray] = {}
     self.initial: dict[int, np.ndarray] = {}
@@ -42,7 +45,8 @@ class Storage:
 
 
 def _children(u: UOp) -> tuple[UOp, ...]:
-  # a CALL's body is evaluated by the call, in its own scope
+  # a CALL's body is evaluated by the call, in its own scope; a BIND's value is its CONST, whatever binds its variable here
+  if u.op is Ops.BIND: return ()
   return u.src[1:] if u.op is Ops.CALL else u.src
 
 
@@ -73,8 +77,10 @@ def _flat_storage(u: UOp) -> bool:
 class GraphEval:
   """One scope: the top-level graph, or a CALL body with its PARAM slots bound to `params` (flat arrays)."""
 
-  def __init__(self, storage: Storage, params: list[np.ndarray] | None = None, call: UOp | None = None):
+  def __init__(self, storage: Storage, params: list[np.ndarray] | None = None, call: UOp | None = None,
+               var_vals: dict[str, int] | None = None):
     self.storage, self.params, self.call = storage, params, call
+    self.var_vals = storage.var_vals if var_vals is None else var_vals  # the variables of this scope, by name
     self.memo: dict[UOp, object] = {}
     self.contig: dict[UOp, np.ndarray] = {}
 
@@ -138,6 +144,21 @@ class GraphEval:
   # ---- handlers ----
   def _const(self, u: UOp) -> np.ndarray:
     return np.array(u.arg, dtype=np_dtype(u))
+
+  def _var(self, u: UOp) -> np.ndarray:
+    return np.array(var_value(u, self.var_vals), dtype=np_dtype(u))
+
+  def _bind(self, u: UOp) -> np.ndarray:
+    v, c = u.src
+    if v.op is not Ops.DEFINE_VAR or c.op is not Ops.CONST: raise EvalError(u, "is not BIND(DEFINE_VAR, CONST)")
+    return np.array(var_value(v, {v.arg.name: c.arg}), dtype=np_dtype(u))
+
+  def call_vars(self, u: UOp) -> dict[str, int]:
+    """The variables a kernel or nested graph CALL gives its body: those its BIND args bind and its DEFINE_VAR args pass on."""
+    out: dict[str, int] = {}
+    for a in u.src[1:]:
+      if a.op in GroupOp.Variable: out[(a.src[0] if a.op is Ops.BIND else a).arg.name] = int(self.memo[a])
+    return out
 
   def _buffer(self, u: UOp) -> np.ndarray:
     self.storage.cell(u)
@@ -211,22 +232,26 @@ class GraphEval:
         v = self.memo[a]
         if not isinstance(v, np.ndarray): raise EvalError(u, f"arg {k} ({a.op.name}) is not a value")
         params.append(np.array(v.reshape(-1)))
-      return GraphEval(self.storage, params, u).run(body)
+      return GraphEval(self.storage, params, u, self.var_vals).run(body)  # a value call's body reads the caller's variables
     cells = []
     for k, a in enumerate(args):
+      if a.op in GroupOp.Variable:  # a scalar arg: its value, which the body reads as the DEFINE_VAR
+        cells.append(np.array(self.memo[a]))
+        continue
       c = self.base_cell(a) if _flat_storage(a) else None
       if c is None:
         v = self.memo[a]
         if not isinstance(v, np.ndarray): raise EvalError(u, f"arg {k} ({a.op.name}) is neither storage nor a value")
         c = np.array(v.reshape(-1))  # a computed value gets a scratch copy: writes to it are not seen
       cells.append(c)
+    var_vals = self.call_vars(u)
     if is_kernel_body(body):
       if self.storage.kernel_runner is not None: self.storage.kernel_runner(u, cells)
-      else: evaluate_kernel(body, cells)
-    elif body.op is Ops.SINK: GraphEval(self.storage, cells, u).run(body)
+      else: evaluate_kernel(body, cells, var_vals)
+    elif body.op is Ops.SINK: GraphEval(self.storage, cells, u, var_vals).run(body)
     elif body.op is Ops.COPY:
       if not cells: raise EvalError(u, "a COPY call needs its destination as arg 0")
-      v = GraphEval(self.storage, cells, u).run(body)
+      v = GraphEval(self.storage, cells, u, var_vals).run(body)
       if not isinstance(v, np.ndarray) or v.size != cells[0].size: raise EvalError(u, "COPY body value does not fit arg 0")
       cells[0][:] = v.reshape(-1)
     else: raise EvalError(u, f"body {body.op.name} is none of TUPLE, kernel SINK, LINEAR, PROGRAM, kernel-graph SINK or COPY")
@@ -238,14 +263,20 @@ _HANDLERS = {
   Ops.CONTIGUOUS: GraphEval._pass, Ops.DETACH: GraphEval._pass, Ops.COPY: GraphEval._pass,
   Ops.TUPLE: GraphEval._tuple, Ops.GETTUPLE: GraphEval._gettuple, Ops.CALL: GraphEval._call,
   Ops.STORE: GraphEval._store, Ops.AFTER: GraphEval._after, Ops.GROUP: GraphEval._effect, Ops.SINK: GraphEval._sink,
-  Ops.SOURCE: GraphEval._effect,
+  Ops.SOURCE: GraphEval._effect, Ops.DEFINE_VAR: GraphEval._var, Ops.BIND: GraphEval._bind,
 }
 
 
-def evaluate(root: UOp, inputs: dict[int, np.ndarray] | None = None, kernel_runner: KernelRunner | None = None) -> list | np.ndarray:
-  """The numpy meaning of a graph. A SINK root gives one entry per source (None for effects); a value root, one array."""
+def evaluate(root: UOp, inputs: dict | None = None, kernel_runner: KernelRunner | None = None) -> list | np.ndarray:
+  """The numpy meaning of a graph. A SINK root gives one entry per source (None for effects); a value root, one array.
+  inputs maps a BUFFER id to its contents, and a variable's name (str) to the value of a DEFINE_VAR no CALL binds."""
   if not isinstance(root, UOp): raise TypeError(f"evaluate takes a UOp, not {type(root).__name__}")
-  out = GraphEval(Storage(inputs, kernel_runner)).run(root)
+  storage = Storage(inputs, kernel_runner)
+  # a DEFINE_VAR the graph binds elsewhere has that value; one no BIND names, the inputs' value of its name
+  for name, b in graph_binds(root).items():
+    v = b.src[1].arg
+    if storage.var_vals.setdefault(name, v) != v: raise EvalError(b, f"variable {name} is bound to {v} but the inputs give {storage.var_vals[name]}")
+  out = GraphEval(storage).run(root)
   if out is _EFFECT: return None
   if isinstance(out, list): return [None if x is None or not isinstance(x, np.ndarray) else np.array(x) for x in out]
   if not isinstance(out, np.ndarray): raise EvalError(root, "has no value")

@@ -16,6 +16,8 @@ it); a BUFFER in the body is fresh zeros each time its declaration runs. A priva
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tinyspec.semantics.alu import EvalError, elementwise
@@ -23,13 +25,19 @@ from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell,
 from tinyspec.semantics.loops import Item, Loop, kernel_items
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
 
+# the most iterations one loop nest (its loops' bounds times the kernel's threads) may run: past it the evaluator
+# refuses the kernel with an EvalError rather than run for hours or allocate arrays of that many elements (a
+# vectorized loop holds its values for every iteration at once). $TINYSPEC_MAX_ITERATIONS overrides it.
+MAX_ITERATIONS = int(os.environ.get("TINYSPEC_MAX_ITERATIONS") or 1 << 26)
+
 
 class KernelEval(LoopAnalysis):
   """Runs one kernel body on flat argument arrays, writing PARAM-bound arrays in place."""
 
-  def __init__(self, body: UOp, args: list[np.ndarray]):
+  def __init__(self, body: UOp, args: list[np.ndarray], var_vals: dict[str, int] | None = None):
     self.items = kernel_items(body)
     self.args = args
+    self.var_vals = dict(var_vals or {})
     self.env: dict[UOp, object] = {}
     self.keys: dict[UOp, int] = {}
     self.bounds: dict[int, int] = {}
@@ -41,6 +49,7 @@ class KernelEval(LoopAnalysis):
     self.ahead: dict[UOp, object] | None = None  # the analysis' own values while it computes a loop's indices ahead
     self.ahead_info: LoopInfo | None = None
     self.written: set[UOp] = set()
+    self.nest = 1                 # iterations of the loops (and threads) around the statement now running
 
   # ---- running ----
   def run(self) -> None:
@@ -62,6 +71,14 @@ class KernelEval(LoopAnalysis):
     r = loop.range
     n = guard(r, self._bound, r)
     if n <= 0: return
+    if self.nest * n > MAX_ITERATIONS:
+      raise EvalError(r, f"runs a loop nest of {self.nest * n:,} iterations, past the evaluator's limit of {MAX_ITERATIONS:,} "
+                      "(tinyspec.semantics.kernel.MAX_ITERATIONS, $TINYSPEC_MAX_ITERATIONS)")
+    outer, self.nest = self.nest, self.nest * n
+    try: self._run_loop(loop, r, n)
+    finally: self.nest = outer
+
+  def _run_loop(self, loop: Loop, r: UOp, n: int) -> None:
     key = self.keys.setdefault(r, len(self.keys))
     self.bounds[key] = n
     info = loop.info = loop.info or LoopInfo(loop)
@@ -104,6 +121,9 @@ class KernelEval(LoopAnalysis):
       if len(s.src) != 1 or s.src[0].op is not Ops.CONST: raise EvalError(s, "thread count is not a constant")
       key = self.keys.setdefault(s, len(self.keys))
       self.bounds[key] = max(int(s.src[0].arg), 0)
+      self.nest *= max(self.bounds[key], 1)
+      if self.nest > MAX_ITERATIONS:
+        raise EvalError(s, f"runs {self.nest:,} threads, past the evaluator's limit of {MAX_ITERATIONS:,} iterations (MAX_ITERATIONS)")
       self.env[s] = LArr(np.arange(self.bounds[key], dtype=s.dtype.np), (key,))
     self.threads = tuple(self.keys[s] for s in specials)
     info = LoopInfo(Loop(specials[0], self.items))  # the kernel as one loop over its threads, for the analysis
@@ -152,6 +172,9 @@ class KernelEval(LoopAnalysis):
   def _const(self, u: UOp) -> LArr:
     if u.src: raise EvalError(u, "CONST takes no sources")
     return LArr(np.array(u.arg, dtype=u.dtype.np), ())
+
+  def _var(self, u: UOp) -> LArr:
+    return LArr(np.array(var_value(u, self.var_vals), dtype=u.dtype.np), ())
 
   def _range(self, u: UOp) -> LArr:
     raise EvalError(u, "is used outside the loop it opens")
@@ -278,7 +301,8 @@ class KernelEval(LoopAnalysis):
 _BROADCASTS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE})
 
 _HANDLERS = {
-  Ops.CONST: KernelEval._const, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param, Ops.BUFFER: KernelEval._buffer,
+  Ops.CONST: KernelEval._const, Ops.DEFINE_VAR: KernelEval._var, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param,
+  Ops.BUFFER: KernelEval._buffer,
   Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load, Ops.STORE: KernelEval._store,
   Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,
   Ops.CONTIGUOUS: KernelEval._pass, Ops.DETACH: KernelEval._pass,
@@ -293,6 +317,16 @@ def guard(u: UOp, fn, *args):
     raise EvalError(u, f"cannot be evaluated: {type(e).__name__}: {e}") from e
 
 
-def evaluate_kernel(body: UOp, args: list[np.ndarray]) -> None:
-  """Run one kernel body (a kernel SINK, a LINEAR or a PROGRAM) on flat arrays; PARAM slot k is args[k], written in place."""
-  KernelEval(body, list(args)).run()
+def var_value(u: UOp, var_vals: dict[str, int]) -> int:
+  """The value of DEFINE_VAR u in var_vals (by name); EvalError when it is unbound or outside the variable's bounds."""
+  a = u.arg
+  if a.name not in var_vals: raise EvalError(u, f"variable {a.name} is not bound (bound here: {', '.join(sorted(var_vals)) or 'none'})")
+  v = int(var_vals[a.name])
+  if not a.min <= v <= a.max: raise EvalError(u, f"variable {a.name} is bound to {v}, outside its bounds [{a.min}, {a.max}]")
+  return v
+
+
+def evaluate_kernel(body: UOp, args: list[np.ndarray], var_vals: dict[str, int] | None = None) -> None:
+  """Run one kernel body (a kernel SINK, a LINEAR or a PROGRAM) on flat arrays; PARAM slot k is args[k], written in place. A
+  DEFINE_VAR of the body reads its value from var_vals, by name (what the CALL running the kernel binds)."""
+  KernelEval(body, list(args), var_vals).run()

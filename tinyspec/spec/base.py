@@ -1,10 +1,12 @@
 """The vocabulary of the spec: stages, violations, named rules and their registry, and the contexts rules run in."""
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Iterable
 
+from tinyspec.dtype import DType
 from tinyspec.uop import Ops, UOp
 
 
@@ -17,21 +19,83 @@ class Stage(Enum):
   def __repr__(self) -> str: return f"Stage.{self.name}"
 
 
+def safe_repr(x: Any, limit: int = 80) -> str:
+  """repr(x) for a message: never raises (a hostile __repr__, an int too long to print, a tuple nested past the
+  recursion limit) and at most about `limit` characters."""
+  if isinstance(x, int) and not isinstance(x, bool) and type(x) is int and x.bit_length() > 200: return f"<an int of {x.bit_length()} bits>"
+  try:
+    r = _REPR.repr(x)
+  except BaseException as e:  # noqa: B036 -- anything a hostile object raises, RecursionError included
+    if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
+    return f"<a {type(x).__name__} whose repr raises {type(e).__name__}>"
+  return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def safe_str(x: Any, limit: int = 300) -> str:
+  """str(x) (an exception's message) for a message: never raises, at most about `limit` characters."""
+  try: r = str(x)
+  except BaseException as e:  # noqa: B036
+    if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
+    return f"<a {type(x).__name__} whose str raises {type(e).__name__}>"
+  return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+class _Repr(reprlib.Repr):
+  def repr_int(self, x: int, level: int) -> str:
+    return f"<an int of {x.bit_length()} bits>" if x.bit_length() > 200 else int.__repr__(x)
+
+
+_REPR = _Repr()
+_REPR.maxlevel, _REPR.maxtuple, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 4, 8, 8, 6, 60, 60
+
+
 def _node_str(u: Any) -> str:
   if not isinstance(u, UOp): return type(u).__name__
-  op = u.op.name if isinstance(u.op, Ops) else repr(u.op)
-  dt = getattr(u.dtype, "name", repr(u.dtype))
+  op = u.op.name if isinstance(u.op, Ops) else safe_repr(u.op, 40)
+  dt = u.dtype.name if type(u.dtype) is DType and isinstance(u.dtype.name, str) else safe_repr(u.dtype, 40)
   return f"{op} {dt}"
 
 
-@dataclass(frozen=True)
+PathLink = tuple  # (parent link or None, source index): a path from the root, shared by the paths below it
+
+
+def link_path(link: PathLink | None, rel: tuple[int, ...] = ()) -> tuple[int, ...]:
+  """The source indices of a path link, root first, then rel."""
+  out: list[int] = []
+  while link is not None:
+    link, i = link
+    out.append(i)
+  out.reverse()
+  return tuple(out) + tuple(rel)
+
+
 class Violation:
-  """One broken rule: the node, its path from the root (source indices), the stage, the rule id and a sentence."""
-  node: UOp
-  path: tuple[int, ...]
-  stage: Stage
-  rule: str
-  message: str
+  """One broken rule: the node, its path from the root (source indices), the stage, the rule id and a sentence.
+
+  The checker gives the path as a link to its parent's (built in constant time per node, so checking is linear in the
+  graph); the tuple is made when asked for."""
+  __slots__ = ("node", "_path", "_link", "stage", "rule", "message")
+
+  def __init__(self, node: UOp, path: tuple[int, ...] | None, stage: Stage, rule: str, message: str,
+               link: tuple[PathLink | None, tuple[int, ...]] | None = None):
+    self.node, self.stage, self.rule = node, stage, rule
+    self.message = message if len(message) <= 2000 else message[:1997] + "..."
+    self._path, self._link = (tuple(path) if path is not None else None), link
+
+  @property
+  def path(self) -> tuple[int, ...]:
+    if self._path is None:
+      link, rel = self._link or (None, ())
+      self._path = link_path(link, rel)
+    return self._path
+
+  def __eq__(self, o: object) -> bool:
+    return isinstance(o, Violation) and (self.node is o.node and self.stage is o.stage and self.rule == o.rule and self.message == o.message
+                                         and self.path == o.path)
+
+  def __hash__(self) -> int: return hash((id(self.node), self.rule, self.message))
+
+  def __repr__(self) -> str: return f"Violation({self.rule}, {self.where}, {self.message[:60]!r})"
 
   @property
   def where(self) -> str:
@@ -118,14 +182,16 @@ class Ctx:
 
   top: reached from the root without entering a call body (a PARAM there is bound by nothing).
   body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says).
-  view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself)."""
-  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version", "view_ctx")
+  view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself).
+  var_ctx: where the sources of a BIND (its DEFINE_VAR and CONST) are checked (None: in this context itself)."""
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version", "view_ctx", "var_ctx")
 
   def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
     self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
     self.key, self.lkey = f"spec:{name}", f"spec:{name}:local"
     self.body_ctx: Callable[[UOp], Ctx] = lambda body: self
     self.view_ctx: Ctx | None = None
+    self.var_ctx: Ctx | None = None
     # fused accepts by op value (see spec/fast.py), valid for table version fused_version; the engine fills them in
     self.fused: list = []
     self.fused_version = -1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinyspec.spec.base import Ctx, Finding, SpecError, Stage, Violation, declare
+from tinyspec.spec.base import Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
 from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
@@ -54,6 +54,8 @@ G_BODY_T.body_ctx = _gt_body
 K_T.view_ctx = T_BODY
 for _bs in G_TOP:
   G_TOP[_bs].body_ctx = G_BODY[_bs].body_ctx = _g_body(_bs)
+# a kernel graph holds a variable a CALL is passed as the BIND itself; its DEFINE_VAR and CONST are values, as in a kernel
+for _g in (*G_TOP.values(), *G_BODY.values(), G_BODY_T): _g.var_ctx = K
 
 ROOT_SINK = declare("kgraph.root_sink", "The root of a kernel graph is a SINK.")
 KROOT_SINK = declare("kernel.root_sink", "A kernel body checked on its own is a SINK.")
@@ -69,6 +71,7 @@ def _children(u: UOp, cx: Ctx) -> list[tuple[UOp, Ctx]]:
     return [(src[0], bcx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
   if cx.view_ctx is not None and is_view_index(u) and src and isinstance(src[0], UOp):
     return [(src[0], cx.view_ctx)] + [(s, cx) for s in src[1:] if isinstance(s, UOp)]
+  if cx.var_ctx is not None and u.op is Ops.BIND: return [(s, cx.var_ctx) for s in src if isinstance(s, UOp)]
   return [(s, cx) for s in src if isinstance(s, UOp)]
 
 
@@ -77,18 +80,24 @@ def local_findings(u: UOp, cx: Ctx) -> tuple[Finding, ...]:
   c = u._cache
   ret = c.get(cx.lkey)
   if ret is not None: return ret
-  wf = wellformed(u)
+  try:
+    wf = wellformed(u)
+    bad_src = not wf and any(wellformed(s) for s in u.src)
+  except Exception as e:  # well-formedness that cannot even be decided (a hostile arg): malformed
+    wf, bad_src = (((), u, "node.malformed", f"the node could not be checked ({type(e).__name__}: {safe_str(e, 200)}); at {cx.sname} it is "
+                    "malformed"),), False
   if wf:
     c[cx.lkey] = wf
     return wf
-  if any(wellformed(s) for s in u.src):
+  if bad_src:
     c[cx.lkey] = ()
     return ()
   out: list[Finding] = []
   for r in cx.table.get(u.op, ()):
     try: res = r.fn(u, cx)
     except Exception as e:  # a rule that cannot evaluate on this node: the node is malformed in an unnamed way
-      res = [((), u, "node.malformed", f"{u.op.name} could not be checked by {r.id} ({type(e).__name__}: {e}); at {cx.sname} the node is malformed")]
+      res = [((), u, "node.malformed", f"{u.op.name} could not be checked by {r.id} ({type(e).__name__}: {safe_str(e, 200)}); at {cx.sname} "
+              "the node is malformed")]
     if res is None: continue
     if type(res) is str: out.append(((), u, r.id, res))
     else: out.extend(res)
@@ -135,7 +144,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
-    k, fused, views = x.key, x.fused, x.view_ctx is not None
+    k, fused, views, binds = x.key, x.fused, x.view_ctx is not None, x.var_ctx is not None
     pop, push = stack.pop, stack.append
     while stack:
       u = pop()
@@ -143,7 +152,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
         if k in u._cache: continue
         push(u)
         push(_POST)
-        if u.op is call or (views and is_view_index(u)):  # a source checked in another context
+        if u.op is call or (views and is_view_index(u)) or (binds and u.op is Ops.BIND):  # a source checked in another context
           for s, sx in _children(u, x):
             if sx.key in s._cache: continue
             if sx is x: push(s)
@@ -165,7 +174,7 @@ def clean(root: UOp, cx: Ctx) -> bool:
           continue
       ok = not local_findings(u, x)
       if ok:
-        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) else
+        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) or (binds and op is Ops.BIND) else
                       ((s, x) for s in u.src if isinstance(s, UOp))):
           if not s._cache[sx.key]:
             ok = False
@@ -177,23 +186,24 @@ def clean(root: UOp, cx: Ctx) -> bool:
 
 
 def collect(root: UOp, cx: Ctx) -> list[Violation]:
-  """Every violation under root, each at its shortest path (breadth first, only into subgraphs that are not clean)."""
+  """Every violation under root, each at its shortest path (breadth first, only into subgraphs that are not clean).
+  A node's path is a link to its parent's (tinyspec.spec.base.PathLink): linear in the graph, however deep."""
   out: list[Violation] = []
   seen_pairs = {(root, cx)}
   reported: set[tuple[int, str, str]] = set()
-  frontier: list[tuple[UOp, Ctx, tuple[int, ...]]] = [(root, cx, ())]
+  frontier: list[tuple[UOp, Ctx, PathLink | None]] = [(root, cx, None)]
   while frontier:
     nxt = []
-    for u, x, path in frontier:
+    for u, x, link in frontier:
       for rel, node, rid, msg in local_findings(u, x):
         k = (id(node), rid, msg)
         if k not in reported:
           reported.add(k)
-          out.append(Violation(node, path + rel, x.stage, rid, msg))
+          out.append(Violation(node, None, x.stage, rid, msg, link=(link, rel)))
       for i, (s, sx) in enumerate(_children_indexed(u, x)):
         if s is None or (s, sx) in seen_pairs or s._cache.get(sx.key, False): continue
         seen_pairs.add((s, sx))
-        nxt.append((s, sx, path + (i,)))
+        nxt.append((s, sx, (link, i)))
     frontier = nxt
   return out
 
@@ -237,8 +247,13 @@ def check(root: UOp, stage: Stage | str) -> list[Violation]:
     return [Violation(root, (), stage, NODE_ROOT, f"the root is {type(root).__name__}, not a UOp; check takes the root UOp of a graph")]
   try: cx = root_ctx(root, stage)
   except Exception: cx = {Stage.TENSOR: T_TOP, Stage.KERNEL_GRAPH: G_TOP[None], Stage.KERNEL: K, Stage.PROGRAM: P}[stage]
-  vs = [] if wellformed(root) else _root_rules(root, stage, cx)
-  if not clean(root, cx): vs += collect(root, cx)
+  vs: list[Violation] = []
+  try:
+    if not wellformed(root): vs = _root_rules(root, stage, cx)
+    if not clean(root, cx): vs += collect(root, cx)
+  except Exception as e:  # the last guard of the contract: what no rule could judge is a violation, never an exception
+    vs.append(Violation(root, (), stage, "node.malformed", f"the graph could not be checked ({type(e).__name__}: {safe_str(e, 200)}); at "
+                        f"{stage.name} it is malformed in a way no rule names"))
   return vs
 
 

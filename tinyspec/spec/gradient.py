@@ -8,7 +8,7 @@ inputs, so there is at least one arg more than slots). The TENSOR table (spec/te
 """
 from __future__ import annotations
 
-from tinyspec.spec.base import Ctx, Finding, rule
+from tinyspec.spec.base import Ctx, Finding, rule, safe_repr
 from tinyspec.spec.shared import is_value, shape_ok, what
 from tinyspec.uop import UOp, is_value_call
 
@@ -27,14 +27,14 @@ def backward_slots(u: UOp, cx: Ctx) -> list[Finding] | str | None:
   if not _is_backward(u): return None
   slots, args = u.src[0].src, u.src[1:]
   if len(slots) >= len(args):
-    return (f"backward call {u.arg!r} returns {len(slots)} slot(s) but has only {len(args)} arg(s); at {cx.sname} a backward call takes the "
+    return (f"backward call {safe_repr(u.arg)} returns {len(slots)} slot(s) but has only {len(args)} arg(s); at {cx.sname} a backward call takes the "
             "forward args and then one gradient per forward output, and returns one slot per forward arg")
   out: list[Finding] = []
   for k, (d, a) in enumerate(zip(slots, args)):
     if not is_value(d) or not shape_ok(d) or not shape_ok(a) or a.shape is None: continue
     if d.shape != (a.size,) or d.dtype != a.dtype:
       out.append(((0, k), d, "gradient.backward_slots",
-                  f"slot {k} of backward call {u.arg!r} is {what(d)} of {d.dtype.name} {d.shape} but arg {k} is {a.dtype.name} of "
+                  f"slot {k} of backward call {safe_repr(u.arg)} is {what(d)} of {d.dtype.name} {d.shape} but arg {k} is {a.dtype.name} of "
                   f"{a.size} element(s); at {cx.sname} slot k is the flat gradient for arg k, shape ({a.size},) and dtype {a.dtype.name}"))
   return out or None
 

@@ -6,13 +6,13 @@ import math
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.ops.scalar import shift_bits
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
-                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, what, where_cond)
+                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
-KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK}) | GroupOp.Elementwise \
-  | GroupOp.RangeForm
+KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
+  | GroupOp.Elementwise | GroupOp.RangeForm
 STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
 EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
 
@@ -25,8 +25,10 @@ def range_name(r: UOp) -> str:
 
 no_movement = forbid("kernel.no_movement", "No movement op (view) in a kernel body: views are index arithmetic there.",
                      "view in a kernel body; at {stage} views are index arithmetic (INDEX(buf, idx_expr)), never movement ops")
-op_allowed = forbid("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, ALUs, casts, REDUCE, STORE, AFTER, GROUP, SINK and the "
-                    "range-form ops (RANGE, END, INDEX, LOAD, SPECIAL).",
+no_bind = forbid("kernel.no_bind", "No BIND in a kernel body: a kernel reads its variables as DEFINE_VARs, and the kernel-graph CALL that runs "
+                 "it binds them (a BIND arg).", "in a kernel body; at {stage} a kernel reads a variable as its DEFINE_VAR and its CALL binds it")
+op_allowed = forbid("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, DEFINE_VAR, ALUs, casts, REDUCE, STORE, AFTER, GROUP, "
+                    "SINK and the range-form ops (RANGE, END, INDEX, LOAD, SPECIAL).",
                     "in a kernel body; at {stage} a kernel holds scalar computation, range-form ops and stores (no calls, tuples or realizes)")
 
 
@@ -53,7 +55,7 @@ def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
 @rule("kernel.reduce_form", "In a kernel a REDUCE is in range form: arg the op (ADD, MAX, MUL), sources (value, RANGE...).")
 def reduce_form(u: UOp, cx: Ctx) -> str | None:
   if isinstance(u.arg, tuple):
-    return f"REDUCE in tensor form (arg {u.arg!r}); at {cx.sname} a REDUCE has arg op and sources (value, RANGE, ...)"
+    return f"REDUCE in tensor form (arg {safe_repr(u.arg)}); at {cx.sname} a REDUCE has arg op and sources (value, RANGE, ...)"
   bad = [i for i, r in enumerate(u.src) if i > 0 and r.op is not Ops.RANGE]
   if bad: return f"REDUCE source {bad[0]} is {what(u.src[bad[0]])}; at {cx.sname} a REDUCE reduces over RANGEs"
   return None
@@ -446,8 +448,8 @@ KERNEL_TABLE = table(
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
   (Ops.SINK, (sink_effects, range_closed, range_axis_unique, thread_independent)),
-  (GroupOp.Movement, (no_movement,)),
-  ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement], (op_allowed,)),
+  (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
+  ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
   ((Ops.CONST, Ops.PARAM), ()),
 )
 

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
-from tinyspec.spec.shared import (dtype_passthrough, param_dtype, param_outside, param_size, param_slot, storage_base,
-                                  what)
+from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, dtype_passthrough, free_vars, param_dtype, param_outside,
+                                  param_size, param_slot, storage_base, var_dtype, what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call
 
-KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY})
+# a BIND's own sources (its DEFINE_VAR and CONST) are checked as kernel values (spec/engine.py): only the BIND stands in the graph
+KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY, Ops.BIND, Ops.DEFINE_VAR})
 STORAGE_WORDS = "storage (BUFFER, PARAM, or AFTER of one)"
+ARG_WORDS = f"{STORAGE_WORDS} or a variable (a BIND, or a DEFINE_VAR passed on)"
 
 
 def kgraph_storage(u: UOp) -> bool:
@@ -18,8 +20,9 @@ no_movement = forbid("kgraph.no_movement", "No movement op (view) anywhere in a 
                      "view in the kernel graph; at KERNEL_GRAPH there are no views (rangeify turns them into index arithmetic)")
 no_tuple = forbid("kgraph.no_tuple", "No TUPLE or GETTUPLE left in a kernel graph: value calls are inlined or precompiled by then.",
                   "left in the kernel graph; at KERNEL_GRAPH value calls are resolved (no TUPLE, no GETTUPLE)")
-op_allowed = forbid("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER, CALL, BUFFER, PARAM (and COPY as a call body); values live in "
-                    "kernel bodies.", "in the kernel graph; at KERNEL_GRAPH the graph holds only SINK, AFTER, CALL, BUFFER and PARAM "
+op_allowed = forbid("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER, CALL, BUFFER, PARAM (and COPY as a call body) and the "
+                    "variables its calls are passed (BIND, DEFINE_VAR); values live in kernel bodies.",
+                    "in the kernel graph; at KERNEL_GRAPH the graph holds only SINK, AFTER, CALL, BUFFER, PARAM and bound variables "
                     "(computation lives in kernel bodies)")
 
 
@@ -67,11 +70,31 @@ def body_stage(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("kgraph.call_arg_storage", "Kernel-graph CALL args are storage (BUFFER, PARAM, or AFTER of one): never a view, never a computed value.")
+@rule("kgraph.call_arg_storage", "Kernel-graph CALL args are storage (BUFFER, PARAM, or AFTER of one) or variables (a BIND, or a DEFINE_VAR "
+      "passed on): never a view, never a computed value.")
 def call_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
-  out = [((i,), a, "kgraph.call_arg_storage", f"CALL arg {i - 1} is {what(a)}; at KERNEL_GRAPH call args must be {STORAGE_WORDS}")
-         for i, a in enumerate(u.src) if i > 0 and not kgraph_storage(a)]
+  out = [((i,), a, "kgraph.call_arg_storage", f"CALL arg {i - 1} is {what(a)}; at KERNEL_GRAPH call args must be {ARG_WORDS}")
+         for i, a in enumerate(u.src) if i > 0 and not kgraph_storage(a) and a.op not in GroupOp.Variable]
   return out or None
+
+
+@rule("kgraph.call_vars", "A kernel reads only the variables it is passed: every DEFINE_VAR its body reads (outside a BIND) is named by an "
+      "arg of the CALL that binds it (a BIND of it) or passes it on (the DEFINE_VAR itself), with the same bounds.")
+def call_vars(u: UOp, cx: Ctx) -> str | None:
+  need = free_vars(u.src[0])
+  if not need: return None
+  have = {}
+  for a in u.src[1:]:
+    v = a.src[0] if a.op is Ops.BIND and a.src else a
+    if v.op is Ops.DEFINE_VAR: have[v.arg.name] = (v.arg.min, v.arg.max)
+  body_vars = {x.arg.name: (x.arg.min, x.arg.max) for x in u.src[0].toposort() if x.op is Ops.DEFINE_VAR}
+  if missing := sorted(need - set(have)):
+    return (f"the CALL's body reads variable{'s' if len(missing) > 1 else ''} {', '.join(missing)} but no arg binds or passes "
+            f"{'them' if len(missing) > 1 else 'it'}; at KERNEL_GRAPH a kernel reads only the variables its CALL is given")
+  if bad := sorted(n for n in need if body_vars.get(n, have[n]) != have[n]):
+    return (f"variable {bad[0]} has bounds {list(body_vars[bad[0]])} in the CALL's body but {list(have[bad[0]])} in its arg; at KERNEL_GRAPH a "
+            "kernel is passed the variable it reads")
+  return None
 
 
 @rule("kgraph.copy_body", "A COPY call body copies a PARAM (storage of the call) to the device named in its arg.")
@@ -101,8 +124,9 @@ def precompiled_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
 def kgraph_table() -> Table:
   return table(
     (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
-    (Ops.SINK, [sink_entry]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
-    (Ops.CALL, (call_body, body_stage, call_arg_storage, param_slot, param_size, param_dtype, precompiled_body, precompiled_entry)),
+    (Ops.SINK, [sink_entry, bind_one_value]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
+    (Ops.CALL, (call_body, body_stage, call_arg_storage, call_vars, param_slot, param_size, param_dtype, precompiled_body, precompiled_entry)),
+    (Ops.DEFINE_VAR, [var_dtype]), (Ops.BIND, (bind_form, bind_in_bounds)),
     (Ops.COPY, (copy_body, dtype_passthrough)),
     (GroupOp.Movement, [no_movement]), ((Ops.TUPLE, Ops.GETTUPLE), [no_tuple]),
     ([op for op in Ops if op not in KGRAPH_OPS and op not in GroupOp.Movement and op not in (Ops.TUPLE, Ops.GETTUPLE)], [op_allowed]),

@@ -5,9 +5,9 @@ import math
 from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.classes import accepts, class_name, class_summary
-from tinyspec.spec.base import Ctx, Finding, Stage, declare, rule
-from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, fold, is_value_call,
+from tinyspec.ops.classes import accepts, class_name, class_summary, var_accepts
+from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
+from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold, is_value_call,
                           union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
@@ -30,9 +30,10 @@ def what(u: Any) -> str:
   """A short noun phrase for a node: 'a PERMUTE view', 'BUFFER storage', 'an ADD value', 'a STORE effect'."""
   if not isinstance(u, UOp): return f"{_a(type(u).__name__)} (not a UOp)"
   op = u.op
-  if not isinstance(op, Ops): return f"a node of unknown op {op!r}"
+  if not isinstance(op, Ops): return f"a node of unknown op {safe_repr(op, 40)}"
   if op in GroupOp.Movement: return f"{_a(op.name)} view"
   if op in STORAGE: return f"{op.name} storage"
+  if op in GroupOp.Variable: return f"{_a(op.name)} variable"
   if op is Ops.AFTER: return f"an AFTER of {what(u.src[0])}" if u.src else "an AFTER"
   if is_effect(u): return f"{_a(op.name)} effect"
   if op in GroupOp.Elementwise or op in (Ops.CONST, Ops.REDUCE, Ops.LOAD, Ops.GETTUPLE): return f"{_a(op.name)} value"
@@ -98,7 +99,7 @@ declare("node.malformed", "A rule could not be evaluated on the node; the node i
 
 _ANY = (0, None)
 SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
-  **{op: (0, 0) for op in (Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.SOURCE)},
+  **{op: (0, 0) for op in (Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.SOURCE, Ops.DEFINE_VAR)}, Ops.BIND: (2, 2),
   **{op: (1, 1) for op in GroupOp.Movement | GroupOp.Unary | GroupOp.Cast},
   **{op: (1, 1) for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.RANGE, Ops.SPECIAL, Ops.GETTUPLE)},
   **{op: (2, 2) for op in GroupOp.Binary}, Ops.INDEX: (1, None), Ops.WHERE: (3, 3),
@@ -118,7 +119,7 @@ def _const_arg(u: UOp) -> str | None:
   elif dt.kind in "iux": ok = _is_int(a) and dt.min <= a <= dt.max
   elif dt.kind == "f": ok = isinstance(a, float)
   else: ok = False
-  return None if ok else (f"CONST {dt.name} holds {a!r} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
+  return None if ok else (f"CONST {dt.name} holds {safe_repr(a)} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
                           "already wrapped into its range")
 
 
@@ -132,21 +133,26 @@ def _buffer_ok(a: Any) -> bool:
     and isinstance(a.addrspace, AddrSpace)
 
 
+def _var_arg_ok(a: Any) -> bool:
+  return isinstance(a, VarArg) and isinstance(a.name, str) and a.name.isidentifier() and a.name.isascii() and _is_int(a.min) \
+    and _is_int(a.max) and a.min <= a.max
+
+
 def _reduce_arg(u: UOp) -> str | None:
   a = u.arg
   if isinstance(a, tuple):
     if len(a) == 2 and a[0] in GroupOp.ReduceOps and _is_int(a[1]) and a[1] >= 0:
       return None if len(u.src) == 1 else f"tensor-form REDUCE has {len(u.src)} sources; a tensor-form REDUCE reduces one source"
   elif a in GroupOp.ReduceOps: return None
-  return f"REDUCE arg {a!r} is malformed; REDUCE takes (op, n) with op in ADD/MAX/MUL and n >= 0 (tensor form) or the op alone (range form)"
+  return f"REDUCE arg {safe_repr(a)} is malformed; REDUCE takes (op, n) with op in ADD/MAX/MUL and n >= 0 (tensor form) or the op alone (range form)"
 
 
 def _none_arg(u: UOp) -> str | None:
-  return None if u.arg is None else f"{u.op.name} carries arg {u.arg!r}; {u.op.name} takes no arg (None)"
+  return None if u.arg is None else f"{u.op.name} carries arg {safe_repr(u.arg)}; {u.op.name} takes no arg (None)"
 
 
 def _arg(pred: Callable[[Any], bool], want: str) -> Callable[[UOp], str | None]:
-  return lambda u: None if pred(u.arg) else f"{u.op.name} arg {u.arg!r} is malformed; {u.op.name} takes {want}"
+  return lambda u: None if pred(u.arg) else f"{u.op.name} arg {safe_repr(u.arg)} is malformed; {u.op.name} takes {want}"
 
 
 _sizes = lambda a: _ints(a) and all(x >= 0 for x in a)
@@ -166,6 +172,7 @@ _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
   Ops.PROGRAM: _arg(lambda a: a is None or isinstance(a, str), "a name (str)"),
   Ops.RANGE: _arg(lambda a: isinstance(a, RangeArg) and _is_int(a.axis) and isinstance(a.kind, AxisType), "RangeArg(axis int, kind AxisType)"),
   Ops.SOURCE: _arg(lambda a: isinstance(a, SourceArg) and all(isinstance(x, str) for x in (a.lang, a.name, a.text)), "SourceArg(lang, name, text)"),
+  Ops.DEFINE_VAR: _arg(_var_arg_ok, "VarArg(name, min, max): an ASCII identifier and int bounds with min <= max"),
 }
 
 
@@ -192,7 +199,7 @@ def _known_dtype(dt: Any) -> bool:
 def _wellformed(u: UOp) -> tuple[Finding, ...]:
   op, src = u.op, u.src
   spec = _WF.get(op) if isinstance(op, Ops) else None
-  if spec is None: return (((), u, "node.op", f"op {op!r} is not one of Ops; every node's op is a member of Ops"),)
+  if spec is None: return (((), u, "node.op", f"op {safe_repr(op, 40)} is not one of Ops; every node's op is a member of Ops"),)
   for i, s in enumerate(src):
     if not isinstance(s, UOp):
       return (((), u, "node.src_type", f"{op.name} source {i} is {what(s)}; every source of a node is a UOp"),)
@@ -206,7 +213,8 @@ def _wellformed(u: UOp) -> tuple[Finding, ...]:
   out: list[Finding] = []
   dt_ok = _known_dtype(dt)
   if not dt_ok:
-    out.append(((), u, "node.dtype", f"{op.name} has dtype {dt!r}, which is not a tinyspec dtype; dtypes are {', '.join(dtypes.by_name)}"))
+    out.append(((), u, "node.dtype", f"{op.name} has dtype {safe_repr(dt, 60)}, which is not a tinyspec dtype; dtypes are "
+                f"{', '.join(dtypes.by_name)}"))
   elif void != (dt == dtypes.void):
     out.append(((), u, "node.dtype_void", f"{op.name} has dtype {dt.name}; " +
                 ("it is an effect or container and is void" if void else "it is a value and needs a non-void dtype")))
@@ -286,6 +294,67 @@ def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
+# ---- bounded variables: shared by every stage ----
+
+@rule("var.dtype", "A DEFINE_VAR is an integer scalar (index or a fixed-width int) whose bounds [min, max] fit its dtype.")
+def var_dtype(u: UOp, cx: Ctx) -> str | None:
+  a, dt = u.arg, u.dtype
+  if not var_accepts(dt): return f"DEFINE_VAR {a.name} is {dt.name}; at {cx.sname} a variable is an integer scalar (index or a fixed-width int)"
+  if dt.min <= a.min and a.max <= dt.max: return None
+  return f"DEFINE_VAR {a.name} has bounds [{a.min}, {a.max}], outside {dt.name}; at {cx.sname} a variable's bounds fit its dtype"
+
+
+@rule("bind.form", "BIND(DEFINE_VAR, CONST): a variable bound to a constant of its dtype; the BIND has the variable's dtype.")
+def bind_form(u: UOp, cx: Ctx) -> str | None:
+  v, c = u.src
+  if v.op is not Ops.DEFINE_VAR: return f"BIND of {what(v)}; at {cx.sname} a BIND binds a DEFINE_VAR"
+  if c.op is not Ops.CONST: return f"BIND of {v.arg.name} to {what(c)}; at {cx.sname} a variable is bound to a CONST"
+  if c.dtype is not v.dtype or u.dtype is not v.dtype:
+    return (f"BIND of {v.dtype.name} variable {v.arg.name} is {u.dtype.name} to a {c.dtype.name} CONST; at {cx.sname} the BIND and its "
+            "value have the variable's dtype")
+  return None
+
+
+@rule("bind.in_bounds", "The value a BIND gives its variable lies within the variable's bounds [min, max].")
+def bind_in_bounds(u: UOp, cx: Ctx) -> str | None:
+  v, c = u.src
+  if v.op is not Ops.DEFINE_VAR or c.op is not Ops.CONST or v.arg.min <= c.arg <= v.arg.max: return None
+  return f"BIND of {v.arg.name} to {c.arg}, outside its bounds [{v.arg.min}, {v.arg.max}]; at {cx.sname} a binding holds the variable's bounds"
+
+
+def _binds(u: UOp) -> frozenset:
+  """The BINDs reachable from u (call bodies included). Cached."""
+  return fold(u, "spec:binds", lambda x: [s for s in x.src if isinstance(s, UOp)],
+              lambda x, srcs: frozenset((x,)) if x.op is Ops.BIND else union_of(srcs, "spec:binds"))
+
+
+@rule("bind.one_value", "One graph binds a variable (by name) to one value: two BINDs of one name with different values contradict.")
+def bind_one_value(u: UOp, cx: Ctx) -> list[Finding] | None:
+  binds = _binds(u)
+  if len(binds) < 2: return None
+  first: dict[str, UOp] = {}
+  bad = []
+  for b in sorted(binds, key=lambda b: (str(getattr(b.src[0].arg, "name", "")), repr(b.src[1].arg))):
+    if b.src[0].op is not Ops.DEFINE_VAR or b.src[1].op is not Ops.CONST: continue
+    name = b.src[0].arg.name
+    f = first.setdefault(name, b)
+    if f.src[1].arg != b.src[1].arg: bad.append((b, f))
+  if not bad: return None
+  paths = find_paths(u, {b for b, _ in bad})
+  return [(paths.get(b, ()), b, "bind.one_value", f"{b.src[0].arg.name} is bound to {b.src[1].arg} and to {f.src[1].arg}; at {cx.sname} one "
+           "graph binds a variable to one value") for b, f in bad]
+
+
+def free_vars(u: UOp) -> frozenset:
+  """The names of the DEFINE_VARs u reads that nothing below it binds: not under a BIND, not inside a call body (a CALL's
+  args are read, a nested call passes its own). Cached."""
+  def srcs(x: UOp) -> list[UOp]:
+    if x.op is Ops.BIND: return []
+    return [s for s in (x.src[1:] if x.op is Ops.CALL else x.src) if isinstance(s, UOp)]
+  return fold(u, "spec:fv", srcs, lambda x, ss: frozenset((x.arg.name,)) if x.op is Ops.DEFINE_VAR and isinstance(x.arg, VarArg)
+              else union_of(ss, "spec:fv"))
+
+
 # ---- PARAM binding: shared by value calls (TENSOR) and kernel calls (KERNEL_GRAPH) ----
 
 def _binding_srcs(x: UOp) -> list[UOp]:
@@ -300,19 +369,20 @@ def free_params(u: UOp) -> frozenset:
 
 
 def find_paths(root: UOp, targets: set[UOp]) -> dict[UOp, tuple[int, ...]]:
-  """Shortest source-index paths from root to each target (not entering call bodies below root)."""
+  """Shortest source-index paths from root to each target (not entering call bodies below root). Each node keeps a
+  link to its parent's path, so the search is linear in the graph; only the targets' paths are made."""
   out: dict[UOp, tuple[int, ...]] = {}
   seen = {root}
-  frontier = [(root, ())]
+  frontier: list[tuple[UOp, tuple | None]] = [(root, None)]
   while frontier and len(out) < len(targets):
     nxt = []
-    for u, p in frontier:
-      if u in targets and u not in out: out[u] = p
+    for u, link in frontier:
+      if u in targets and u not in out: out[u] = link_path(link)
       for i, s in enumerate(u.src):
         if u.op is Ops.CALL and i == 0: continue
         if isinstance(s, UOp) and s not in seen:
           seen.add(s)
-          nxt.append((s, p + (i,)))
+          nxt.append((s, (link, i)))
     frontier = nxt
   return out
 
@@ -324,7 +394,8 @@ def param_outside(u: UOp, cx: Ctx) -> str | None:
           "(use a BUFFER for an input of the graph)")
 
 
-@rule("call.param_slot", "Every PARAM of a CALL's body (not inside a nested call's body) has a slot below the CALL's arg count.")
+@rule("call.param_slot", "Every PARAM of a CALL's body (not inside a nested call's body) has a slot below the CALL's arg count; in a "
+      "kernel graph its arg is storage, not a variable (a kernel reads a variable as its DEFINE_VAR).")
 def param_slot(u: UOp, cx: Ctx) -> list[Finding] | None:
   return _bind(u, cx, "slot")
 
@@ -350,6 +421,9 @@ def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
       if k >= len(args):
         bad.append((p, "call.param_slot", f"PARAM slot {k} in the body of a CALL with {len(args)} arg(s); at {cx.sname} a PARAM slot is "
                     f"below the arg count of its innermost CALL"))
+      elif cx.stage is Stage.KERNEL_GRAPH and args[k].op in GroupOp.Variable:
+        bad.append((p, "call.param_slot", f"PARAM slot {k} stands for CALL arg {k}, a variable ({args[k].op.name}); at {cx.sname} a kernel "
+                    "reads a variable as its DEFINE_VAR, and PARAMs stand for storage args"))
       continue
     if k >= len(args): continue
     a = args[k]

@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, table
+from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.gradient import backward_slots
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_effect,
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, dtype_passthrough,
+                                  find_paths, group_effects, is_effect, var_dtype,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
                                   value_source, what, where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, is_precompiled_call, is_value_call, walk
@@ -69,7 +70,7 @@ def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
 @rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
 def reduce_form(u: UOp, cx: Ctx) -> str | None:
   if isinstance(u.arg, tuple): return None
-  return f"REDUCE in range form (arg {u.arg!r}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
+  return f"REDUCE in range form (arg {safe_repr(u.arg)}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
 
 
 @rule("tensor.reduce_axes", "A tensor REDUCE (op, n) reduces at most as many axes as its source has.")
@@ -271,7 +272,8 @@ TENSOR_TABLE = table(
   (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
   (Ops.STORE, (store_target, store_shape, store_dtype, store_gate)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
-  (Ops.GROUP, (group_effects,)), (Ops.SINK, (sink_entry,)),
+  (Ops.GROUP, (group_effects,)), (Ops.SINK, (sink_entry, bind_one_value)),
+  (Ops.DEFINE_VAR, (var_dtype,)), (Ops.BIND, (bind_form, bind_in_bounds)),
   ((Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY), (value_source, dtype_passthrough)),
   (GroupOp.RangeForm, (no_range_ops,)), (GroupOp.Program, (no_program_ops,)),
   ((Ops.CONST, Ops.BUFFER), ()),

@@ -5,14 +5,14 @@ import html
 import math
 from typing import Any
 
-from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, RangeArg, SourceArg, UOp, op_group
+from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, op_group
 
 FONT = "Helvetica"
 GROUP_COLORS: dict[str, str] = {
   "source": "#c8e6c9", "movement": "#bbdefb", "elementwise": "#fff59d", "reduce": "#ffcc80",
-  "call": "#e1bee7", "effects": "#e0e0e0", "range": "#b2ebf2", "program": "#f8bbd0",
+  "call": "#e1bee7", "effects": "#e0e0e0", "range": "#b2ebf2", "program": "#f8bbd0", "variable": "#d7ccc8",
 }
-GROUP_TITLES: dict[str, str] = {"range": "range form", "call": "calls", "effects": "effects, order"}
+GROUP_TITLES: dict[str, str] = {"range": "range form", "call": "calls", "effects": "effects, order", "variable": "variables"}
 UNKNOWN_COLOR = "#ffffff"
 VIOLATION_COLOR = "#d50000"
 FOCUS_COLOR = "#ff6d00"
@@ -86,6 +86,7 @@ def arg_lines(u: UOp, width: int) -> list[str]:
   if isinstance(a, ParamArg): s = f"slot {a.slot} size {a.size}{_storage_extra(a.device, a.addrspace)}"
   elif isinstance(a, BufferArg): s = f"id {a.id} size {a.size}{_storage_extra(a.device, a.addrspace)}"
   elif isinstance(a, RangeArg): s = f"axis {a.axis} {a.kind.name}"
+  elif isinstance(a, VarArg): s = f"{a.name} in [{_num(a.min)}, {_num(a.max)}]"
   elif u.op is Ops.REDUCE and isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], Ops): s = f"{a[0].name} first {compact(a[1])} axes"
   elif u.op is Ops.GETTUPLE: s = f"[{compact(a)}]"
   elif u.op in (Ops.PAD, Ops.SHRINK) and isinstance(a, tuple): s = " ".join(f"{compact(x[0])}:{compact(x[1])}" if isinstance(x, tuple) and len(x) == 2
