@@ -175,3 +175,25 @@ def test_a_third_of_the_api_is_covered() -> None:
   from tinyspec.frontend.attach import DEFINED_IN
   ops = {n for n in DEFINED_IN if not n.startswith("_")}
   assert len(OPS) * 3 >= len(ops), f"{len(OPS)} gradient checks for {len(ops)} ops"
+
+
+@pytest.mark.parametrize("name", ["conv2d", "max_pool2d", "softmax", "gather", "layernorm", "cross_entropy"])
+def test_gradient_through_a_value_call(name: str) -> None:
+  """The same op inside a @function: the gradient reaches x through the CALL (the call's backward body) and still
+  equals central differences."""
+  from tinyspec.frontend import function
+  shape, f, fnp = OPS[name]
+  r = rng(len(name) * 11 + sum(map(ord, name)))
+  x = r.uniform(-1.2, 1.2, shape)
+  x = x + np.sign(x) * 0.05
+  wts = r.uniform(-1, 1, np.asarray(fnp(x)).shape)
+  call = function(lambda t: f(t))
+  xt = Tensor(x)
+  out = call(xt)
+  assert any(u.op.name == "CALL" for u in out.uop.toposort())
+  (g,) = gradient((out * Tensor(wts)).sum(), [xt])
+  root = Tensor.sink(g)
+  assert check(root, Stage.TENSOR) == []
+  got = np.asarray(evaluate(root, inputs_of(root))[0]).reshape(x.shape)
+  want = central_difference(lambda a: float((np.asarray(fnp(a)) * wts).sum()), x)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
