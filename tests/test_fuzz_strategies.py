@@ -326,10 +326,13 @@ def test_campaign_cases_include_every_frontend_composition():
   seen = {f.split(":", 1)[1] for c in comps for f in c.features if f.startswith("compose:")}
   assert seen == set(COMPOSITION_NAMES)
   for c in comps: assert check(c.root, Stage.TENSOR) == [], sorted(c.features)
-  # off by weight: none; and the tensor cases they do not replace stay the cases they were
-  assert not any("kind:compose" in case_for(5, i, {"kind:compose": 0.0}).features for i in range(60))
-  plain = [i for i in range(60) if "kind:compose" not in case_for(5, i).features]
-  assert all(case_for(5, i).root is case_for(5, i, {"kind:compose": 0.0}).root for i in plain[:20])
+  # the same seed and index give the same composition; off by weight (the default): none, and the tensor cases they do
+  # not replace stay the cases they were
+  again = [c for c in (case_for(5, i, {"kind:compose": 0.9}) for i in range(40)) if "kind:compose" in c.features]
+  assert all(a.root is b.root and a.inputs.keys() == b.inputs.keys() for a, b in zip(comps, again))
+  assert not any("kind:compose" in case_for(5, i).features for i in range(60))
+  plain = [i for i in range(60) if "kind:compose" not in case_for(5, i, {"kind:compose": 0.3}).features]
+  assert all(case_for(5, i).root is case_for(5, i, {"kind:compose": 0.3}).root for i in plain[:20])
 
 
 def test_frontend_compositions_agree_exactly_on_the_cpu():

@@ -18,6 +18,7 @@ import numpy as np
 from fuzz.generate.strategies import COMPOSITION_NAMES, Case
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, inputs_of
+from tinyspec.uop import Ops, UOp, substitute
 
 LO, HI = -3, 3  # input values: exact through every composition below and far from any wrap
 
@@ -124,5 +125,14 @@ def composition_case(rng: random.Random, weights: dict[str, float]) -> Case:
   if not used:  # the first one left an empty or other-rank tensor: that graph is still a case
     used.append(name)
     x = y
-  root = Tensor.sink(x)
-  return Case(root, inputs_of(root), {}, "tensor", features=frozenset({"kind:compose", *(f"compose:{n}" for n in used)}))
+  root, inputs = _numbered(Tensor.sink(x))
+  return Case(root, inputs, {}, "tensor", features=frozenset({"kind:compose", *(f"compose:{n}" for n in used)}))
+
+
+def _numbered(root: UOp) -> tuple[UOp, dict[int, np.ndarray]]:
+  """root with its BUFFERs numbered 1, 2, ... in walk order, and their inputs: the frontend numbers buffers from a
+  process-wide counter, so without this the same seed and case index would give another graph on every call."""
+  data = inputs_of(root)
+  bufs = [u for u in root.toposort() if u.op is Ops.BUFFER]
+  new = {b: UOp.buffer(b.dtype, b.arg.size, b.arg.device, b.arg.addrspace, id=i + 1) for i, b in enumerate(bufs)}
+  return substitute(root, new), {new[b].arg.id: data[b.arg.id] for b in bufs if b.arg.id in data}

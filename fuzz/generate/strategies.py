@@ -30,7 +30,8 @@ from tinyspec.uop import AxisType, Ops, UOp
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
-COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; "kind:compose")
+COMPOSE_SHARE = 0.0   # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
+                      # "kind:compose"): off by default until the reducer shrinks their graphs as well as the tensor generator's
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
 COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract")
 MAX_DIM = 4
