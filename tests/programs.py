@@ -318,7 +318,7 @@ def reshape_permute():
   a = _randf(24, 2, 3, 4)
   t = Tensor(a)
   return [t.reshape(6, 4), t.permute(2, 0, 1), t.transpose(0, 2).reshape(-1), t.T], \
-         [a.reshape(6, 4), a.transpose(2, 0, 1), a.transpose(2, 1, 0).reshape(-1), a.swapaxes(-1, -2)]
+         [a.reshape(6, 4), a.transpose(2, 0, 1), a.transpose(2, 1, 0).reshape(-1), a.swapaxes(0, 1)]  # .T swaps the first two axes, as in tinygrad
 
 
 @program
@@ -596,7 +596,7 @@ def mixed_promotion():
 def sum_of_squares_mean():
   a = _randf(70, 8)
   t = Tensor(a)
-  return [t.square().mean().sqrt(), t.var()], [np.sqrt((a * a).mean()), a.var()]
+  return [t.square().mean().sqrt(), t.var()], [np.sqrt((a * a).mean()), a.var(ddof=1)]  # correction=1 by default, as in tinygrad
 
 
 assert len(PROGRAMS) >= 40, len(PROGRAMS)

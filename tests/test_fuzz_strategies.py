@@ -316,3 +316,32 @@ def test_generators_make_bounded_variables(many):
     assert len(want) == len(got)
     for w, g in zip(want, got):
       np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-5, equal_nan=True)
+
+
+# ---- frontend compositions ----
+def test_campaign_cases_include_every_frontend_composition():
+  from fuzz.generate.strategies import COMPOSITION_NAMES
+  comps = [c for c in (case_for(5, i, {"kind:compose": 0.9}) for i in range(160)) if "kind:compose" in c.features]
+  assert len(comps) > 100
+  seen = {f.split(":", 1)[1] for c in comps for f in c.features if f.startswith("compose:")}
+  assert seen == set(COMPOSITION_NAMES)
+  for c in comps: assert check(c.root, Stage.TENSOR) == [], sorted(c.features)
+  # the same seed and index give the same composition; off by weight (the default): none, and the tensor cases they do
+  # not replace stay the cases they were
+  again = [c for c in (case_for(5, i, {"kind:compose": 0.9}) for i in range(40)) if "kind:compose" in c.features]
+  assert all(a.root is b.root and a.inputs.keys() == b.inputs.keys() for a, b in zip(comps, again))
+  assert not any("kind:compose" in case_for(5, i).features for i in range(60))
+  plain = [i for i in range(60) if "kind:compose" not in case_for(5, i, {"kind:compose": 0.3}).features]
+  assert all(case_for(5, i).root is case_for(5, i, {"kind:compose": 0.3}).root for i in plain[:20])
+
+
+def test_frontend_compositions_agree_exactly_on_the_cpu():
+  from fuzz.generate.compositions import composition_case
+  from fuzz.generate.strategies import default_weights
+  from tinyspec.runtime import run
+  cases = [composition_case(random.Random(f"compose-cpu:{i}"), default_weights()) for i in range(24)]
+  for c in cases:
+    ref = evaluate(c.root, c.inputs)[0]
+    assert ref.dtype == np.int32 and np.abs(ref).max(initial=0) < 2**20  # far from wrapping: the oracles compare exactly
+    got = run(c.root, c.inputs, "cpu")[0]
+    np.testing.assert_array_equal(np.asarray(got).reshape(ref.shape), ref, err_msg=str(sorted(c.features)))

@@ -176,6 +176,17 @@ def test_frontend_variable_operand_and_index():
   with pytest.raises(IndexError, match="outside axis 1"): t[0, m]  # m may reach 3, axis 1 has 3 elements
 
 
+def test_frontend_variable_index_among_slices_and_ellipsis():
+  m = UOp.variable("m", 0, 2)
+  a = np.arange(24, dtype=np.int8).reshape(2, 3, 4)
+  t = Tensor(a)
+  y = t[:, m.bind(1), 1:3]
+  assert y.dtype is dtypes.int8 and y.shape == (2, 2)
+  np.testing.assert_array_equal(y.numpy(), a[:, 1, 1:3])
+  np.testing.assert_array_equal(t[1, ..., m.bind(2)].numpy("cpu"), a[1, ..., 2])
+  with pytest.raises(IndexError, match="index tensors"): t[:, m.bind(0), [0, 1]]
+
+
 # ---- pictures and Python source ----
 def test_pyrender_rebuilds_variables():
   root = scaled(N.bind(3))

@@ -30,6 +30,10 @@ from tinyspec.uop import AxisType, Ops, UOp
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
+COMPOSE_SHARE = 0.0   # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
+                      # "kind:compose"): off by default until the reducer shrinks their graphs as well as the tensor generator's
+# the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
+COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract")
 MAX_DIM = 4
 MAX_RANK = 3
 
@@ -70,7 +74,8 @@ def default_weights() -> dict[str, float]:
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
-            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0})
+            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE})
+  w.update({f"compose:{k}": 1.0 for k in COMPOSITION_NAMES})
   return w
 
 
@@ -578,7 +583,14 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       else:
         c = kernel_case(rng)
     else:
-      c = TensorGen(rng, weights, side=random.Random(f"tinyspec-fuzz-side:{seed}:{index}")).case()
+      # frontend compositions draw from a Random of their own too: the tensor cases they do not replace stay the same
+      comp = random.Random(f"tinyspec-fuzz-compose:{seed}:{index}")
+      w = {**default_weights(), **(weights or {})}
+      if comp.random() < min(0.95, w["kind:compose"]):
+        from fuzz.generate.compositions import composition_case
+        c = composition_case(comp, w)
+      else:
+        c = TensorGen(rng, weights, side=random.Random(f"tinyspec-fuzz-side:{seed}:{index}")).case()
     c.seed, c.index = seed, index
     return c
 

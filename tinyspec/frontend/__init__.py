@@ -1,4 +1,9 @@
-"""A small Tensor API over UOps, and @function, which traces a Python function of Tensors into a value CALL.
+"""tinygrad 0.14's Tensor API over UOps, and @function, which traces a Python function of Tensors into a value CALL.
+
+tensor.py is the core (construction, dtypes, broadcasting, the IR's elementwise ops, views, REDUCE); the rest of the
+API is built from it, in modules named for what they hold: creation, math (elementwise math and activations), reduce
+(reductions and scans), sort, movement (layout), indexing, nn, losses. Importing this package attaches them all to Tensor;
+tinyspec.frontend.api lists the result (README.md's "Tensor API").
 
     from tinyspec.frontend import Tensor, function, inputs_of
 
@@ -25,13 +30,17 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
 - `Tensor.arange` picks float32 when an argument is a float, else int32, or int64 when int32 cannot hold every value;
   a dtype that cannot hold them raises OverflowError.
 - Broadcasting follows numpy and is lowered to RESHAPE, EXPAND (which prepends dims) and PERMUTE.
-- sum and prod keep the dtype (bool sums as int32); integer sums wrap.
+- sum returns tinygrad's accumulation dtype: int32 for bools and narrower signed ints, uint32 for narrower unsigned
+  ints, the dtype itself otherwise (`dtype=` overrides); prod keeps the dtype; integer sums wrap. mean, var and std
+  give float32 for integer input; var and std take `correction` (default 1).
+- transpose() and .T swap the first two axes (tinygrad's defaults dim0=1, dim1=0).
 - Bounded variables (`UOp.variable(name, lo, hi)`, bound with `.bind(value)`) are integer scalars: as an operand one is
   promoted as a Python int is (it takes the tensor's dtype, int32 with a bool tensor), so `x * n` casts n; as an index
   `x[n]` selects the element at n along that axis (a sum of a one-hot mask: the IR has no gather), with n's bounds
-  inside the axis. Shapes stay concrete: `Tensor.arange(n)` with a variable n needs symbolic shapes, which tinyspec's
-  IR does not have.
+  inside the axis (not together with index tensors). Shapes stay concrete: `Tensor.arange(n)` with a variable n needs
+  symbolic shapes, which tinyspec's IR does not have.
 """
+from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function
 from tinyspec.frontend.tensor import Tensor, inputs_of
 

@@ -390,15 +390,15 @@ class Tensor:
   def cos(self) -> Tensor: return (self._float() + math.pi / 2).sin()
   def reciprocal(self) -> Tensor: return self._float()._alu(Ops.RECIP)
   def trunc(self) -> Tensor: return self._alu(Ops.TRUNC) if self.dtype.is_float else self
-  def relu(self) -> Tensor: return self.maximum(0)
-  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
-  def tanh(self) -> Tensor: return 2 * (2 * self._float()).sigmoid() - 1
-  def abs(self) -> Tensor: return (self < 0).where(-self, self) if self.dtype.kind != "u" and not self.dtype.is_bool else self
   def square(self) -> Tensor: return self * self
 
   # ---- movement ----
-  def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-    shp = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+  def reshape(self, *shape: int | Sequence[int] | None) -> Tensor:
+    """The same elements in shape; -1 takes the rest, None keeps the dim at that position (tinygrad's)."""
+    shp = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    if None in shp:
+      if any(d is None for d in shp[self.ndim:]): raise ValueError(f"reshape {shp}: None at a position {self.shape} has no dim at")
+      shp = tuple(self.shape[i] if d is None else d for i, d in enumerate(shp))
     if shp.count(-1) > 1: raise ValueError(f"reshape {shp}: at most one -1")
     if any(d < -1 for d in shp): raise ValueError(f"reshape {shp}: negative dimension")
     if -1 in shp:
@@ -415,12 +415,6 @@ class Tensor:
     if sorted(o) != list(range(self.ndim)): raise ValueError(f"{o} is not a permutation of {self.ndim} axes")
     return self if o == tuple(range(self.ndim)) else Tensor(self.uop.permute(o))
 
-  def transpose(self, a: int = -2, b: int = -1) -> Tensor:
-    order = list(range(self.ndim))
-    a, b = _axis(a, self.ndim, scalar_ok=False), _axis(b, self.ndim, scalar_ok=False)
-    order[a], order[b] = order[b], order[a]
-    return self.permute(order)
-
   @property
   def T(self) -> Tensor: return self.transpose()
 
@@ -433,7 +427,7 @@ class Tensor:
     if any(d < 0 for d in out): raise ValueError(f"cannot expand {self.shape} to {shp}")
     return self._bcast(out)
 
-  def pad(self, padding: Sequence[tuple[int, int] | None]) -> Tensor:
+  def _pad(self, padding: Sequence[tuple[int, int] | None]) -> Tensor:
     """padding[i] = (before, after) zeros on axis i (None: no padding)."""
     if len(padding) != self.ndim: raise ValueError(f"pad needs {self.ndim} entries, got {len(padding)}")
     arg = tuple((0, d) if p is None else (p[0], p[0] + d + p[1]) for p, d in zip(padding, self.shape))
@@ -452,45 +446,6 @@ class Tensor:
     axes = _norm_axes(axis, self.ndim, scalar_ok=False)
     return Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
 
-  def __getitem__(self, key: Any) -> Tensor:
-    key = key if isinstance(key, tuple) else (key,)
-    if sum(k is Ellipsis for k in key) > 1: raise IndexError("only one ... allowed")
-    if Ellipsis in key:
-      i = key.index(Ellipsis)
-      key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
-    if len(key) > self.ndim: raise IndexError(f"too many indices ({len(key)}) for {self.ndim} dims")
-    key = key + (slice(None),) * (self.ndim - len(key))
-    window, flips, out_shape, selects = [], [], [], []
-    for i, (k, d) in enumerate(zip(key, self.shape)):
-      if is_variable(k):  # kept whole here, then the element at the variable picked out below
-        if not 0 <= k.vmin <= k.vmax < d: raise IndexError(f"variable index in [{k.vmin}, {k.vmax}] may fall outside axis {i} of size {d}")
-        selects.append((len(out_shape) - len(selects), k))
-        window.append((0, d))
-        out_shape.append(d)
-      elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-        k = int(k)
-        if not -d <= k < d: raise IndexError(f"index {k} out of range for axis {i} of size {d}")
-        window.append((k % d, k % d + 1))
-      elif isinstance(k, slice):
-        start, stop, step = k.indices(d)
-        if step == 1: window.append((start, max(start, stop)))
-        elif step == -1:
-          lo, hi = stop + 1, start + 1
-          window.append((lo, max(lo, hi)))
-          flips.append(i)
-        else: raise IndexError(f"slice step {step} is not supported (only 1 and -1)")
-        out_shape.append(window[-1][1] - window[-1][0])
-      else: raise IndexError(f"unsupported index {k!r}")
-    x = self.shrink(window)
-    if flips: x = x.flip(flips)
-    x = x.reshape(tuple(out_shape))
-    # x[..., v, ...] for a variable v: the sum over the axis of the elements where arange == v (no gather op in the IR)
-    for ax, v in selects:
-      d = x.shape[ax]
-      hit = (Tensor.arange(d, dtype=dtypes.int64) == v).reshape((d,) + (1,) * (x.ndim - ax - 1))
-      x = hit.where(x, Tensor.full((), 0, x.dtype)).sum(ax)
-    return x
-
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     axes = _norm_axes(axis, self.ndim)
@@ -500,14 +455,6 @@ class Tensor:
     if keepdim: out = out.reshape(tuple(1 if i in axes else d for i, d in enumerate(self.shape)))
     return out
 
-  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    x = self.cast(dtypes.int32) if self.dtype.is_bool else self
-    return x._reduce(Ops.ADD, axis, keepdim)
-
-  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    x = self.cast(dtypes.int32) if self.dtype.is_bool else self
-    return x._reduce(Ops.MUL, axis, keepdim)
-
   def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     return self._reduce(Ops.MAX, axis, keepdim)
 
@@ -515,14 +462,6 @@ class Tensor:
     # an order-reversing bijection of the dtype, so no value is lost: -x for floats, ~x for ints and bools
     if self.dtype.is_float: return -((-self).max(axis, keepdim))
     return ~((~self).max(axis, keepdim))
-
-  def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    n = math.prod(self.shape[i] for i in _norm_axes(axis, self.ndim))
-    return self._float().sum(axis, keepdim) * (1.0 / n if n else float("nan"))
-
-  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    d = self._float() - self._float().mean(axis, keepdim=True)
-    return (d * d).mean(axis, keepdim)
 
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum along axis (int32); axis None: into the flattened tensor, as tinygrad and numpy."""
@@ -555,48 +494,6 @@ class Tensor:
     x = x.permute(list(range(1, len(lead) + 1)) + [0, len(lead) + 1]).reshape(lead + (e * L,))
     x = x.shrink([None] * len(lead) + [(0, k * (L + 1))]).reshape(lead + (k, L + 1))
     return x.shrink([None] * len(lead) + [None, (0, o)])
-
-  def cumsum(self, axis: int = 0) -> Tensor:
-    """Prefix sum along axis (tinygrad's default 0), as a window sum over the input padded with n-1 leading zeros.
-    The dtype is sum's. A 0-d tensor takes axis 0 or -1 and is its own prefix sum, as in tinygrad."""
-    axis = _axis(axis, self.ndim)
-    n = self.shape[axis] if self.ndim else 0
-    if n == 0: return self.cast(dtypes.int32) if self.dtype.is_bool else self
-    x = self.transpose(axis, -1) if axis != self.ndim - 1 else self
-    x = x.pad([None] * (x.ndim - 1) + [(n - 1, 0)]).windows(n).sum(-2)
-    return x.transpose(axis, -1) if axis != self.ndim - 1 else x
-
-  # ---- composites ----
-  def matmul(self, w: Tensor) -> Tensor:
-    a, b = self, w
-    if a.ndim == 0 or b.ndim == 0: raise ValueError("matmul needs at least 1-d operands")
-    va, vb = a.ndim == 1, b.ndim == 1
-    if va: a = a.reshape(1, a.shape[0])
-    if vb: b = b.reshape(b.shape[0], 1)
-    if a.shape[-1] != b.shape[-2]: raise ValueError(f"matmul shapes {self.shape} and {w.shape} do not match")
-    x = a.reshape(a.shape[:-1] + (1, a.shape[-1])) * b.transpose(-1, -2).reshape(b.shape[:-2] + (1, b.shape[-1], b.shape[-2]))
-    out = x.sum(-1)
-    if va: out = out.reshape(out.shape[:-2] + out.shape[-1:])
-    if vb: out = out.reshape(out.shape[:-1])
-    return out
-
-  __matmul__ = matmul
-  def dot(self, w: Tensor) -> Tensor: return self.matmul(w)
-
-  def softmax(self, axis: int = -1) -> Tensor:
-    x = self._float()
-    e = (x - x.max(axis, keepdim=True)).exp()
-    return e / e.sum(axis, keepdim=True)
-
-  def log_softmax(self, axis: int = -1) -> Tensor:
-    x = self._float()
-    m = x - x.max(axis, keepdim=True)
-    return m - m.exp().sum(axis, keepdim=True).log()
-
-  def layernorm(self, axis: int = -1, eps: float = 1e-5) -> Tensor:
-    x = self._float()
-    d = x - x.mean(axis, keepdim=True)
-    return d * ((d * d).mean(axis, keepdim=True) + eps).sqrt().reciprocal()
 
   # ---- realization and effects ----
   def contiguous(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
@@ -641,3 +538,8 @@ class Tensor:
   def __iadd__(self, x: Any) -> Tensor: return self._iop("__add__", x)
   def __isub__(self, x: Any) -> Tensor: return self._iop("__sub__", x)
   def __imul__(self, x: Any) -> Tensor: return self._iop("__mul__", x)
+
+
+# the axis rules above, for the modules that attach the rest of tinygrad's API to Tensor (frontend/*.py)
+resolve_axis = _axis
+resolve_axes = _norm_axes

@@ -184,6 +184,16 @@ def _encloses_kernel(body: UOp, r: UOp) -> bool:
   return body.op is Ops.SINK and len(body.src) > 0 and all(s.op is Ops.END and r in s.src[1:] for s in body.src)
 
 
+def _encloses_global(body: UOp, r: UOp) -> bool:
+  """Whether r's loop is around a GLOBAL range (an END lists its ranges outer first): unrolling r would leave copies of
+  the thread range one after another instead of one thread range around the whole kernel."""
+  for s in body.src if body.op is Ops.SINK else ():
+    if s.op is Ops.END and r in s.src[1:]:
+      after = s.src[s.src.index(r) + 1:]
+      if any(x.op is Ops.RANGE and x.arg.kind is AxisType.GLOBAL for x in after): return True
+  return False
+
+
 def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternMatcher]) -> UOp:
   """body with one opt applied (with tables "split", "unroll", "global"), or body itself when the opt does not apply."""
   kind, axis = opt[0], opt[1]
@@ -193,7 +203,7 @@ def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternM
     if not (1 < f < n and n % f == 0): return body
     return trace.rewrite(body, tables["pm_split"], OptCtx(axis, f, max_axis(body) + 1))
   if kind == "unroll":
-    if not 1 <= n <= UNROLL_LIMIT: return body
+    if not 1 <= n <= UNROLL_LIMIT or _encloses_global(body, r): return body
     return trace.rewrite(body, tables["pm_unroll"], OptCtx(axis, new_axis=max_axis(body) + 1))
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
