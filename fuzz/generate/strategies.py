@@ -585,10 +585,9 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     else:
       # frontend compositions draw from a Random of their own too: the tensor cases they do not replace stay the same
       comp = random.Random(f"tinyspec-fuzz-compose:{seed}:{index}")
-      w = {**default_weights(), **(weights or {})}
-      if comp.random() < min(0.95, w["kind:compose"]):
+      if comp.random() < min(0.95, (weights or {}).get("kind:compose", COMPOSE_SHARE)):
         from fuzz.generate.compositions import composition_case
-        c = composition_case(comp, w)
+        c = composition_case(comp, {**default_weights(), **(weights or {})})
       else:
         c = TensorGen(rng, weights, side=random.Random(f"tinyspec-fuzz-side:{seed}:{index}")).case()
     c.seed, c.index = seed, index
