@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import numpy as np
@@ -232,6 +233,14 @@ def test_unsafe_reason_sees_inputs():
   g = UOp(Ops.SINK, src=(b.alu(Ops.IDIV, b),))
   assert unsafe_reason(g, {900: np.array([1, 2, 3, 4], np.int32)}) is None
   assert "holding 0" in unsafe_reason(g, {900: np.array([0, 2, 3, 4], np.int32)})
+
+
+@pytest.mark.parametrize("v", [-math.inf, math.inf, math.nan])
+def test_unsafe_reason_names_an_infinite_constant(v):
+  # max_pool2d pads a float tensor with -inf: the screen says what it refuses rather than failing on it
+  b = UOp.buffer(dtypes.float32, 2, id=901)
+  g = UOp(Ops.SINK, src=(b.alu(Ops.MAX, UOp.const(dtypes.float32, v).expand((2,))),))
+  assert "float values may reach" in unsafe_reason(g, {901: np.array([1.0, 2.0], np.float32)})
 
 
 def test_grid_of_ranges_is_every_point():
