@@ -1,30 +1,36 @@
 """The numeric gradient oracle: tinyspec.autograd.gradient against central differences, in float64.
 
 The through-calls oracle (fuzz.check.gradient_oracle) compares two gradients built by the same per-op rules, so a wrong
-local derivative agrees with itself there. This one needs no rule: it perturbs the inputs and watches the loss.
+local derivative agrees with itself there. This one needs no rule: it moves the inputs and watches the loss.
 
 The case. The loss is sum_i sum(out_i * w_i) over the graph's float entries, with fixed random weights w_i (as the
-through-calls oracle builds it). The graph is first rebuilt in float64: every node of a float dtype gets float64 (BUFFERs
-keep their ids and are fed their data as float64), so a CAST between float types becomes float64 -> float64 and a
-float32 rounding step disappears; differentiating that graph is what is checked. A graph that BITCASTs to or from a
-float has no float64 twin and is not checked. The gradients are w.r.t. every float BUFFER the entries read outside call
-bodies, evaluated with the reference evaluator.
+through-calls oracle builds it). The graph is first rebuilt in float64, its float64 twin: every node of a float dtype
+gets float64 (BUFFERs keep their ids and are fed their data as float64), so a CAST between float types becomes
+float64 -> float64 and a float32 rounding step disappears; differentiating the twin is what is checked (the rule of a
+CAST between float32 and float64 is held to central differences on its own, tests/test_autograd_numeric.py). A graph
+that BITCASTs to or from a float has no float64 twin and is not checked. DETACH(x) is a constant to a gradient: in
+the twin it is a BUFFER holding x's value, so moving an input does not move it either (a DETACH inside a value call's
+body depends on the call's args: such a graph is not checked). Gradients are w.r.t. every float BUFFER the entries read
+outside call bodies, evaluated with the reference evaluator; a graph with no gradient (a GradientError) is not checked.
 
-The points. At most `points` elements of those buffers (a random subset, from the seed) are each moved by
-h = H * max(1, |x|) both ways; with f0, f+ and f- the loss there,
+The points. At most POINTS elements of those buffers (a random subset, from the seed) are each moved by
+h = STEP * max(1, |x|) both ways (STEP 1e-6 in float64); with f0, f+ and f- the loss there,
     forward = (f+ - f0) / h,   backward = (f0 - f-) / h,   central = (f+ - f-) / (2h).
 Where the loss is not differentiable (a MAX tie, a TRUNC step, a comparison or a WHERE condition that flips, a CAST to
 an int) the one-sided differences disagree, and the point is skipped: it is compared only where
 |forward - backward| <= tol, and is a mismatch where |central - symbolic| > tol, with
-    tol = RTOL * (|forward| + |backward| + |symbolic|) + ATOL * (1 + G) + ROUNDING * M / h
-G the largest |symbolic| over the checked elements, M = 1 + |f0| + sum |out_i * w_i| (what rounding in float64 can cost
-the loss). Every symbolic value a rule may choose at a kink (either side, or a share between them) lies between
-backward and forward, so no kink that passes the first test can fail the second.
+    tol = RTOL * (|forward| + |backward| + |symbolic|) + ATOL * (1 + G) + ROUNDING * eps * M / h
+(RTOL 1e-4, ATOL 1e-6, ROUNDING 100), G the largest |symbolic| over the buffers, eps the float's machine epsilon and
+M = 1 + |f0| + sum |out_i * w_i|, the magnitude the loss's rounding scales with. Every symbolic value a rule may
+choose at a kink (either side, or a share between them) lies between backward and forward, so no kink that passes the
+first test can fail the second.
 
-Blame. After a mismatch, each node on a path from the buffers (value calls seen through, their bodies with the args in
-place of the PARAMs) is taken alone: its sources become fresh BUFFERs holding their values, its rule gives the
-vector-Jacobian product for a random cotangent, and that is held against central differences of the node by itself.
-The first rule (sources first) whose local product disagrees is the one named.
+Blame. After a mismatch, each node under the loss on a path from the buffers (value calls seen through: their bodies
+with the args in place of the PARAMs) is taken alone: its sources become fresh BUFFERs holding their values (an assign
+AFTER(s, STORE(s, v)) and a STORE are functions of v), its rule gives the vector-Jacobian product for a random
+cotangent, and that is held against central differences of the node by itself at the largest and at random elements.
+The first rule (sources first) whose local product disagrees is named; when none does and the graph has value calls,
+grad_value_call (passing gradients through a call) is.
 """
 from __future__ import annotations
 
@@ -52,15 +58,16 @@ STEP = {"float64": 1e-6, "float32": 1e-2}  # relative step by the least precise 
 @dataclass(frozen=True)
 class GradMismatch:
   """Element `element` of BUFFER `buffer`: d loss / d x is `numeric` by central differences but `symbolic` by the
-  rules; `rule` is the gradient rule whose local product disagrees (None when none alone does)."""
+  rules; `rule` is the gradient rule whose local product disagrees (None when none alone does), defined at `location`."""
   buffer: int
   element: int
   numeric: float
   symbolic: float
   rule: str | None = None
+  location: str | None = None
 
   def describe(self) -> str:
-    by = f" (rule {self.rule})" if self.rule else ""
+    by = f" (rule {self.rule}{' at ' + self.location if self.location else ''})" if self.rule else ""
     return (f"gradient w.r.t. BUFFER {self.buffer} element {self.element}: central differences give {self.numeric!r} "
             f"but the rules{by} give {self.symbolic!r}")
 
@@ -196,8 +203,10 @@ def numeric_gradient_check(root: UOp, inputs: dict | None = None, seed: int = 0,
     else: out.compared += 1
     if verdict == "bad": out.mismatches.append(GradMismatch(bufs[k].arg.id, i, num, float(sym[k][i])))
   if out.mismatches:
-    rule = blame_rule(loss, feed, bufs, active_rules(rules), rng)
-    out.mismatches = [GradMismatch(m.buffer, m.element, m.numeric, m.symbolic, rule) for m in out.mismatches]
+    pm = active_rules(rules)
+    name = blame_rule(loss, feed, bufs, pm, rng)
+    where = next((r.location for r in pm.rules if r.name == name), None)
+    out.mismatches = [GradMismatch(m.buffer, m.element, m.numeric, m.symbolic, name, where) for m in out.mismatches]
   return out
 
 
