@@ -8,7 +8,8 @@ and reduces it, then what reports on and runs a campaign.
 
     generate <- corpus (storage, no oracle) <- check <- reduce <- report <- engine;   testbed imports no fuzz package
 
-Every import counts, those inside functions too. The IR's one upward edge is declared below with its reason.
+fuzz.generate imports nothing of the lowering, its renderers or runtimes: a case is built and screened with the IR, the op
+registry and the evaluator only. Every import counts, those inside functions too. The IR's one upward edge is declared below with its reason.
 """
 from __future__ import annotations
 
@@ -134,3 +135,26 @@ def test_the_check_fires_on_a_wrong_way_import(tmp_path, monkeypatch, line, expe
   monkeypatch.setitem(MODULES, "tinyspec.spec.fake", fake)
   if expect: assert any(expect in b for b in wrong_way("tinyspec.spec.fake"))
   else: assert private_names("tinyspec.spec.fake") == ["tinyspec.spec.fake:1 imports _private from tinyspec.semantics.alu"]
+
+
+# a generator that ran a pass would fail with the pass: a broken rule would stop the campaign from making cases at all
+GENERATION_MAY_NOT_IMPORT = ("tinyspec.lower", "tinyspec.runtime", "tinyspec.render")
+
+
+def generation_runs_the_pipeline(mod: str) -> list[str]:
+  if not (mod == "fuzz.generate" or mod.startswith("fuzz.generate.")): return []
+  return [f"{mod}:{line} imports {tgt}" for tgt, _, line in imports(mod)
+          if any(tgt == p or tgt.startswith(p + ".") for p in GENERATION_MAY_NOT_IMPORT)]
+
+
+def test_generation_imports_nothing_of_the_lowering():
+  assert [m for m in MODULES if m.startswith("fuzz.generate.")], "no generator module found"
+  bad = [b for m in sorted(MODULES) for b in generation_runs_the_pipeline(m)]
+  assert bad == [], "\n".join(bad)
+
+
+def test_the_generation_check_fires_on_an_import_inside_a_function(tmp_path, monkeypatch):
+  fake = tmp_path / "fake.py"
+  fake.write_text("def f():\n  from tinyspec.lower.callify import CALLIFY\n")
+  monkeypatch.setitem(MODULES, "fuzz.generate.fake", fake)
+  assert generation_runs_the_pipeline("fuzz.generate.fake") == ["fuzz.generate.fake:2 imports tinyspec.lower.callify"]

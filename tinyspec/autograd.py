@@ -39,6 +39,7 @@ CALL, the result of gradient_sink) are a SINK of values, never a GROUP.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from typing import Any, Iterable, Sequence
 
 from tinyspec.dtype import DType
@@ -284,9 +285,27 @@ def graph_nodes(roots: Iterable[UOp]) -> list[UOp]:
   return walk(roots, _kids)
 
 
-def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[UOp, UOp]:
+# the rule table of the gradient being built: a value call's rule builds its backward body with the table its caller
+# was given, so a swapped table (a test's broken rule) reaches into call bodies too
+_RULES: ContextVar[PatternMatcher | None] = ContextVar("gradient_rules", default=None)
+
+
+def active_rules(rules: PatternMatcher | None = None) -> PatternMatcher:
+  """The gradient rule table in force: rules when given, else the one of the gradient being built, else pm_gradient."""
+  return rules if rules is not None else (_RULES.get() or pm_gradient)
+
+
+def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp], rules: PatternMatcher | None = None) -> dict[UOp, UOp]:
   """Gradients of every node on a path from the seeded nodes to a target. seeds: (node, its gradient); a node seeded
-  twice gets the sum. Call bodies are not entered here: a value CALL's gradient is a backward call (pm_gradient)."""
+  twice gets the sum. Call bodies are not entered here: a value CALL's gradient is a backward call (pm_gradient).
+  rules: the per-op rule table (None: active_rules())."""
+  pm = active_rules(rules)
+  token = _RULES.set(pm)
+  try: return _backprop(seeds, targets, pm)
+  finally: _RULES.reset(token)
+
+
+def _backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp], pm: PatternMatcher) -> dict[UOp, UOp]:
   targets = set(targets)
   order = graph_nodes(s for s, _ in seeds)
   live: set[UOp] = set()
@@ -297,7 +316,7 @@ def backprop(seeds: Sequence[tuple[UOp, UOp]], targets: Iterable[UOp]) -> dict[U
     if node in live and _carries(node): grads[node] = add(grads.get(node), g)
   for u in reversed(order):
     if (g := grads.get(u)) is None or not any(s in live for s in _kids(u)): continue
-    hit = pm_gradient.rewrite(u, ctx=g)
+    hit = pm.rewrite(u, ctx=g)
     if hit is None: raise GradientError(f"no gradient rule for {u.op.name} {u.dtype.name} on a gradient path")
     _, src_grads = hit
     ins = _inputs(u)
@@ -315,23 +334,25 @@ def _owned_params(body: UOp) -> list[UOp]:
   return [u for u in graph_nodes([body]) if u.op is Ops.PARAM]
 
 
-def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int], live: Sequence[bool] | None = None) -> UOp:
+def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[int], live: Sequence[bool] | None = None,
+                  rules: PatternMatcher | None = None) -> UOp:
   """The TUPLE body of the backward call of a call with this TUPLE body and args of these dtypes and sizes: slot k < n
   is the flat gradient for arg k, slot n + i the one for the i-th BUFFER the body reads (captured(body)); PARAM
   slot n + len(captured) + j is the gradient of output j. live[j] False: output j has no gradient, so nothing flows
   back from it (its PARAM stays in place, unread): a zero gradient pushed through would make 0 * inf = NaN where the
-  inlined graph has no path at all."""
+  inlined graph has no path at all. rules: the per-op rule table (None: active_rules())."""
   live = tuple(live) if live is not None else (True,) * len(body.src)
+  pm = active_rules(rules)
   # cached on the body node (nodes are immutable, so the cached backward body never goes stale); keyed by the rule
-  # table too, so a swapped pm_gradient (a test's broken rule) is not hidden by bodies built with the real one
-  key = ("gradient.backward_body", id(pm_gradient), tuple(arg_dtypes), tuple(arg_sizes), live)
+  # table itself (not its id, which a new table may reuse), so a swapped table is not hidden by bodies built with another
+  key = ("gradient.backward_body", pm, tuple(arg_dtypes), tuple(arg_sizes), live)
   if (ret := body._cache.get(key)) is not None: return ret
   n, outs, caps = len(arg_dtypes), body.src, captured(body)
   first_out = n + len(caps)
   seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs)
            if o.dtype.is_float and live[j]]
   params = [p for p in _owned_params(body) if p.dtype.is_float]
-  grads = backprop(seeds, params + [b for b in caps if b.dtype.is_float])
+  grads = backprop(seeds, params + [b for b in caps if b.dtype.is_float], pm)
   by_slot: dict[int, UOp] = {}
   for p in params:
     if (g := grads.get(p)) is not None: by_slot[p.arg.slot] = add(by_slot.get(p.arg.slot), g)
@@ -343,11 +364,11 @@ def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[in
   return ret
 
 
-def backward_call(call: UOp, out_grads: Sequence[UOp]) -> UOp:
+def backward_call(call: UOp, out_grads: Sequence[UOp], rules: PatternMatcher | None = None) -> UOp:
   """The backward CALL of value call `call` given one gradient per output (zeros where an output has none)."""
   body, args = call.src[0], call.src[1:]
   if len(out_grads) != len(body.src): raise GradientError(f"{len(out_grads)} output gradients for a call with {len(body.src)} outputs")
-  bbody = backward_body(body, [a.dtype for a in args], [a.size for a in args], [not is_zero(g) for g in out_grads])
+  bbody = backward_body(body, [a.dtype for a in args], [a.size for a in args], [not is_zero(g) for g in out_grads], rules)
   return UOp(Ops.CALL, src=(bbody, *call_inputs(call), *out_grads), arg=(call.arg or "call") + GRAD_SUFFIX)
 
 
@@ -364,7 +385,7 @@ def _as_uop(x: Any, what: str) -> UOp:
   raise TypeError(f"{what} must be a UOp or a Tensor, not {type(x).__name__}")
 
 
-def _gradients(loss: UOp, wrt: Sequence[UOp]) -> list[UOp]:
+def _gradients(loss: UOp, wrt: Sequence[UOp], rules: PatternMatcher | None = None) -> list[UOp]:
   if not loss.shape_ok or loss.shape != ():
     raise ValueError(f"loss must be a scalar (shape ()), got {loss.op.name} of shape {loss.shape if loss.shape_ok else '<invalid>'}")
   if not loss.dtype.is_float: raise TypeError(f"loss must be a float value, got {loss.dtype.name}")
@@ -373,7 +394,7 @@ def _gradients(loss: UOp, wrt: Sequence[UOp]) -> list[UOp]:
     if not t.shape_ok or t.shape is None: raise ValueError(f"wrt[{i}] is {t.op.name}, which has no shape; gradients are taken w.r.t. values")
     if not t.dtype.is_float: raise TypeError(f"wrt[{i}] is {t.dtype.name}; gradients are defined for float values only")
     resolved.append(flat_storage_base(t) or t)
-  grads = backprop([(loss, UOp.const(loss.dtype, 1.0))], resolved)
+  grads = backprop([(loss, UOp.const(loss.dtype, 1.0))], resolved, rules)
   out = []
   for t, r in zip(wrt, resolved):
     g = grads.get(r)
@@ -382,14 +403,15 @@ def _gradients(loss: UOp, wrt: Sequence[UOp]) -> list[UOp]:
   return out
 
 
-def gradient(loss: Any, wrt: Sequence[Any]) -> list[Any]:
+def gradient(loss: Any, wrt: Sequence[Any], rules: PatternMatcher | None = None) -> list[Any]:
   """d loss / d w for each w in wrt: UOps of w's shape and dtype (Tensors when wrt holds Tensors).
 
   loss is a scalar float UOp or Tensor. A w that is a BUFFER seen through RESHAPEs gets the gradient of the buffer's
-  data (all its uses); any other w gets the gradient of that node. A w the loss does not depend on gets zeros."""
+  data (all its uses); any other w gets the gradient of that node. A w the loss does not depend on gets zeros.
+  rules: the per-op gradient rule table, pm_gradient when None (a checker holds a changed table to the same oracles)."""
   if not isinstance(wrt, (list, tuple)): raise TypeError(f"wrt must be a list of UOps or Tensors, not {type(wrt).__name__}")
   loss_u = _as_uop(loss, "loss")
-  grads = _gradients(loss_u, [_as_uop(w, f"wrt[{i}]") for i, w in enumerate(wrt)])
+  grads = _gradients(loss_u, [_as_uop(w, f"wrt[{i}]") for i, w in enumerate(wrt)], rules)
   if any(not isinstance(w, UOp) for w in wrt):
     # a Tensor (or any wrapper with .uop) gets its gradient in its own type: autograd knows no frontend
     return [g if isinstance(w, UOp) else type(w)(g) for w, g in zip(wrt, grads)]
@@ -440,5 +462,5 @@ def set_tensor_grad(t: Any, g: Any) -> None:
     b._cache[_GRAD_KEY] = gu if gu.shape == b.shape else gu.reshape(b.shape)
 
 
-__all__ = ["gradient", "gradient_sink", "backprop", "backward_call", "backward_body", "call_inputs", "captured", "is_backward_call",
+__all__ = ["gradient", "gradient_sink", "backprop", "active_rules", "backward_call", "backward_body", "call_inputs", "captured", "is_backward_call",
            "pm_gradient", "GradientError", "GRAD_SUFFIX", "graph_nodes", "tensor_backward", "tensor_grad", "set_tensor_grad"]

@@ -376,6 +376,19 @@ def is_kernel_body(body: UOp) -> bool:
   return body_kind(body) in ("kernel", "program")
 
 
+def is_kernel_call(u: UOp) -> bool:
+  """A CALL whose body is a kernel (is_kernel_body)."""
+  return u.op is Ops.CALL and len(u.src) > 0 and is_kernel_body(u.src[0])
+
+
+def kernel_calls(root: UOp) -> list[UOp]:
+  """Every kernel CALL of the graph (nested kernel graphs included), in execution-compatible order; none when root is
+  itself a kernel body (an empty SINK is an empty graph, not a body). The walk stops at kernel bodies: their insides
+  can be large and hold no call."""
+  if is_kernel_body(root) and not (root.op is Ops.SINK and not root.src): return []
+  return [u for u in root.toposort(gate=lambda u: not is_kernel_body(u)) if is_kernel_call(u)]
+
+
 def is_value_call(u: UOp) -> bool:
   """A CALL of a TUPLE: a value call, read through GETTUPLE."""
   return u.op is Ops.CALL and len(u.src) > 0 and u.src[0].op is Ops.TUPLE

@@ -9,11 +9,45 @@ from tinyspec.autograd import GradientError, gradient, graph_nodes
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Trace
 from tinyspec.lower.callify import CALLIFY
+from tinyspec.rewrite import PatternMatcher
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
 
 
-def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
+def float_entries(root: UOp) -> list[UOp]:
+  """The float values a loss is built from: root's SINK entries (or root) that have a shape."""
+  return [e for e in (root.src if root.op is Ops.SINK else (root,)) if e.dtype.is_float and e.shape_ok and e.shape is not None]
+
+
+def float_buffers(entries: Sequence[UOp]) -> list[UOp]:
+  """The float BUFFERs the entries read outside call bodies: what gradients are taken w.r.t."""
+  return [u for u in graph_nodes(entries) if u.op is Ops.BUFFER and u.dtype.is_float]
+
+
+def weight_buffers(entries: Sequence[UOp], rng: np.random.Generator, feed: dict) -> list[UOp]:
+  """One fresh BUFFER of weights per entry, in its shape, uniform in [-1, 1) from rng, their data put in feed."""
+  out = []
+  for e in entries:
+    wb = UOp.buffer(e.dtype, e.size, e.device or "CPU")
+    feed[wb.arg.id] = rng.uniform(-1.0, 1.0, size=e.size).astype(e.dtype.np)
+    out.append(wb.reshape(e.shape) if e.shape != (e.size,) else wb)
+  return out
+
+
+def weighted_loss(entries: Sequence[UOp], weights: Sequence[UOp]) -> UOp:
+  """sum_i sum(entry_i * weight_i), in float64: entries of several float types add up there."""
+  total = None
+  for e, w in zip(entries, weights):
+    t = e.alu(Ops.MUL, w)
+    t = t.reduce(Ops.ADD, len(e.shape)) if e.shape else t
+    t = t if t.dtype is dtypes.float64 else t.cast(dtypes.float64)
+    total = t if total is None else total + t
+  assert total is not None, "a loss needs at least one entry"
+  return total
+
+
+def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6,
+                             rules: PatternMatcher | None = None) -> list[str]:
   """Metamorphic oracle: gradients through value calls equal gradients of the callify-inlined graph.
 
   root is a tensor graph (a SINK or a value); inputs are its {BUFFER id: array}. The loss is sum(out_i * w_i) over
@@ -22,30 +56,17 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
   and both are evaluated with the reference evaluator. Returns the mismatches in plain words (empty when they
   agree, and when root has no float output or reads no float buffer). A graph with something on a gradient path that
   has no gradient (a partial assign, an opaque CALL's effect) gives [] when both sides say so, and a mismatch when
-  only one side does."""
-  entries = [e for e in (root.src if root.op is Ops.SINK else (root,)) if e.dtype.is_float and e.shape_ok and e.shape is not None]
-  bufs = [u for u in graph_nodes(entries) if u.op is Ops.BUFFER and u.dtype.is_float]
+  only one side does. rules: the gradient rule table (None: tinyspec.autograd.pm_gradient); both sides use it, so
+  a wrong local derivative agrees with itself here (fuzz.check.numeric_grad is the oracle for that)."""
+  entries = float_entries(root)
+  bufs = float_buffers(entries)
   if not entries or not bufs: return []
-  rng = np.random.default_rng(seed)
   feed = dict(inputs or {})
-  wbufs = []
-  for e in entries:
-    wb = UOp.buffer(e.dtype, e.size, e.device or "CPU")
-    feed[wb.arg.id] = rng.uniform(-1.0, 1.0, size=e.size).astype(e.dtype.np)
-    wbufs.append(wb.reshape(e.shape) if e.shape != (e.size,) else wb)
-
-  def loss_of(ents: Sequence[UOp]) -> UOp:
-    total = None
-    for e, w in zip(ents, wbufs):
-      t = e.alu(Ops.MUL, w)
-      t = t.reduce(Ops.ADD, len(e.shape)) if e.shape else t
-      t = t if t.dtype is dtypes.float64 else t.cast(dtypes.float64)  # entries of several float types add up in float64
-      total = t if total is None else total + t
-    return total
+  wbufs = weight_buffers(entries, np.random.default_rng(seed), feed)
   inlined = CALLIFY.run(UOp(Ops.SINK, src=tuple(entries)), LowerOptions(callify="inline"), Trace())
   sides: list[Any] = []
   for ents in (entries, inlined.src):
-    try: sides.append(gradient(loss_of(ents), bufs))
+    try: sides.append(gradient(weighted_loss(ents, wbufs), bufs, rules))
     except GradientError as e: sides.append(e)
   errs = [isinstance(x, GradientError) for x in sides]
   if all(errs): return []

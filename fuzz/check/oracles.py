@@ -8,6 +8,8 @@
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
    optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
    equal gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
+   gradient: the gradient rules against central differences of the case's float64 twin, for tensor cases whose float
+   values read float buffers (fuzz.check.numeric_grad): a finding ("gradient", "autograd", the blamed rule).
 4. crash: an exception in a pass, the evaluator or a runtime, or a signal that kills a kernel (kernels run in the
    kernel host, tinyspec.runtime.host: the signature names the signal and the kernel); a kernel that outlives its
    timeout is a `hang` finding of the backend, named by the kernel.
@@ -28,6 +30,7 @@ from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, crash_site, cr
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
+from tinyspec.rewrite import PatternMatcher
 from tinyspec.runtime.host import Skipped
 from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
@@ -69,6 +72,8 @@ class Config:
   per_rewrite: bool = False
   metamorphic: bool = True
   gradients: bool = True           # gradients through value calls == gradients of the inlined graph
+  numeric_gradients: bool = True   # gradients == central differences in float64 (fuzz.check.numeric_grad)
+  gradient_rules: PatternMatcher | None = None  # the gradient rule table both gradient oracles use (None: autograd's pm_gradient)
   blame: bool = True
   max_rewrite_checks: int = 400
   per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
@@ -214,7 +219,7 @@ class Checker:
             findings.append(f)
             break
       # on even when the lowering alternatives are off (reducing, replaying): a gradient finding has no other oracle
-      if cfg.gradients and not findings:
+      if (cfg.gradients or cfg.numeric_gradients) and not findings:
         self.at("gradient")
         if (f := self.gradient(case)) is not None: findings.append(f)
       self.case_fired[i] += self.stats.fired - before
@@ -263,15 +268,30 @@ class Checker:
     return ([f] if f is not None else []), final, ref
 
   def gradient(self, case: Case) -> Finding | None:
-    """Gradients through the case's value calls against gradients of its inlined graph (tensor cases with calls)."""
-    if case.kind != "tensor" or not any(is_value_call(u) for u in case.root.toposort()): return None
-    from fuzz.check.gradient_oracle import call_gradient_mismatches
+    """The gradient oracles on a tensor case: through its value calls against its inlined graph, then the rules against
+    central differences (fuzz.check.numeric_grad). The first finding."""
+    if case.kind != "tensor": return None
+    cfg = self.config
+    if cfg.gradients and any(is_value_call(u) for u in case.root.toposort()):
+      from fuzz.check.gradient_oracle import call_gradient_mismatches
+      try:
+        with _Timer(self.stats, "gradient"):
+          bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0, rules=cfg.gradient_rules)
+      except Exception as e:
+        return Finding("crash", "gradient", type(e).__name__, f"gradients of the graph raised {type(e).__name__}: {e}", options=case.options)
+      if bad: return Finding("metamorphic", "gradient", "through_call_vs_inlined", "; ".join(bad[:3]), options=case.options)
+    return self.numeric_gradient(case) if cfg.numeric_gradients else None
+
+  def numeric_gradient(self, case: Case) -> Finding | None:
+    """The gradient rules against central differences: a finding ("gradient", "autograd", the rule blamed, or "-")."""
+    from fuzz.check.numeric_grad import numeric_gradient_mismatches
     try:
-      with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0)
+      with _Timer(self.stats, "numeric gradient"):
+        bad = numeric_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0, rules=self.config.gradient_rules)
     except Exception as e:
-      return Finding("crash", "gradient", type(e).__name__, f"gradients of the graph raised {type(e).__name__}: {e}", options=case.options)
+      return Finding("crash", "autograd", type(e).__name__, f"numeric gradients of the graph raised {type(e).__name__}: {e}", options=case.options)
     if not bad: return None
-    return Finding("metamorphic", "gradient", "through_call_vs_inlined", "; ".join(bad[:3]), options=case.options)
+    return Finding("gradient", "autograd", bad[0].rule or "-", "; ".join(m.describe() for m in bad[:3]), options=case.options)
 
   def alternatives(self, case: Case) -> list[dict[str, Any]]:
     """Other lowering choices that must give the same results: one per case, chosen by the case number."""

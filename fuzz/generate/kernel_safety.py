@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.kernel_map import is_kernel_body, kernel_calls
 from tinyspec.ops.classes import dtype_error
 from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, is_kernel_body, kernel_calls, storage_of
 
 INF = float("inf")
 STORED_DBITS = 4        # denominator bits a stored float may carry (inputs and constants carry at most 2)

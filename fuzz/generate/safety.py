@@ -23,7 +23,8 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import dtype_error
 from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined
-from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call
+from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
+from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call, substitute, walk
 
 FLOAT_LIMIT = 1e6          # magnitude a float value may reach; beyond it sums of rounded terms lose too much
 MAX_DBITS = 12             # denominator bits an exact float may carry
@@ -315,20 +316,54 @@ class Analysis:
     return self.cache[key].info(c.src[0].src[u.arg])  # type: ignore[index, union-attr]
 
 
+# ---- races of opaque calls, decided on the TENSOR graph ----
+# Which storage an effect touches is a question about the graph's values, not about how a pipeline lowers it: a value
+# is realized once per node, so two spellings of one value (x and DETACH(x); AFTER(view(s), d) and view(AFTER(s, d));
+# GETTUPLE(TUPLE(.., v, ..), i) and v) share storage, and a value call's output is its body's output with the args in
+# place of the PARAMs (docs/ir.md), so an output may be the very storage it was given. These tables write each value
+# in that one spelling with IR rewrites only: a broken pass cannot change what the generator decides.
+
+def _bind_params(body: UOp, args: tuple[UOp, ...]) -> UOp | None:
+  """body with each PARAM slot k it owns (not those of a nested call's body) replaced by args[k], flat; None when a
+  PARAM has no arg of its size (a malformed call: left as it is, the spec check names it)."""
+  mapping: dict[UOp, UOp] = {}
+  for u in walk((body,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src):
+    if u.op is not Ops.PARAM: continue
+    if u.arg.slot >= len(args) or args[u.arg.slot].size != u.arg.size: return None
+    a = args[u.arg.slot]
+    mapping[u] = a if a.shape == (u.arg.size,) else a.reshape((u.arg.size,))
+  return substitute(body, mapping, into_calls=False)
+
+
+def _output_of(g: UOp, call: UOp) -> UOp | None:
+  outs = call.src[0].src
+  return _bind_params(outs[g.arg], call.src[1:]) if 0 <= g.arg < len(outs) else None
+
+
+pm_one_spelling = PatternMatcher([
+  ("drop_detach", UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
+  ("after_under_view", UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="v"),), allow_any_len=True, name="a"),
+   lambda a, v: v.replace(src=(a.replace(src=(v.src[0], *a.src[1:])),))),
+  ("element_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"),
+   lambda g, t: t.src[g.arg] if 0 <= g.arg < len(t.src) else None),
+], "pm_one_spelling")
+pm_call_outputs = PatternMatcher([
+  ("output_of_value_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
+   _output_of),
+], "pm_call_outputs")
+pm_through_calls = pm_one_spelling + pm_call_outputs
+
+
 def opaque_race(root: UOp) -> str | None:
-  """_opaque_race of the graph as rangeify schedules it (DETACH dropped, AFTER under views), with its value calls kept
-  and inlined: an inlined call's output may be the very storage it was given, and values made equal by dropping a
-  DETACH become one node, so two args on distinct nodes may share storage there."""
+  """unordered_effects of the graph in its one spelling (pm_one_spelling), once with its value calls kept and once seen
+  through them (pm_through_calls): through a call, its output may be the very storage it was given, and two args on
+  distinct nodes may be one value there."""
   if not any(is_opaque_call(u) for u in root.toposort()): return None
-  from tinyspec.lower.base import LowerOptions, Trace
-  from tinyspec.lower.callify import CALLIFY
-  from tinyspec.lower.rangeify import pm_prepare
-  from tinyspec.rewrite import graph_rewrite
-  if (r := _opaque_race(graph_rewrite(root, pm_prepare))) is not None: return r
-  return _opaque_race(graph_rewrite(CALLIFY.run(root, LowerOptions(callify="inline"), Trace()), pm_prepare))
+  if (r := unordered_effects(graph_rewrite(root, pm_one_spelling))) is not None: return r
+  return unordered_effects(graph_rewrite(root, pm_through_calls))
 
 
-def _opaque_race(root: UOp) -> str | None:
+def unordered_effects(root: UOp) -> str | None:
   """An opaque CALL and another effect (a STORE, another opaque CALL) on the same storage with no order between them.
   Lowering lets an opaque call write any of its args, so each effect on that storage must read the version the other
   leaves: an AFTER of the other must stand in the arg (or STORE target) on that storage of one of the two. A value an

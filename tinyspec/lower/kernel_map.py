@@ -8,26 +8,21 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinyspec.uop import Ops, UOp, is_kernel_body
+# kernel_calls and is_kernel_call are pure IR queries and live in the IR (what generators screen with); the passes
+# import them from here with the plumbing they share
+from tinyspec.uop import Ops, UOp, is_kernel_body, is_kernel_call, kernel_calls
+
+__all__ = ["is_kernel_call", "kernel_calls", "map_kernels", "max_axis"]
+
 
 def _is_body_root(root: UOp) -> bool:
   # a pass given one kernel body works on it; an empty SINK root is an empty graph (no kernels), not a kernel of its own
   return is_kernel_body(root) and not (root.op is Ops.SINK and not root.src)
 
 
-def is_kernel_call(u: UOp) -> bool:
-  return u.op is Ops.CALL and len(u.src) > 0 and is_kernel_body(u.src[0])
-
-
 def _outer_nodes(root: UOp) -> list[UOp]:
   # the walk stops at kernel bodies: their insides are the passes' business, and can be large
   return root.toposort(gate=lambda u: not is_kernel_body(u))
-
-
-def kernel_calls(root: UOp) -> list[UOp]:
-  """Every kernel CALL of the graph (nested kernel graphs included), in execution-compatible order."""
-  if _is_body_root(root): return []
-  return [u for u in _outer_nodes(root) if is_kernel_call(u)]
 
 
 def map_kernels(root: UOp, fn: Callable[[UOp | None, UOp], UOp]) -> UOp:
