@@ -187,3 +187,21 @@ def test_no_finding_on_generated_cases_with_the_real_rules():
     assert res.mismatches == [], (i, [m.describe() for m in res.mismatches])
     checked += res.compared > 0
   assert checked >= 40  # the oracle compares on a good share of the cases, so its silence says something
+
+
+def test_a_tie_is_skipped_not_reported():
+  # a frontend composition (a layout step, then a scan) over whole numbers in float32 is full of ties: moving one input
+  # by h either way leaves the loss flat while the rule, at the tie itself, sends a gradient down one branch. The
+  # comparisons and MAXes that change outcome under the move mark the point as a tie, and it is not compared
+  import random
+  from fuzz.check import numeric_grad
+  from fuzz.generate.compositions import composition_case
+  from fuzz.generate.strategies import default_weights
+  c = composition_case(random.Random("g:21"), default_weights())
+  assert {"compose:scan", "dtype:float32"} <= c.features
+  got = numeric_grad.numeric_gradient_check(c.root, c.inputs, seed=0)
+  assert got.mismatches == [] and got.skipped > 0
+  # a flat loss and a rule that says 5: a mismatch, unless a comparison changes outcome between x - h and x + h
+  probe = numeric_grad.Probe(lambda fd: 0.0, {7: np.array([1.0])}, 0.0, 1.0, branches=lambda fd: bytes([int(fd[7][0] > 1.0)]))
+  assert probe.judge(7, 0, symbolic=5.0, scale=5.0)[0] == "skip"
+  assert numeric_grad.Probe(lambda fd: 0.0, {7: np.array([1.0])}, 0.0, 1.0).judge(7, 0, symbolic=5.0, scale=5.0)[0] == "bad"

@@ -270,3 +270,10 @@ def test_unsigned_wrapping_mode_of_the_base_renderer(monkeypatch):
     text = kernel_calls(cpu.prepare(root))[0].src[0].src[2].arg.text
     assert f"({'uint64_t' if dt.bits > 32 else 'uint32_t'})(" in text
     cpu_vs_reference(root, {A.arg.id: a, B.arg.id: b}, "gcc", f"unsigned-wrap {dt.name}")
+
+
+def test_fastest_compiler_prefers_tcc_then_clang_then_gcc():
+  from tinyspec.runtime.cpu import available_compilers, fastest_compiler
+  found = available_compilers()
+  want = "tcc" if "tcc" in found else "clang" if "clang" in found else "gcc" if "gcc" in found else None
+  assert fastest_compiler() == want

@@ -82,7 +82,15 @@ def test_sigint_ends_with_a_summary(tmp_path):
 
 def test_cli_fuzz_and_repro(tmp_path, capsys):
   assert main(["fuzz", "--seconds", "30", "--max-cases", "3", "--corpus", str(tmp_path), "--workers", "0"]) == 0
-  assert "fuzz summary: seed 0, 3 cases" in capsys.readouterr().out
+  out = capsys.readouterr().out
+  assert "fuzz summary: seed 0, 3 cases" in out
+  # every campaign compiles what it lowers: the CPU backend with the fastest compiler present is on by default
+  from tinyspec.runtime.cpu import fastest_compiler
+  assert f"checked on: reference, cpu ({fastest_compiler()})" in out
+  assert main(["fuzz", "--seconds", "30", "--max-cases", "1", "--corpus", str(tmp_path / "r"), "--workers", "0", "--backends", "reference"]) == 0
+  assert "checked on: reference\n" in capsys.readouterr().out
+  assert main(["fuzz", "--cc", "nocc", "--corpus", str(tmp_path)]) == 2
+  assert "--cc nocc" in capsys.readouterr().err
   assert main(["fuzz", "--backends", "cuda", "--corpus", str(tmp_path)]) == 2
   bad = tmp_path / "bad.py"
   bad.write_text("this is not python(\n")

@@ -625,3 +625,15 @@ def test_oracle_finds_a_misaligned_backward_call(monkeypatch: pytest.MonkeyPatch
   monkeypatch.setattr(autograd, "pm_gradient", bad_pm)
   probe = _two_output_twice()
   assert call_gradient_mismatches(sink(probe.loss), probe.inputs) != []
+
+
+def test_gradient_oracle_calls_an_undefined_gradient_undefined_both_ways():
+  # sqrt at 0 read through a value call and directly, joined by a WHERE that always takes the direct side: through the
+  # call the gradient is 0 * inf + inf = NaN, inlined (both sides one node) it is inf; undefined either way, no finding
+  buf = UOp.buffer(dtypes.float32, 1, id=4)
+  root = buf.alu(Ops.SQRT)
+  call = UOp(Ops.CALL, src=(UOp(Ops.TUPLE, src=(UOp.param(0, dtypes.float32, 1, "CPU").alu(Ops.SQRT),)), buf), arg="f")
+  where = UOp.const(dtypes.bool, False).expand((1,)).where(call.gettuple(0), root)
+  assert call_gradient_mismatches(UOp(Ops.SINK, src=(where,)), {4: np.array([0.0], np.float32)}) == []
+  # where it is defined both ways agree
+  assert call_gradient_mismatches(UOp(Ops.SINK, src=(where,)), {4: np.array([4.0], np.float32)}) == []

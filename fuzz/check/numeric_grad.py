@@ -17,7 +17,9 @@ The points. At most POINTS elements of those buffers (a random subset, from the 
 h = STEP * max(1, |x|) both ways (STEP 1e-6 in float64); with f0, f+ and f- the loss there,
     forward = (f+ - f0) / h,   backward = (f0 - f-) / h,   central = (f+ - f-) / (2h).
 Where the loss is not differentiable (a MAX tie, a TRUNC step, a comparison or a WHERE condition that flips, a CAST to
-an int) the one-sided differences disagree, and the point is skipped: it is compared only where
+an int) the one-sided differences disagree, or a float comparison or MAX under the loss (value calls seen through) goes
+another way at x - h, x or x + h (a tie the loss is flat on both sides of, a sort of equal values): the point is
+skipped. It is compared only where no comparison flips and
 |forward - backward| <= tol, and is a mismatch where |central - symbolic| > tol, with
     tol = RTOL * (|forward| + |backward| + |symbolic|) + ATOL * (1 + G) + ROUNDING * eps * M / h
 (RTOL 1e-4, ATOL 1e-6, ROUNDING 100), G the largest |symbolic| over the buffers, eps the float's machine epsilon and
@@ -142,26 +144,44 @@ class Probe:
   f0: float
   mag: float
   dtype: str = "float64"
+  branches: Callable[[dict], bytes] | None = None  # which way every comparison and MAX of f goes at a feed
 
-  def differences(self, key: int, i: int) -> tuple[float, float, float, float]:
-    """(forward, backward, central, h) at element i of feed[key]."""
+  def differences(self, key: int, i: int) -> tuple[float, float, float, float, bool]:
+    """(forward, backward, central, h, whether a comparison or MAX of f goes another way at x + h or x - h) at element
+    i of feed[key]."""
     x = float(self.feed[key][i])
     h = STEP[self.dtype] * max(1.0, abs(x))
-    def at(v: float) -> float:
+    def moved(v: float) -> dict:
       arr = self.feed[key].copy()
       arr[i] = v
-      return self.f({**self.feed, key: arr})
-    fp, fm = at(x + h), at(x - h)
-    return (fp - self.f0) / h, (self.f0 - fm) / h, (fp - fm) / (2 * h), h
+      return {**self.feed, key: arr}
+    fp, fm = self.f(moved(x + h)), self.f(moved(x - h))
+    flips = self.branches is not None and len({self.branches(moved(v)) for v in (x - h, x, x + h)}) > 1
+    return (fp - self.f0) / h, (self.f0 - fm) / h, (fp - fm) / (2 * h), h, flips
 
   def judge(self, key: int, i: int, symbolic: float, scale: float) -> tuple[str, float]:
     """("skip" | "ok" | "bad", the central difference) of the symbolic derivative at element i of feed[key]."""
-    fwd, bwd, central, h = self.differences(key, i)
+    fwd, bwd, central, h, flips = self.differences(key, i)
+    # at a tie (x == y under a CMPEQ, a MAX of equal operands) the loss may be flat on both sides while the rule, at the
+    # tie itself, picks a branch: the one-sided differences agree there and still say nothing about the rule
+    if flips: return "skip", central
     if not all(math.isfinite(x) for x in (fwd, bwd, symbolic)): return "skip", central
     eps = float(np.finfo(self.dtype).eps)
     tol = RTOL * (abs(fwd) + abs(bwd) + abs(symbolic)) + ATOL * (1 + scale) + ROUNDING * eps * self.mag / h
     if abs(fwd - bwd) > tol: return "skip", central  # not differentiable there, or curved beyond what the step resolves
     return ("bad" if abs(central - symbolic) > tol else "ok"), central
+
+
+def _branches(loss: UOp) -> Callable[[dict], bytes] | None:
+  """feed -> the outcome of every float comparison under loss and of both orders of every float MAX's operands, as
+  bytes (None when there is none; value calls seen through): where a move of one input changes it, the loss is at a
+  tie or a step there."""
+  flat = graph_rewrite(loss, pm_call_outputs).toposort()
+  nodes = [u for u in flat if u.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.MAX) and u.src[0].dtype.is_float]
+  if not nodes: return None
+  sides = [c for u in nodes for c in ((u.src[0].alu(Ops.CMPLT, u.src[1]), u.src[1].alu(Ops.CMPLT, u.src[0])) if u.op is Ops.MAX else (u,))]
+  graph = UOp(Ops.SINK, src=tuple(sides))
+  return lambda fd: b"".join(np.asarray(v, np.bool_).tobytes() for v in _eval(graph, fd))
 
 
 def _magnitude(vals: Sequence[Any]) -> float:
@@ -196,7 +216,7 @@ def numeric_gradient_check(root: UOp, inputs: dict | None = None, seed: int = 0,
   try: grads = gradient(loss, bufs, rules)
   except GradientError: return out
   sym = [np.asarray(g, np.float64).reshape(-1) for g in _eval(UOp(Ops.SINK, src=tuple(grads)), feed)]
-  probe = Probe(lambda fd: float(np.asarray(_eval(loss, fd))), feed, f0, _magnitude([f0, *at0[1:]]))
+  probe = Probe(lambda fd: float(np.asarray(_eval(loss, fd))), feed, f0, _magnitude([f0, *at0[1:]]), branches=_branches(loss))
   scale = _scale(sym)
   cands = [(k, i) for k, b in enumerate(bufs) for i in range(b.arg.size)]
   for j in sorted(rng.choice(len(cands), size=min(points, len(cands)), replace=False)):

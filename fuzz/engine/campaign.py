@@ -384,8 +384,10 @@ class Campaign:
       for s, h in old.items(): signal.signal(s, h)
       lock.release()
     cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
+    backends = self.target.describe(cfg)[0]
+    checked = ", ".join(f"cpu ({cfg.cc or 'the runtime default compiler'})" if b == "cpu" else b for b in backends)
     return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
-                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts))
+                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts), checked)
 
   def time_left(self) -> bool:
     cfg = self.cfg

@@ -21,7 +21,10 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--seed", type=int, default=0, help="campaign seed: the same seed and code give the same cases (default 0)")
   p.add_argument("--workers", type=int, default=1, help="worker processes (default 1; 0 runs cases in this process)")
   p.add_argument("--corpus", default="corpus", help="where findings and the campaign state go (default corpus/)")
-  p.add_argument("--backends", default="reference", help="comma-separated: reference, cpu, opencl (default reference)")
+  p.add_argument("--backends", default=None,
+                 help="comma-separated: reference, cpu, opencl (default reference,cpu for the reference target: every case is "
+                 "also compiled with the fastest C compiler present, tcc, else clang or gcc; reference for the others)")
+  p.add_argument("--cc", default=None, help="C compiler of the cpu backend (default: the fastest present, tcc, clang, gcc)")
   p.add_argument("--per-rewrite", action="store_true", help="check the spec after every single rule application")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
@@ -58,10 +61,21 @@ def fuzz_main(args: argparse.Namespace) -> int:
   if name is None:
     print(f"tinyspec fuzz: {why}", file=sys.stderr)
     return 2
-  try: backends = parse_backends(args.backends)
+  try: backends = parse_backends(args.backends or ("reference,cpu" if name == "reference" else "reference"))
   except argparse.ArgumentTypeError as e:
     print(f"tinyspec fuzz: {e}", file=sys.stderr)
     return 2
+  from tinyspec.runtime import cpu
+  cc = getattr(args, "cc", None)
+  if cc is not None and cc not in cpu.available_compilers():
+    print(f"tinyspec fuzz: --cc {cc}: not a C compiler found on PATH (found: {', '.join(cpu.available_compilers()) or 'none'})",
+          file=sys.stderr)
+    return 2
+  if "cpu" in backends:
+    cc = cc or cpu.fastest_compiler()
+    if cc is None:
+      print("tinyspec fuzz: cpu backend unavailable: no C compiler found (tcc, clang or gcc); continuing without it", file=sys.stderr)
+      backends = tuple(b for b in backends if b != "cpu")
   if args.workers < 0:
     print("tinyspec fuzz: --workers must be 0 or more", file=sys.stderr)
     return 2
@@ -99,7 +113,7 @@ def fuzz_main(args: argparse.Namespace) -> int:
   from fuzz.engine.corpus_dir import CorpusBusy
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
                        per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
-                       report=args.report, target=get_target(name, **options))
+                       report=args.report, target=get_target(name, **options), cc=cc)
   try:
     validate(cfg)
     summary = run_campaign(cfg)

@@ -3,7 +3,10 @@
 Steering is deterministic: weights change only between epochs (fixed blocks of case numbers), from the counts of
 whole epochs, so the same seed gives the same cases however many workers ran them and wherever a campaign resumed.
 A case whose lowering fired a rule seen at most RARE times in all earlier epochs makes each generator choice it
-used (its features: ops, dtypes, steps, lowering choices) BOOST times more likely, up to MAX_WEIGHT times its default.
+used (its features: ops, dtypes, steps, lowering choices) BOOST times more likely, up to MAX_WEIGHT times its default;
+a `kind:` feature (the share of the case mix one generator gets) only up to MAX_SHARE_WEIGHT times: a generator
+whose cases reach many rare rules (the frontend compositions do) would otherwise take over the campaign and starve the
+others of the cases that find their bugs.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from fuzz.generate.strategies import default_weights
 RARE = 2
 BOOST = 1.25
 MAX_WEIGHT = 8.0
+MAX_SHARE_WEIGHT = 2.0
 
 
 class Coverage:
@@ -48,5 +52,5 @@ def steer(weights: dict[str, float], coverage: Coverage, epoch: list[tuple[froze
     keys = [k if isinstance(k, str) else "/".join(k) for k in fired]
     if any(coverage.counts.get(k, 0) <= RARE for k in keys):
       for f in features:
-        if f in base: new[f] = min(base[f] * MAX_WEIGHT, new.get(f, base[f]) * BOOST)
+        if f in base: new[f] = min(base[f] * (MAX_SHARE_WEIGHT if f.startswith("kind:") else MAX_WEIGHT), new.get(f, base[f]) * BOOST)
   return new

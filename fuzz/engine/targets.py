@@ -112,6 +112,7 @@ class Summary:
   interrupted: bool = False
   target: str = "reference"
   counts: dict[str, int] = field(default_factory=dict)  # the target's own totals (Session.counts), over every run
+  checked: str = ""     # what each case ran on, in words ("reference, cpu (tcc)")
 
   def text(self) -> str:
     rate = self.cases / self.seconds if self.seconds > 0 else 0.0
@@ -119,6 +120,7 @@ class Summary:
     counts = "".join(f", {v} {k}" for k, v in self.counts.items())
     lines = [f"{title}: seed {self.seed}, {self.cases} cases in {self.seconds:.1f}s ({rate:.1f}/s){counts}"
              + (" (interrupted)" if self.interrupted else ""),
+             *([f"checked on: {self.checked}"] if self.checked else []),
              f"rule coverage: {len(self.rules_fired)}/{self.rules_total} rules fired"]
     if self.phase:
       tot = sum(self.phase.values()) or 1.0

@@ -2,9 +2,11 @@
 scatters through index arithmetic, padding modes, windows, scans, sorting networks), where the tensor generator's
 one-op steps rarely reach.
 
-A case is one to three of these applied to small int32 tensors with values in [-3, 3]: every op is exact on them and no
-sum of products comes near int32's range (the largest, a 3x3 convolution over 3 channels, is 27 * 9 * 9 = 2,187 before
-the next op), so the campaign's oracles compare numbers exactly and the UB screens have nothing to refuse. Each
+A case is one to three of these applied to small tensors of whole numbers in [-3, 3], of a signed integer or float
+dtype (weighted by the dtype:<name> features), now and then cast to another at the end: every op is exact on them and
+no sum of products comes near int16's range (the largest, a 3x3 convolution over 3 channels, is 27 * 9 * 9 = 2,187
+before the next op clamps it); an int8 sum wraps, as the IR defines it, the same in every backend. So the campaign's
+oracles compare numbers exactly and the UB screens have nothing to refuse. Each
 composition is a feature `compose:<name>` with a weight, so rule-coverage steering boosts the ones that reach rare
 rules like any other generator choice.
 """
@@ -15,16 +17,21 @@ from typing import Callable
 
 import numpy as np
 
-from fuzz.generate.strategies import COMPOSITION_NAMES, Case
-from tinyspec.dtype import dtypes
-from tinyspec.frontend import Tensor, inputs_of
+from fuzz.generate.strategies import COMPOSITION_NAMES, Case, lowering_options
+from tinyspec.dtype import DType, dtypes
+from tinyspec.frontend import Tensor, data_scope, function, inputs_of
 from tinyspec.uop import Ops, UOp, substitute
 
 LO, HI = -3, 3  # input values: exact through every composition below and far from any wrap
+MAX_COMPOSE_SIZE = 1024  # elements of any value in a case (a conv's window view is the biggest): evaluation stays cheap
+CALL_SHARE = 0.25  # the chance that a step is traced into a value call (feature compose:call)
+CAST_SHARE = 0.25  # the chance that the result is cast to another dtype (feature compose:cast)
+DTYPES = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
 
-def _ints(rng: random.Random, shape: tuple[int, ...]) -> Tensor:
-  return Tensor(np.array([rng.randint(LO, HI) for _ in range(int(np.prod(shape)))], np.int32).reshape(shape), dtypes.int32)
+def _ints(rng: random.Random, shape: tuple[int, ...], dt: DType = dtypes.int32) -> Tensor:
+  """Small whole numbers in [LO, HI] of dtype dt (exact in every dtype the compositions use)."""
+  return Tensor(np.array([rng.randint(LO, HI) for _ in range(int(np.prod(shape)))], dt.np).reshape(shape), dt)
 
 
 def _index(rng: random.Random, shape: tuple[int, ...], size: int) -> Tensor:
@@ -43,7 +50,7 @@ def _conv(rng: random.Random, x: Tensor) -> Tensor:
   if dil * (k - 1) + 1 > min(h, w) + 2 * pad: k, dil = 1, 1  # the kernel must fit the padded input
   groups = rng.choice([g for g in (1, c) if c % g == 0])
   oc = groups * rng.randint(1, 2)
-  wt = _ints(rng, (oc, c // groups, k, k))
+  wt = _ints(rng, (oc, c // groups, k, k), x.dtype)
   return x.conv2d(wt, groups=groups, stride=rng.choice([1, 2, 3]), padding=pad, dilation=dil)
 
 
@@ -72,15 +79,15 @@ def _scatter(rng: random.Random, x: Tensor) -> Tensor:
   dim = rng.randrange(4)
   shape = list(x.shape)
   shape[dim] = rng.randint(1, x.shape[dim])
-  idx, src = _index(rng, tuple(shape), x.shape[dim]), _ints(rng, tuple(shape))
+  idx, src = _index(rng, tuple(shape), x.shape[dim]), _ints(rng, tuple(shape), x.dtype)
   reduce = rng.choice(["sum", "prod", "amax", "amin"])
   return x.scatter_reduce(dim, idx, src, reduce, include_self=rng.random() < 0.5)
 
 
 def _layout(rng: random.Random, x: Tensor) -> Tensor:
   pick = rng.randrange(5)
-  if pick == 0: return x.cat(_ints(rng, x.shape), dim=rng.randrange(4))
-  if pick == 1: return x.stack(_ints(rng, x.shape), dim=rng.randrange(5)).flatten(0, 1)
+  if pick == 0: return x.cat(_ints(rng, x.shape, x.dtype), dim=rng.randrange(4))
+  if pick == 1: return x.stack(_ints(rng, x.shape, x.dtype), dim=rng.randrange(5)).flatten(0, 1)
   if pick == 2: return x.roll(rng.randint(-3, 3), dims=rng.randrange(4))
   if pick == 3: return x.repeat(1, 1, rng.randint(1, 2), rng.randint(1, 2))
   return x.repeat_interleave(rng.randint(1, 2), dim=rng.randrange(4))
@@ -103,30 +110,63 @@ def _scan(rng: random.Random, x: Tensor) -> Tensor:
 
 def _contract(rng: random.Random, x: Tensor) -> Tensor:
   n, c, h, w = x.shape
-  if rng.random() < 0.5: return Tensor.einsum("nchw,cd->ndhw", x, _ints(rng, (c, rng.randint(1, 3))))
-  return x @ _ints(rng, (w, rng.randint(1, 3)))
+  if rng.random() < 0.5: return Tensor.einsum("nchw,cd->ndhw", x, _ints(rng, (c, rng.randint(1, 3)), x.dtype))
+  return x @ _ints(rng, (w, rng.randint(1, 3)), x.dtype)
 
 
 COMPOSITIONS: dict[str, Callable[[random.Random, Tensor], Tensor]] = dict(zip(COMPOSITION_NAMES, (
   _conv, _max_pool, _pad, _gather, _scatter, _layout, _window, _scan, _contract)))
 
 
+def _largest(t: Tensor) -> int:
+  return max(u.size for u in t.uop.toposort() if u.shape_ok and u.shape is not None)
+
+
+def _step(rng: random.Random, name: str, x: Tensor, in_call: bool) -> Tensor:
+  """One composition on x, traced inside a value call (its weights captured as extra args) when in_call."""
+  if not in_call: return COMPOSITIONS[name](rng, x)
+  return function(lambda t: COMPOSITIONS[name](rng, t), name=f"compose_{name}")(x)
+
+
 def composition_case(rng: random.Random, weights: dict[str, float]) -> Case:
-  """A TENSOR case of one to three compositions on a random int32 tensor of shape (N, C, H, W)."""
-  x = _ints(rng, (rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6)))
+  """A TENSOR case of one to three compositions on a random tensor of shape (N, C, H, W) (see _composed); the
+  frontend forgets the data of every Tensor made for it, so a campaign's millions of cases do not pile up there."""
+  with data_scope(): return _composed(rng, weights)
+
+
+def _composed(rng: random.Random, weights: dict[str, float]) -> Case:
+  """One to three compositions, each step inside a value call now and then, with the lowering choices every tensor case
+  has. No value in it holds more than MAX_COMPOSE_SIZE elements: a step that would build a bigger one ends the chain
+  (the first is redrawn on a smaller input)."""
+  features: set[str] = {"kind:compose"}
+  shape = (rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6))
   names = list(COMPOSITIONS)
-  used = []
+  pick = lambda: rng.choices(names, [weights.get(f"compose:{n}", 1.0) for n in names])[0]  # noqa: E731
+  in_call = lambda: rng.random() < min(0.95, CALL_SHARE * weights.get("compose:call", 1.0))  # noqa: E731
+  dt = rng.choices(DTYPES, [weights.get(f"dtype:{d.name}", 1.0) for d in DTYPES])[0]
+  features.add(f"dtype:{dt.name}")
+  x = _ints(rng, shape, dt)
+  used: list[str] = []
   for _ in range(rng.randint(1, 3)):
-    name = rng.choices(names, [weights.get(f"compose:{n}", 1.0) for n in names])[0]
-    y = COMPOSITIONS[name](rng, x)
-    if y.ndim != 4 or 0 in y.shape: break  # a composition that leaves nothing to compose further ends the chain
+    name, call = pick(), in_call()
+    y = _step(rng, name, x, call)
+    while not used and _largest(y) > MAX_COMPOSE_SIZE:  # the first step on a smaller input: (1, 1, 1, 1) always fits
+      shape = tuple(max(1, d // 2) for d in shape)
+      x = _ints(rng, shape, dt)
+      y = _step(rng, name, x, call)
+    if used and _largest(y) > MAX_COMPOSE_SIZE: break
     used.append(name)
+    if call: features.add("compose:call")
+    if y.ndim != 4 or 0 in y.shape:  # a composition that leaves nothing to compose further ends the chain
+      x = y
+      break
     x = _clamped(y)
-  if not used:  # the first one left an empty or other-rank tensor: that graph is still a case
-    used.append(name)
-    x = y
+  features.update(f"compose:{n}" for n in used)
+  if rng.random() < min(0.95, CAST_SHARE * weights.get("compose:cast", 1.0)):  # clamped, its values fit every dtype
+    x = _clamped(x).cast(rng.choice([d for d in DTYPES if d is not x.dtype]))
+    features.add("compose:cast")
   root, inputs = _numbered(Tensor.sink(x))
-  return Case(root, inputs, {}, "tensor", features=frozenset({"kind:compose", *(f"compose:{n}" for n in used)}))
+  return Case(root, inputs, lowering_options(rng, weights, features), "tensor", features=frozenset(features))
 
 
 def _numbered(root: UOp) -> tuple[UOp, dict[int, np.ndarray]]:

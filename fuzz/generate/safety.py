@@ -53,7 +53,8 @@ def _full(dt: DType) -> Info:
 
 
 def _dbits(v: float) -> int | None:
-  """The smallest d with v * 2**d an integer, None when above MAX_DBITS."""
+  """The smallest d with v * 2**d an integer, None when above MAX_DBITS or v is inf or NaN."""
+  if not math.isfinite(float(v)): return None
   for d in range(MAX_DBITS + 1):
     if float(v) * (1 << d) == int(float(v) * (1 << d)): return d
   return None

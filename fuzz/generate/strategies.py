@@ -30,8 +30,8 @@ from tinyspec.uop import AxisType, Ops, UOp
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
-COMPOSE_SHARE = 0.0   # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
-                      # "kind:compose"): off by default until the reducer shrinks their graphs as well as the tensor generator's
+COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
+                      # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
 COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract")
 MAX_DIM = 4
@@ -75,7 +75,7 @@ def default_weights() -> dict[str, float]:
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
             "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE})
-  w.update({f"compose:{k}": 1.0 for k in COMPOSITION_NAMES})
+  w.update({f"compose:{k}": 1.0 for k in (*COMPOSITION_NAMES, "call", "cast")})
   return w
 
 
@@ -93,6 +93,24 @@ class Case:
 
   def copy_inputs(self) -> dict[int, np.ndarray]:
     return {k: v.copy() for k, v in self.inputs.items()}
+
+
+def lowering_options(rng: random.Random, w: dict[str, float], features: set[str]) -> dict[str, Any]:
+  """The lowering choices of a tensor case (callify mode, realize policy, optimize actions), each weighted by its feature
+  and added to `features`: what every generator of TENSOR cases gives its case."""
+  def choose(prefix: str, items: list[str]) -> str:
+    it = _pick_weighted(rng, items, [w.get(f"{prefix}:{i}", 1.0) for i in items])
+    features.add(f"{prefix}:{it}")
+    return it
+  opts = None
+  if choose("opts", ["none", "some"]) == "some":
+    acts = []
+    for _ in range(rng.randint(1, 2)):
+      kind = rng.choice(["split", "unroll", "global"])
+      axis = rng.randint(0, 2)
+      acts.append(("split", axis, rng.choice([2, 3, 4])) if kind == "split" else (kind, axis))
+    opts = tuple(acts)
+  return {"callify": choose("callify", ["inline", "precompile"]), "realize": choose("realize", ["minimal", "all"]), "opts": opts}
 
 
 class _Scope:
@@ -541,15 +559,7 @@ class TensorGen:
 
   # ---- the case ----
   def options(self) -> dict[str, Any]:
-    opts = None
-    if self.choose("opts", ["none", "some"]) == "some":
-      acts = []
-      for _ in range(self.rng.randint(1, 2)):
-        kind = self.rng.choice(["split", "unroll", "global"])
-        axis = self.rng.randint(0, 2)
-        acts.append(("split", axis, self.rng.choice([2, 3, 4])) if kind == "split" else (kind, axis))
-      opts = tuple(acts)
-    return {"callify": self.choose("callify", ["inline", "precompile"]), "realize": self.choose("realize", ["minimal", "all"]), "opts": opts}
+    return lowering_options(self.rng, self.w, self.features)
 
   def graph(self) -> UOp:
     self.outer = _Scope(Analysis(self.inputs), 0)

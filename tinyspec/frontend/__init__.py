@@ -8,7 +8,8 @@ tinyspec.frontend.api lists the result (README.md's "Tensor API").
     from tinyspec.frontend import Tensor, function, inputs_of
 
 A Tensor made from data is RESHAPE(BUFFER); its data is kept in a registry keyed by buffer id, so `inputs_of(root)`
-gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventions (documented choices):
+gives the {buffer id: array} a graph needs and `.numpy()` can evaluate (`with data_scope():` forgets the data of the
+Tensors made inside it, for code that builds many throwaway graphs). Conventions (documented choices):
 - dtypes: Python bools -> bool, ints -> int32, floats -> float32; numpy arrays keep their dtype (float64 included).
   Binary ops promote: bool < ints < floats; two ints of one signedness -> the wider; signed with unsigned -> a signed
   type wide enough for both (int64 at most); any float wins over ints; float32 with float64 -> float64. A Python
@@ -42,6 +43,6 @@ gives the {buffer id: array} a graph needs and `.numpy()` can evaluate. Conventi
 """
 from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function
-from tinyspec.frontend.tensor import Tensor, inputs_of
+from tinyspec.frontend.tensor import Tensor, data_scope, inputs_of
 
-__all__ = ["Tensor", "function", "inputs_of"]
+__all__ = ["Tensor", "data_scope", "function", "inputs_of"]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -17,6 +18,16 @@ _BUFFER_DATA: dict[int, np.ndarray] = {}
 def inputs_of(root: UOp) -> dict[int, np.ndarray]:
   """{buffer id: data} for every BUFFER under root that a Tensor was made from (call bodies included)."""
   return {u.arg.id: _BUFFER_DATA[u.arg.id] for u in root.toposort() if u.op is Ops.BUFFER and u.arg.id in _BUFFER_DATA}
+
+
+@contextmanager
+def data_scope() -> Iterator[None]:
+  """The data of Tensors made inside the block is forgotten when it ends (take what you keep with inputs_of inside):
+  for code that builds many throwaway graphs, like a fuzzer's generator, so the registry does not grow with every one."""
+  before = set(_BUFFER_DATA)
+  try: yield
+  finally:
+    for k in [k for k in _BUFFER_DATA if k not in before]: del _BUFFER_DATA[k]
 
 
 def _default_dtype(x: Any) -> DType:

@@ -65,6 +65,16 @@ def available_compilers() -> list[str]:
   return [c for c in COMPILERS if shutil.which(c)]
 
 
+# by compile time of a fuzz batch, fastest first: tcc does not optimize and compiles a batch in milliseconds
+FASTEST_FIRST: tuple[str, ...] = ("tcc", "clang", "gcc")
+
+
+def fastest_compiler() -> str | None:
+  """The known compiler on PATH that compiles fastest (None when there is none): what a fuzz campaign compiles with."""
+  found = available_compilers()
+  return next((c for c in FASTEST_FIRST if c in found), None)
+
+
 _private_dir: list[Path] = []
 
 
