@@ -30,6 +30,8 @@ from tinyspec.uop import AxisType, Ops, UOp
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
+INT_SHARE = 0.1      # the share of cases that are integer kernels (fuzz.generate.int_kernels; weight "kind:int", which, like
+                     # "kind:kernel", steering leaves alone): simplify's rules on signed and unsigned values and wrap points
 COMPOSE_SHARE = 0.0   # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): off by default until the reducer shrinks their graphs as well as the tensor generator's
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
@@ -572,6 +574,13 @@ class TensorGen:
 
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
+    # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
+    ints = random.Random(f"tinyspec-fuzz-int:{seed}:{index}")
+    if ints.random() < min(0.95, (weights or {}).get("kind:int", INT_SHARE)):
+      from fuzz.generate.int_kernels import int_kernel_case
+      c = int_kernel_case(ints)
+      c.seed, c.index = seed, index
+      return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
     kind_roll = rng.random()
     if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):
