@@ -69,6 +69,9 @@ def test_int_cases_are_a_share_of_the_campaign_and_leave_the_other_cases_as_they
     off = case_for(3, i, {"kind:int": 0.0})
     assert off.root is kinds[i].root and off.inputs.keys() == kinds[i].inputs.keys()
   assert all("kind:int" not in case_for(3, i, {"kind:int": 0.0}).features for i in ints[:10])
+  # kernel graphs switched off switch integer kernels off too (they are kernel graphs), unless asked for by name
+  assert all(case_for(3, i, {"kind:kernel": 0.0}).kind == "tensor" for i in ints[:10])
+  assert all("kind:int" in case_for(3, i, {"kind:kernel": 0.0, "kind:int": INT_SHARE}).features for i in ints[:10])
 
 
 def test_reference_pipeline_passes_int_cases(many):

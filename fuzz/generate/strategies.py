@@ -572,11 +572,18 @@ class TensorGen:
     return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
 
 
+def int_share(weights: dict[str, float] | None) -> float:
+  """The share of integer kernel cases: weight "kind:int", else INT_SHARE, none when kernel graphs are off ("kind:kernel" 0)."""
+  w = weights or {}
+  if "kind:int" in w: return w["kind:int"]
+  return INT_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
     ints = random.Random(f"tinyspec-fuzz-int:{seed}:{index}")
-    if ints.random() < min(0.95, (weights or {}).get("kind:int", INT_SHARE)):
+    if ints.random() < min(0.95, int_share(weights)):
       from fuzz.generate.int_kernels import int_kernel_case
       c = int_kernel_case(ints)
       c.seed, c.index = seed, index
