@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from fuzz.check.oracles import Checker, Config
 from fuzz.corpus.refutations import counterexample_case
@@ -15,7 +16,7 @@ from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.engine.changed_rules import changed_rules
 from fuzz.engine.reference_target import replay_pipeline
 from fuzz.engine.symbolic import SymbolicTarget
-from fuzz.generate.int_kernels import int_kernel_case, wrap_points
+from fuzz.generate.int_kernels import int_kernel_case, int_kernels, wrap_points
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import INT_SHARE, case_for
 from fuzz.testbed.unsound import VARIANTS
@@ -42,6 +43,12 @@ def test_int_cases_are_legal_kernel_graphs_free_of_undefined_behaviour(many):
     assert c.kind == "kernel" and "kind:int" in c.features
     assert check(c.root, Stage.KERNEL_GRAPH) == []
     assert kernel_unsafe_reason(c.root, c.inputs) is None
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(int_kernels())
+def test_the_hypothesis_strategy_gives_legal_safe_int_cases(case):
+  assert case.kind == "kernel" and check(case.root, Stage.KERNEL_GRAPH) == [] and kernel_unsafe_reason(case.root, case.inputs) is None
 
 
 def test_int_cases_hold_every_width_negatives_and_wrap_points(many):
@@ -114,7 +121,7 @@ def test_a_campaign_reports_a_refuted_rule_before_its_first_case(name, tmp_path)
   [f] = s.findings
   assert f.signature == ("prove", "simplify", v.rule) and f.case < 0
   assert "counterexample" in f.message and "fuzz/testbed/" in f.message
-  assert "refuted  simplify/" in out.getvalue()
+  assert "refuted  simplify/" in out.getvalue() and f"finding: prove/simplify/{v.rule} (at start" in out.getvalue()
   # the entry is a counterexample kernel that still fails through the campaign's pipeline, and passes the reference one
   e = load_entry(f.path)
   assert e.case.kind == "kernel"
