@@ -119,22 +119,26 @@ def refutation_found(res: RuleResult, corpus: str, existing: frozenset[str], rep
   sig = signature(res.ref)
   path = entry_path(corpus, sig)
   first: tuple[Case, Counterexample] | None = None
-  chosen = None
+  chosen: tuple[Case, Counterexample] | None = None
   for cx in counterexamples(res, MORE_SEEDS if replays is not None else 0):
     try: case = counterexample_case(res.ref, cx)
     except Exception: continue  # the counterexample is still reported; only its kernel form failed to build
     first = first or (case, cx)
-    if replays is not None and replays(case, sig):
+    if replays is not None and _replays(replays, case, sig):
       chosen = (case, cx)
       break
-  msg = message(res.ref, (chosen or first)[1] if (chosen or first) else res.counterexample)  # type: ignore[arg-type]
+  pick = chosen or first
+  msg = message(res.ref, pick[1] if pick is not None else res.counterexample)
   if chosen is None and first is not None and replays is not None:
     msg += "\n(no counterexample kernel fails through this pipeline: other rules rewrite its instances first)"
-  if (pick := chosen or first) is None:
-    text, nodes = placeholder_entry(sig, msg, None, None), 0
-  else:
-    text, nodes = render_entry(pick[0], sig, message=msg), len(pick[0].root.toposort())
+  if pick is None: text, nodes = placeholder_entry(sig, msg, None, None), 0
+  else: text, nodes = render_entry(pick[0], sig, message=msg), len(pick[0].root.toposort())
   return Found(Reported(sig, str(path), path.name not in existing, START_CASE, nodes, msg, found_nodes=nodes), text)
+
+
+def _replays(replays: Callable[[Case, tuple], bool], case: Case, sig: tuple) -> bool:
+  try: return replays(case, sig)
+  except Exception: return False  # a kernel the checker cannot run is no better an entry than the first one
 
 
 def replays_through(passes: Sequence | None) -> Callable[[Case, tuple], bool]:
