@@ -9,7 +9,7 @@ import numpy as np
 from fuzz.corpus.store import write_entry
 from fuzz.generate.strategies import Case
 from tinyspec.dtype import DType, dtypes
-from tinyspec.prove.prover import GATE_OPS, Counterexample, RuleRef
+from tinyspec.prove.prover import GATE_OPS, Counterexample, RuleRef, canonical_slot
 from tinyspec.uop import Ops, UOp, substitute
 
 
@@ -35,8 +35,10 @@ def counterexample_case(ref: RuleRef, cx: Counterexample) -> Case:
     if s.dtype.kind != "b":
       c = lambda n, d=s.dtype: UOp.const(d, n)
       x = x.maximum(c(s.lo)).alu(Ops.NEG).maximum(c(-s.hi)).alu(Ops.NEG) if (s.lo, s.hi) != (s.dtype.min, s.dtype.max) else x
-    consts[UOp.const(s.dtype, v)] = x
-  expr = substitute(cx.before, consts)
+    # each slot's own node is replaced when the counterexample keeps them: a slot valued like a constant of the rule
+    # (x % c at x == c) must not take the constant's place too
+    consts[canonical_slot(s) if cx.over_slots is not None else UOp.const(s.dtype, v)] = x
+  expr = substitute(cx.before if cx.over_slots is None else cx.over_slots, consts)
   if expr.dtype is dtypes.index: expr = expr.cast(dtypes.int64)
   ksink = UOp(Ops.SINK, src=(params[0].index(zero).store(expr),))
   call = UOp(Ops.CALL, src=(ksink, *bufs), arg="k")

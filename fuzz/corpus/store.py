@@ -171,8 +171,9 @@ def entries(corpus_dir: str | Path) -> list[Path]:
 
 def same_bug(a: Sequence[str], b: Sequence[str]) -> bool:
   """Whether two signatures name the same failure. A metamorphic difference replays as a parity difference under the
-  other lowering choices it was found with, so the two oracles match each other."""
-  norm = lambda s: ("parity" if s[0] == "metamorphic" else s[0], *s[1:])
+  other lowering choices it was found with, and a rule the prover refuted as a parity difference of its counterexample
+  kernel (fuzz.corpus.refutations), so those oracles match parity."""
+  norm = lambda s: ("parity" if s[0] in ("metamorphic", "prove") else s[0], *s[1:])
   return norm(a) == norm(b)
 
 

@@ -72,6 +72,7 @@ class CampaignConfig:
   weights: dict[str, float] | None = None  # generator weights to start from (fuzz.generate.strategies.default_weights names)
   report: str | None = None             # a directory for the HTML report (fuzz.report.writer), kept up to date as the campaign runs
   target: str | Target = "reference"    # what is fuzzed: a name of fuzz.engine.targets.TARGET_NAMES, or a Target
+  prove_changed: bool = True            # prove the rules the pipeline swapped in before the first case (fuzz.engine.changed_rules)
 
 
 class ConfigError(ValueError):
@@ -307,7 +308,8 @@ class Campaign:
     self.findings.append(r)
     self.by_sig[sig] = r  # type: ignore[index]
     self.clear_status()
-    print(f"finding: {'/'.join(r.signature)} (case {r.case}, {r.nodes} nodes) -> {r.path}\n  {r.message.splitlines()[0] if r.message else ''}",
+    where = f"case {r.case}" if r.case >= 0 else "at start"  # a refuted rule is found before any case runs
+    print(f"finding: {'/'.join(r.signature)} ({where}, {r.nodes} nodes) -> {r.path}\n  {r.message.splitlines()[0] if r.message else ''}",
           file=self.out, flush=True)
 
   def handle(self, msg: tuple) -> None:
@@ -368,6 +370,7 @@ class Campaign:
       self.stop_at = t0 + cfg.seconds
       interrupted = False
       try:
+        if cfg.prove_changed: self.prove_changed_rules()
         n = self.worker_count()
         if n <= 0: self._run_inline(t0)
         else: self._run_workers(t0, n)
@@ -388,6 +391,22 @@ class Campaign:
     checked = ", ".join(f"cpu ({cfg.cc or 'the runtime default compiler'})" if b == "cpu" else b for b in backends)
     return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
                    [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts), checked)
+
+  def prove_changed_rules(self) -> None:
+    """The rules the target's pipeline swapped in, proven before any case runs: a refuted one is a finding at once."""
+    from fuzz.engine.changed_rules import BUDGET_SECONDS, describe, prove_changed, refutation_found, replays_through
+    changed = getattr(self.target, "changed_rules", None)  # a target of another author's may not have one: nothing to prove
+    refs = changed(self.cfg) if changed is not None else []
+    if not refs: return
+    t = time.perf_counter()
+    proved = prove_changed(refs, min(BUDGET_SECONDS, self.cfg.seconds / 4))
+    self.clear_status()
+    describe(proved, self.out)
+    # a target that stores kernel entries runs the counterexample kernels through its pipeline, to keep one that fails there
+    replays = replays_through(self.cfg.passes) if "kernel" in self.target.kinds and any(r.status == "refuted" for r in proved.results) else None
+    for res in proved.results:
+      if res.status == "refuted": self.found(refutation_found(res, self.cfg.corpus, self.existing, replays))
+    self.phase["prove"] += time.perf_counter() - t
 
   def time_left(self) -> bool:
     cfg = self.cfg

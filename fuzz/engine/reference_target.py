@@ -113,3 +113,9 @@ class ReferenceTarget:
   def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
     from fuzz.report.pictures import draw_entry
     return draw_entry(entry, out, passes, message=message)
+
+  def changed_rules(self, cfg: Any) -> list:
+    """The prover's rules of cfg.passes that the reference pipeline does not hold as they are ([] for the reference)."""
+    if cfg.passes is None: return []
+    from fuzz.engine.changed_rules import changed_rules
+    return changed_rules(cfg.passes)

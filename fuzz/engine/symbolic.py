@@ -515,3 +515,9 @@ class SymbolicTarget:
 
   def draw(self, entry: Any, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
     return draw_case(entry.case, entry.signature, out, self.pm, message)
+
+  def changed_rules(self, cfg: Any) -> list:
+    """The prover's rules of pm that the simplify pass's own table does not hold as they are ([] for that table)."""
+    if self.pm is None: return []
+    from fuzz.engine.changed_rules import changed_table_rules
+    return changed_table_rules(self.pm, simplify_table(), "simplify")

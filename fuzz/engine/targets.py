@@ -83,6 +83,9 @@ class Target(Protocol):
     """(still fails, findings) of a corpus entry of one of its kinds."""
   def draw(self, entry: Any, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
     """The picture of a corpus entry of one of its kinds (fuzz.report.pictures.Picture), drawn to out."""
+  def changed_rules(self, cfg: Any) -> list:
+    """The rules of what it fuzzes that differ from the reference lowering's and that the rule prover handles
+    (tinyspec.prove.prover.RuleRef each; fuzz.engine.changed_rules): proven at the campaign's start. [] for none."""
 
 
 @dataclass

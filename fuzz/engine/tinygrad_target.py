@@ -291,3 +291,7 @@ class TinygradTarget:
     viz.render(entry.case.root, out, title=title)
     return Picture(Path(out), "graph", "tinygrad's tensor graph of the program, translated: the finding is about tinygrad as a whole",
                    tuple(entry.signature))  # type: ignore[arg-type]
+
+  def changed_rules(self, cfg: Any) -> list:
+    """None: tinygrad's own rules are `tinyspec prove --target tinygrad`'s, not a swapped-in table's."""
+    return []

@@ -30,6 +30,8 @@ from tinyspec.uop import AxisType, Ops, UOp
 MAX_SIZE = 32        # elements of any value
 KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:kernel" overrides it)
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
+INT_SHARE = 0.1      # the share of cases that are integer kernels (fuzz.generate.int_kernels; weight "kind:int", which, like
+                     # "kind:kernel", steering leaves alone): simplify's rules on signed and unsigned values and wrap points
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
@@ -580,8 +582,22 @@ class TensorGen:
     return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
 
 
+def int_share(weights: dict[str, float] | None) -> float:
+  """The share of integer kernel cases: weight "kind:int", else INT_SHARE, none when kernel graphs are off ("kind:kernel" 0)."""
+  w = weights or {}
+  if "kind:int" in w: return w["kind:int"]
+  return INT_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
+    # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
+    ints = random.Random(f"tinyspec-fuzz-int:{seed}:{index}")
+    if ints.random() < min(0.95, int_share(weights)):
+      from fuzz.generate.int_kernels import int_kernel_case
+      c = int_kernel_case(ints)
+      c.seed, c.index = seed, index
+      return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
     kind_roll = rng.random()
     if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):

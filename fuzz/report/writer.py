@@ -168,7 +168,8 @@ class CampaignReport:
     findings, seen = [], set()
     for r in c.findings:
       seen.add(tuple(r.signature))
-      findings.append(self.finding_row(tuple(r.signature), r.path, r.message, r.blame, r.case, r.nodes, r.new))
+      # a rule refuted at the campaign's start (case -1) comes from no case
+      findings.append(self.finding_row(tuple(r.signature), r.path, r.message, r.blame, r.case if r.case >= 0 else None, r.nodes, r.new))
     for sig in sorted(c.known):  # found by an earlier run of this campaign
       if tuple(sig) in seen: continue
       path = entry_path(cfg.corpus, sig)

@@ -110,6 +110,8 @@ class Counterexample:
   rhs: int | bool | None
   confirmed: str                    # how the difference was checked: "evaluate" or "z3 model"
   corpus_path: str | None = None
+  over_slots: UOp | None = None     # the rewritten node over its slots (canonical_slot): a slot whose value equals a
+                                    # constant of the rule stays apart from it
 
   def describe(self) -> str:
     vals = ", ".join(f"s{s.k}={v} (in [{s.lo}, {s.hi}])" if s.dtype.kind != "b" else f"s{s.k}={v}" for s, v in self.slots) or "no variables"
@@ -396,11 +398,12 @@ def concretize(g: _Group, inst: Instance, vals: dict, dt: DType, side: Callable[
   before, after = substitute(g.lhs, consts), substitute(g.rhs, consts)
   slots = [(s, vals[s.k]) for s in inst.slots]
   if before.op is Ops.STORE or any(u.op in GATE_OPS for u in before.toposort()):
-    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), "z3 model")
+    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), "z3 model", over_slots=g.lhs)
   try: lv, rv = evaluate_scalar(before), evaluate_scalar(after)
   except Exception as e:  # index values past int64: the evaluator stores index as int64
-    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), f"z3 model (the evaluator cannot run it: {type(e).__name__})")
-  return Counterexample(dt, before, after, slots, lv, rv, "evaluate" if lv != rv else "z3 model (the evaluator gives equal values)")
+    return Counterexample(dt, before, after, slots, side(g.lhs), side(g.rhs), f"z3 model (the evaluator cannot run it: {type(e).__name__})",
+                          over_slots=g.lhs)
+  return Counterexample(dt, before, after, slots, lv, rv, "evaluate" if lv != rv else "z3 model (the evaluator gives equal values)", over_slots=g.lhs)
 
 
 def evaluate_scalar(u: UOp) -> int | bool:
