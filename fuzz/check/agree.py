@@ -9,8 +9,8 @@ Values are compared as the spec defines them (docs/spec.md, "Comparing results")
 - finite floats agree within a tolerance, relative to the dtype's precision (RTOL) and absolute relative to the largest
   magnitude an output holds up to FLOAT_LIMIT (a sum that cancels keeps the rounding error of its largest terms; a value
   past the limit was only passed on, never summed, by the UB screen);
-- a zero equals a zero of either sign: the spec leaves the sign of a zero result open (a REDUCE ADD accumulates from
-  +0.0, numpy from its first element; C's MAX of -0.0 and +0.0 may give either). Where a sign would become a value
+- a zero equals a zero of either sign: the spec leaves the sign of a zero result open (it depends on operand order and on
+  identities rewrites apply: MAX of -0.0 and +0.0 gives its second operand; -0.0 + 0.0 is +0.0). Where a sign would become a value
   (RECIP of a zero is an infinity of its sign), the UB screen keeps the operand away from zero, so the sign is never
   observable in a screened case.
 """
