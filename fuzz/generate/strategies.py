@@ -57,6 +57,9 @@ STEP_WEIGHTS: dict[str, float] = {
 # edge values (TensorGen.edge_value): the chance that an input array holds some, and that a constant is one; weights
 # "value:edge" (int wrap points, -0.0, denormals, the largest finite floats) and "value:special" (NaN, +inf, -inf) scale them
 EDGE_INPUT_SHARE, EDGE_CONST_SHARE = 0.05, 0.025
+# the most the two weights together scale those chances by (2 unsteered): a NaN or an infinity takes over every value
+# computed from it, so however far steering boosts them edge values stay a minority of the draws
+EDGE_WEIGHT_CAP = 5.0
 # steps of the outer graph drawn from the generator's side Random (see TensorGen): the chance of each before every step
 SIDE_STEP_WEIGHTS: dict[str, float] = {"copy": 0.03, "opaque": 0.04}
 
@@ -201,7 +204,7 @@ class TensorGen:
     """With chance share (scaled by the weights), an edge or special value of dt, drawn from the edge Random; else None."""
     e = self.erng
     kinds = [(k, self.w.get(f"value:{k}", 1.0)) for k, vals in (("edge", edge_values(dt)), ("special", special_values(dt))) if vals]
-    if not kinds or e.random() >= share * sum(w for _, w in kinds): return None
+    if not kinds or e.random() >= share * min(EDGE_WEIGHT_CAP, sum(w for _, w in kinds)): return None
     kind = _pick_weighted(e, [k for k, _ in kinds], [w for _, w in kinds])
     self.features.add(f"value:{kind}")
     return e.choice(edge_values(dt) if kind == "edge" else special_values(dt))
