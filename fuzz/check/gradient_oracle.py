@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fuzz.check.agree import floats_agree
 from tinyspec.autograd import GradientError, gradient, graph_nodes
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Trace
@@ -81,7 +82,7 @@ def call_gradient_mismatches(root: UOp, inputs: dict | None = None, seed: int = 
     # WHERE is NaN one way and inf the other): only a finite side disagreeing is a mismatch
     undefined = ~np.isfinite(x) & ~np.isfinite(y)
     x, y = np.where(undefined, 0.0, x), np.where(undefined, 0.0, y)
-    if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+    if not bool(np.all(floats_agree(x, y, rtol, atol))):
       i = int(np.nanargmax(np.where(np.isnan(x) != np.isnan(y), np.inf, np.abs(x - y))))
       bad.append(f"gradient w.r.t. BUFFER {b.arg.id}: through calls {x[i]!r} but inlined {y[i]!r} at element {i}")
   return bad

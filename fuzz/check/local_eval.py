@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from fuzz.check.agree import floats_agree, scale_of
 from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 MAX_GRID = 1 << 14
@@ -121,7 +122,7 @@ def values_differ(a: np.ndarray, b: np.ndarray) -> bool:
   x, y = np.broadcast_to(_as_common(a), shp), np.broadcast_to(_as_common(b), shp)
   if x.dtype.kind == "f" or y.dtype.kind == "f":
     x, y = x.astype(np.float64), y.astype(np.float64)
-    return not bool(np.all(np.isclose(x, y, rtol=1e-4, atol=1e-4 * (1 + float(np.max(np.abs(x[np.isfinite(x)]), initial=0))), equal_nan=True)))
+    return not bool(np.all(floats_agree(x, y, 1e-4, 1e-4 * (1 + scale_of(x)))))
   return not bool(np.all(x == y))
 
 

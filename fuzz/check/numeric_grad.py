@@ -25,7 +25,10 @@ skipped. It is compared only where no comparison flips and
 (RTOL 1e-4, ATOL 1e-6, ROUNDING 100), G the largest |symbolic| over the buffers, eps the float's machine epsilon and
 M = 1 + |f0| + sum |out_i * w_i|, the magnitude the loss's rounding scales with. Every symbolic value a rule may
 choose at a kink (either side, or a share between them) lies between backward and forward, so no kink that passes the
-first test can fail the second.
+first test can fail the second. Edge values the generators draw are skipped too: an element that is not finite; one
+larger than the screen's FLOAT_LIMIT (past 2**52 every float64 is an integer, so a step never leaves a kink of TRUNC
+and the differences measure the float grid); and one nearer to 0 than the step but not 0, such as a denormal (the step
+crosses 0, where SQRT, LOG2 and RECIP are singular).
 
 Blame. After a mismatch, each node under the loss on a path from the buffers (value calls seen through: their bodies
 with the args in place of the PARAMs) is taken alone: its sources become fresh BUFFERs holding their values (an assign
@@ -43,7 +46,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fuzz.check.gradient_oracle import float_buffers, float_entries, weight_buffers, weighted_loss
-from fuzz.generate.safety import pm_call_outputs
+from fuzz.generate.safety import FLOAT_LIMIT, pm_call_outputs
 from tinyspec.autograd import GradientError, active_rules, gradient, graph_nodes
 from tinyspec.dtype import DType, dtypes
 from tinyspec.rewrite import PatternMatcher, graph_rewrite
@@ -161,6 +164,8 @@ class Probe:
 
   def judge(self, key: int, i: int, symbolic: float, scale: float) -> tuple[str, float]:
     """("skip" | "ok" | "bad", the central difference) of the symbolic derivative at element i of feed[key]."""
+    x = float(self.feed[key][i])
+    if not math.isfinite(x) or abs(x) > FLOAT_LIMIT or 0 < abs(x) < STEP[self.dtype]: return "skip", math.nan
     fwd, bwd, central, h, flips = self.differences(key, i)
     # at a tie (x == y under a CMPEQ, a MAX of equal operands) the loss may be flat on both sides while the rule, at the
     # tie itself, picks a branch: the one-sided differences agree there and still say nothing about the rule

@@ -4,7 +4,8 @@
    graph (after each single rule application) is legal at the input stage, the output stage, or their union (no
    node is flagged by both).
 2. parity: evaluate before and after every pass agree, and the CPU and OpenCL results equal the reference
-   evaluation of the input graph (exact for ints and bools, relative 1e-4 for float32, 1e-7 for float64).
+   evaluation of the input graph, compared by fuzz.check.agree (exact for ints and bools; floats within per-dtype
+   tolerances, NaN equal to NaN, an infinity only to itself).
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
    optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
    equal gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
@@ -26,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fuzz.check.agree import compare
 from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case
@@ -36,7 +38,6 @@ from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.uop import UOp, is_value_call
 
-RTOL = {"float32": 1e-4, "float64": 1e-7}
 UNSAFE = object()   # the reference of a kernel case fuzz.generate.kernel_safety rejects: it is checked no further
 
 
@@ -98,30 +99,6 @@ class _Timer:
   def __init__(self, stats: Stats, phase: str): self.stats, self.phase = stats, phase
   def __enter__(self): self.t = time.perf_counter()
   def __exit__(self, *a): self.stats.phase[self.phase] += time.perf_counter() - self.t
-
-
-# ---- comparison ----
-def compare(a: Any, b: Any) -> str | None:
-  """None when the results agree, else what differs. Lists compare entry by entry (None entries are effects)."""
-  if isinstance(a, list) or isinstance(b, list):
-    if not (isinstance(a, list) and isinstance(b, list)): return f"a {type(a).__name__} against a {type(b).__name__}"
-    if len(a) != len(b): return f"{len(a)} results against {len(b)}"
-    for i, (x, y) in enumerate(zip(a, b)):
-      if x is None or y is None: continue
-      if (msg := compare(x, y)) is not None: return f"output {i}: {msg}"
-    return None
-  x, y = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
-  if x.dtype != y.dtype: return f"dtype {x.dtype} against {y.dtype}"
-  if x.size != y.size: return f"{x.size} elements against {y.size}"
-  if x.dtype.kind == "f":
-    rtol = RTOL.get(x.dtype.name, 1e-4)
-    scale = float(np.max(np.abs(x[np.isfinite(x)]), initial=0.0))
-    ok = np.isclose(x, y, rtol=rtol, atol=rtol * (1.0 + scale), equal_nan=True)
-  else:
-    ok = x == y
-  if bool(np.all(ok)): return None
-  i = int(np.flatnonzero(~ok)[0])
-  return f"element {i}: {x[i]!r} against {y[i]!r} ({int((~ok).sum())} of {x.size} differ)"
 
 
 def union_violations(root: UOp, a: Stage, b: Stage) -> list[Violation]:

@@ -5,7 +5,11 @@ value is exact (a dyadic rational that float arithmetic computes without roundin
 are raw (an input or constant moved around, never computed: only those may be bitcast to ints, since -0.0 and +0.0
 compare equal but differ in bits). An op whose precondition fails (division by a range holding 0, a shift past the
 width, a log of a non-positive value, a float to int cast out of range or of an inexact value, a comparison of
-inexact floats, a float that may overflow) makes the graph unsafe. An opaque kernel CALL (a kernel SINK body over
+inexact floats, a float that may overflow) makes the graph unsafe. Floats may also hold the special values the spec
+defines the ops on (NaN, +inf, -inf: IEEE results, docs/spec.md): an Info says which of them a value may hold besides
+its finite range, and an op consuming them is safe wherever the registry's meaning is defined there; a conversion of
+one to an integer (undefined, tinyspec.ops.scalar.cast_undefined) and a bitcast of a NaN (its payload bits are open)
+make the graph unsafe. An opaque kernel CALL (a kernel SINK body over
 PARAMs) is analysed by its STOREs: what it writes joins the Info of AFTER(arg, call); an index that may leave its arg,
 two args on one storage, or another effect on an arg's storage with no AFTER ordering the two makes it unsafe.
 Generators build with it and reducers keep to it, so that no difference a fuzz campaign finds is an artefact of
@@ -13,8 +17,9 @@ undefined behaviour or float rounding.
 """
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +27,7 @@ import numpy as np
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import dtype_error
 from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
-from tinyspec.ops.scalar import cast_undefined
+from tinyspec.ops.scalar import cast_undefined, run
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.uop import GroupOp, Ops, UOp, is_opaque_call, is_value_call, substitute, walk
 
@@ -36,11 +41,18 @@ class Unsafe(Exception):
 
 @dataclass(frozen=True)
 class Info:
-  lo: float
+  lo: float              # the finite values lie in [lo, hi] (a float value holding no finite one has [0, 0])
   hi: float
   exact: bool = True
   dbits: int = 0
   raw: bool = False
+  nan: bool = False      # a float value may also be NaN, +inf, -inf
+  pinf: bool = False
+  ninf: bool = False
+
+  def specials(self) -> tuple[float, ...]:
+    """The non-finite values this value may hold."""
+    return tuple(v for v, f in ((math.nan, self.nan), (math.inf, self.pinf), (-math.inf, self.ninf)) if f)
 
 
 def _mant(dt: DType) -> int: return 24 if dt is dtypes.float32 else 53
@@ -60,11 +72,36 @@ def _dbits(v: float) -> int | None:
   return None
 
 
-def _float(dt: DType, lo: float, hi: float, exact: bool, dbits: int, raw: bool = False) -> Info:
-  if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > FLOAT_LIMIT:
+def _float(dt: DType, lo: float, hi: float, exact: bool, dbits: int, raw: bool = False, passed: bool = False) -> Info:
+  """The Info of a finite float range. passed: the values are operands' own values passed on uncomputed (an input, a
+  constant, MAX, WHERE, NEG): they may exceed FLOAT_LIMIT (the largest finite value is an edge value the generators
+  draw), since no arithmetic rounds them; any op computing from them meets the limit again."""
+  if not (math.isfinite(lo) and math.isfinite(hi)) or (max(abs(lo), abs(hi)) > FLOAT_LIMIT and not passed):
     raise Unsafe(f"float values may reach {max(abs(lo), abs(hi)):.3g}")
-  if exact and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
+  big = max(abs(lo), abs(hi)) > FLOAT_LIMIT
+  if exact and not big and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
   return Info(lo, hi, exact, dbits if exact else 0, raw)
+
+
+def _flags(i: Info, vals: list[float]) -> Info:
+  """i, also holding the non-finite values among vals and with its finite range widened to the finite ones."""
+  fin = [v for v in vals if math.isfinite(v)]
+  if fin: i = replace(i, lo=min(i.lo, *fin), hi=max(i.hi, *fin))
+  return replace(i, nan=i.nan or any(math.isnan(v) for v in vals), pinf=i.pinf or math.inf in vals, ninf=i.ninf or -math.inf in vals)
+
+
+def _points(i: Info) -> list[float]:
+  """Values standing for every sign class of i: its ends, 0 when inside, and its special values."""
+  return [i.lo, i.hi, *([0.0] if i.lo <= 0 <= i.hi else []), *i.specials()]
+
+
+def special_results(op: Ops, dt: DType, ins: list[Info]) -> list[float]:
+  """The registry's values of float op where an operand is special (NaN, +-inf), at the points of each operand's sign
+  classes: IEEE gives one result per class (inf + finite is inf, inf * a negative is -inf, inf * 0 is NaN, RECIP(inf)
+  is 0), and the finite ones are ends of the operands' ranges or 0."""
+  if not any(i.specials() for i in ins): return []
+  pts = itertools.product(*(_points(i) for i in ins))
+  return [float(run(op, dt, *p)) for p in pts if not all(math.isfinite(v) for v in p)]
 
 
 def _int(dt: DType, lo: int, hi: int) -> Info:
@@ -74,7 +111,8 @@ def _int(dt: DType, lo: int, hi: int) -> Info:
 
 
 def _join(a: Info, b: Info) -> Info:
-  return Info(min(a.lo, b.lo), max(a.hi, b.hi), a.exact and b.exact, max(a.dbits, b.dbits), a.raw and b.raw)
+  return Info(min(a.lo, b.lo), max(a.hi, b.hi), a.exact and b.exact, max(a.dbits, b.dbits), a.raw and b.raw,
+              a.nan or b.nan, a.pinf or b.pinf, a.ninf or b.ninf)
 
 
 def array_info(dt: DType, arr: np.ndarray | None) -> Info:
@@ -82,10 +120,12 @@ def array_info(dt: DType, arr: np.ndarray | None) -> Info:
   if arr is None or arr.size == 0: return Info(0, 0, True, 0, True)
   a = np.asarray(arr)
   if dt.is_float:
-    if not np.all(np.isfinite(a)): raise Unsafe("input holds inf or NaN")
-    ds = [_dbits(v) for v in np.unique(a)]
+    fin = a[np.isfinite(a)]
+    specials = [float(v) for v in np.unique(a[~np.isfinite(a)])]
+    if fin.size == 0: return _flags(Info(0, 0, True, 0, True), specials)
+    ds = [_dbits(v) for v in np.unique(fin)]
     exact = all(d is not None for d in ds)
-    return _float(dt, float(a.min()), float(a.max()), exact, max((d or 0) for d in ds) if exact else 0, True)
+    return _flags(_float(dt, float(fin.min()), float(fin.max()), exact, max((d or 0) for d in ds) if exact else 0, True, True), specials)
   return Info(int(a.min()), int(a.max()), True, 0, True)
 
 
@@ -95,8 +135,9 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
   if op is Ops.CONST:
     v = u.arg
     if dt.is_float:
+      if not math.isfinite(v): return _flags(Info(0, 0, True, 0, True), [v])
       d = _dbits(v)
-      return _float(dt, v, v, d is not None, d or 0, True)
+      return _float(dt, v, v, d is not None, d or 0, True, True)
     return Info(int(v), int(v), True, 0, True)
   if op is Ops.BUFFER: return array_info(dt, inputs.get(u.arg.id))
   # a variable takes any value of its bounds (a BIND's value among them): the screen holds for every binding
@@ -198,11 +239,15 @@ def _reduce(u: UOp, a: Info) -> Info:
   rop, n = u.arg
   cnt = math.prod(u.src[0].shape[:n])
   dt = u.dtype
-  if rop is Ops.MAX: return a
+  if rop is Ops.MAX: return a  # the largest of the values, NaN propagating (the registry's MAX)
   m = max(abs(a.lo), abs(a.hi))
   if rop is Ops.MUL and dt.is_float and m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
   lo, hi = reduce_interval(rop, dt, (a.lo, a.hi), cnt)  # the registry's range of the reduction
-  if dt.is_float: return _float(dt, lo, hi, a.exact, a.dbits * cnt if rop is Ops.MUL else a.dbits)
+  if dt.is_float:
+    out = _float(dt, lo, hi, a.exact, a.dbits * cnt if rop is Ops.MUL else a.dbits)
+    # a reduction combines its values pairwise by the registry's op: the special results of a pair of values (and the
+    # values themselves, for one) are those of the whole, in any order (inf + -inf is NaN wherever they meet)
+    return _flags(out, [*a.specials(), *special_results(rop, dt, [a, a])])
   return _int(dt, lo, hi)
 
 
@@ -215,6 +260,7 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
   if op is Ops.BITCAST:
     if sd.is_float:
       if not a.raw: raise Unsafe("bitcast of a computed float (signed zeros)")
+      if a.nan: raise Unsafe("bitcast of a float that may be NaN (the spec leaves a NaN's payload bits open)")
       return _full(dt)
     if dt.is_float:
       inner = u.src[0]
@@ -239,8 +285,13 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
 
 def _cast(dt: DType, sd: DType, a: Info) -> Info:
   lo, hi = cast_interval(sd, dt, (a.lo, a.hi))  # the registry's range of the conversion
-  if dt.is_float: return _float(dt, lo, hi, a.exact if sd.is_float else True, a.dbits if sd.is_float else 0)
+  if dt.is_float:
+    out = _float(dt, lo, hi, a.exact if sd.is_float else True, a.dbits if sd.is_float else 0)
+    return _flags(out, [run(Ops.CAST, dt, v, sd) for v in a.specials()])  # NaN and infinities convert to themselves
   if sd.is_float:
+    for v in a.specials():
+      if (why := cast_undefined(v, sd, dt)) is not None: raise Unsafe(f"cast of {v} to {dt.name}: {why}")
+    if a.specials(): return Info(0, 1)  # to bool: NaN and infinities are nonzero
     if not a.exact: raise Unsafe("cast of an inexact float to an integer")
     if (why := cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt)) is not None:
       raise Unsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name}: {why}")
@@ -257,8 +308,11 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
     assert b is not None
     if not (a.exact and b.exact): raise Unsafe("comparison of inexact floats")
     return Info(0, 1)
-  if op is Ops.WHERE: return _float(dt, min(s[1].lo, s[2].lo), max(s[1].hi, s[2].hi), s[1].exact and s[2].exact,  # type: ignore
-                                    max(s[1].dbits, s[2].dbits), s[1].raw and s[2].raw)  # type: ignore
+  if op is Ops.WHERE:
+    x, y = s[1], s[2]
+    assert x is not None and y is not None
+    out = _float(dt, min(x.lo, y.lo), max(x.hi, y.hi), x.exact and y.exact, max(x.dbits, y.dbits), x.raw and y.raw, passed=True)
+    return _flags(out, [*x.specials(), *y.specials()])
   # the screen's margins: ranges near the points where an op's value is unbounded, NaN or far from exact
   if op is Ops.RECIP and a.lo <= 1e-3 and a.hi >= -1e-3: raise Unsafe("RECIP of a range near 0")
   if op is Ops.SQRT and a.lo < 0: raise Unsafe("SQRT of a negative range")
@@ -266,10 +320,13 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
   if op is Ops.EXP2 and (a.hi > 16 or a.lo < -30): raise Unsafe("EXP2 of a range past [-30, 16]")
   if op is Ops.SIN and max(abs(a.lo), abs(a.hi)) > 100: raise Unsafe("SIN of a large range")
   lo, hi = float_interval(op, dt, *((x.lo, x.hi) for x in s if x is not None))  # the registry's range of the exact result
-  if op in GroupOp.Unary: return _float(dt, lo, hi, a.exact and op in (Ops.NEG, Ops.TRUNC), a.dbits if op is Ops.NEG else 0)
+  specials = special_results(op, dt, [x for x in s if x is not None])
+  passed = op in (Ops.NEG, Ops.TRUNC, Ops.MAX)  # the result is an operand's value (negated, or an integer truncated)
+  if op in GroupOp.Unary:
+    return _flags(_float(dt, lo, hi, a.exact and op in (Ops.NEG, Ops.TRUNC), a.dbits if op is Ops.NEG else 0, passed=passed), specials)
   assert b is not None
   ex = a.exact and b.exact
-  return _float(dt, lo, hi, ex, a.dbits + b.dbits if op is Ops.MUL else max(a.dbits, b.dbits))
+  return _flags(_float(dt, lo, hi, ex, a.dbits + b.dbits if op is Ops.MUL else max(a.dbits, b.dbits), passed=passed), specials)
 
 
 class Analysis:

@@ -56,8 +56,28 @@ STEP_WEIGHTS: dict[str, float] = {
   "elementwise": 6.0, "movement": 3.0, "reduce": 1.5, "call": 1.2, "assign": 0.8, "contiguous": 0.5, "detach": 0.3,
   "input": 0.6, "tuple": 0.2,
 }
+# edge values (TensorGen.edge_value): the chance that an input array holds some, and that a constant is one; weights
+# "value:edge" (int wrap points, -0.0, denormals, the largest finite floats) and "value:special" (NaN, +inf, -inf) scale them
+EDGE_INPUT_SHARE, EDGE_CONST_SHARE = 0.05, 0.025
+# the most the two weights together scale those chances by (2 unsteered): a NaN or an infinity takes over every value
+# computed from it, so however far steering boosts them edge values stay a minority of the draws
+EDGE_WEIGHT_CAP = 5.0
 # steps of the outer graph drawn from the generator's side Random (see TensorGen): the chance of each before every step
 SIDE_STEP_WEIGHTS: dict[str, float] = {"copy": 0.03, "opaque": 0.04}
+
+
+def edge_values(dt: DType) -> list[Any]:
+  """The values of dt at which the spec's meanings change (docs/spec.md): an int's wrap points, a float's signed zero,
+  denormals and largest finite values."""
+  if dt.is_bool: return []
+  if dt.is_int: return list(dict.fromkeys(v for v in (dt.min, dt.max, -1, 0, 1) if dt.min <= v <= dt.max))
+  fi = np.finfo(dt.np)
+  return [-0.0, float(fi.smallest_subnormal), -float(fi.smallest_subnormal), float(fi.tiny) / 2, float(fi.max), -float(fi.max)]
+
+
+def special_values(dt: DType) -> list[float]:
+  """The non-finite values of a float dtype, whose results the spec defines (IEEE: inf and NaN propagate)."""
+  return [math.nan, math.inf, -math.inf] if dt.is_float else []
 
 
 def operand_dtypes(op: Ops) -> tuple[DType, ...]:
@@ -76,7 +96,8 @@ def default_weights() -> dict[str, float]:
   w.update({"callify:inline": 2.0, "callify:precompile": 1.0, "realize:minimal": 2.0, "realize:all": 1.0,
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
-            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE})
+            "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE,
+            "value:edge": 1.0, "value:special": 1.0})
   w.update({f"compose:{k}": 1.0 for k in (*COMPOSITION_NAMES, "call", "cast")})
   return w
 
@@ -155,6 +176,9 @@ class TensorGen:
     self.vars: dict[str, UOp] = {}      # name -> its BIND: a graph binds a name to one value
     self.vrng = side_random(rng)
     self.with_vars = self.vrng.random() < VAR_SHARE * self.w.get("var:bound", 1.0)
+    # edge values are drawn from a Random of their own too, after the value they replace: a case that draws none is
+    # the case it was without them
+    self.erng = random.Random(f"tinyspec-fuzz-edge:{side_random(rng).getrandbits(64)}")
 
   # ---- choices ----
   def choose(self, prefix: str, items: list) -> Any:
@@ -196,11 +220,29 @@ class TensorGen:
     vals = [r.choice(edges) if edges and r.random() < 0.3 else r.randint(lo, hi) for _ in range(n)]
     return np.array(vals, dtype=dt.np)
 
+  def edge_value(self, dt: DType, share: float) -> Any:
+    """With chance share (scaled by the weights), an edge or special value of dt, drawn from the edge Random; else None."""
+    e = self.erng
+    kinds = [(k, self.w.get(f"value:{k}", 1.0)) for k, vals in (("edge", edge_values(dt)), ("special", special_values(dt))) if vals]
+    if not kinds or e.random() >= share * min(EDGE_WEIGHT_CAP, sum(w for _, w in kinds)): return None
+    kind = _pick_weighted(e, [k for k, _ in kinds], [w for _, w in kinds])
+    self.features.add(f"value:{kind}")
+    return e.choice(edge_values(dt) if kind == "edge" else special_values(dt))
+
+  def with_edges(self, dt: DType, vals: np.ndarray) -> np.ndarray:
+    """vals with some elements replaced by edge values, for an input array that draws them."""
+    if (v := self.edge_value(dt, EDGE_INPUT_SHARE)) is None: return vals
+    out = vals.copy()
+    for _ in range(self.erng.randint(1, max(1, out.size // 2))):
+      out[self.erng.randrange(out.size)] = v
+      if (w := self.edge_value(dt, 1.0)) is not None: v = w
+    return out
+
   def new_buffer(self, dt: DType, shape: tuple[int, ...], fill: bool = True) -> tuple[UOp, UOp]:
     n = math.prod(shape)
     buf = UOp.buffer(dt, n, id=self.next_id)
     self.next_id += 1
-    if fill: self.inputs[buf.arg.id] = self.values(dt, n)
+    if fill: self.inputs[buf.arg.id] = self.with_edges(dt, self.values(dt, n))
     view = buf if len(shape) == 1 else buf.reshape(shape)
     return buf, view
 
@@ -219,9 +261,12 @@ class TensorGen:
       if dt.is_bool: value = r.random() < 0.5
       elif dt.is_float: value = r.choice([0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.25])
       else: value = r.choice([0, 1, 2, 3, 5, 7, -1, -3, dt.max, dt.min, 8, 16])
+      if (e := self.edge_value(dt, EDGE_CONST_SHARE)) is not None: return self.expanded(UOp.const(dt, e), shape)
       if self.with_vars and (v := self.variable(dt, value)) is not None: return v if shape == () else v.expand(shape)
-    c = UOp.const(dt, value)
-    return c if shape == () else c.expand(shape)
+    return self.expanded(UOp.const(dt, value), shape)
+
+  @staticmethod
+  def expanded(c: UOp, shape: tuple[int, ...]) -> UOp: return c if shape == () else c.expand(shape)
 
   def variable(self, dt: DType, value: Any) -> UOp | None:
     """Sometimes, a bounded variable bound to value (cast to dt) in place of the constant; None otherwise."""

@@ -166,7 +166,9 @@ class Reducer:
     root = case.root
     for n in reversed(root.toposort()):
       if n.op is Ops.CONST and isinstance(n.arg, (int, float)) and not isinstance(n.arg, bool) and n.arg not in (0, 1):
-        for v in (0, 1, n.arg // 2 if isinstance(n.arg, int) else float(int(n.arg))):
+        # a NaN or an infinity has no integer part: 0 and 1 are its simpler values
+        halved = [] if isinstance(n.arg, float) and not math.isfinite(n.arg) else [n.arg // 2 if isinstance(n.arg, int) else float(int(n.arg))]
+        for v in (0, 1, *halved):
           yield self._with_root(case, substitute(root, {n: UOp.const(n.dtype, v)}))
     for k, arr in case.inputs.items():
       for simple in (np.zeros_like(arr), np.ones_like(arr), (np.arange(arr.size) % 3).astype(arr.dtype)):
