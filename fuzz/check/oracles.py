@@ -30,6 +30,7 @@ from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.runtime.host import Skipped
 from tinyspec.lower.start import start_index
+from tinyspec.rewrite import PatternMatcher
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.uop import UOp, is_value_call
 
@@ -74,6 +75,7 @@ class Config:
   per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
   cc: str | None = None            # C compiler of the cpu backend (None: the runtime's default)
   kernel_timeout: float = 30.0     # seconds the kernels of one case may run in the kernel host before they count as a hang
+  gradient_rules: PatternMatcher | None = None  # the gradient oracle's rule table (None: autograd.pm_gradient)
 
   def pipeline(self) -> list[Pass]:
     if self.passes is not None: return list(self.passes)
@@ -267,7 +269,9 @@ class Checker:
     if case.kind != "tensor" or not any(is_value_call(u) for u in case.root.toposort()): return None
     from fuzz.check.gradient_oracle import call_gradient_mismatches
     try:
-      with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0)
+      # another rule table only when one is given: the oracle's own default is autograd.pm_gradient
+      rules = {} if self.config.gradient_rules is None else {"rules": self.config.gradient_rules}
+      with _Timer(self.stats, "gradient"): bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0, **rules)
     except Exception as e:
       return Finding("crash", "gradient", type(e).__name__, f"gradients of the graph raised {type(e).__name__}: {e}", options=case.options)
     if not bad: return None
