@@ -112,6 +112,13 @@ class _Kills:
     return self.seen[r.path]
 
 
+def reached(m: Mutant, fired: Sequence[str]) -> str:
+  """Whether a surviving pass-rule mutant's rule ever rewrote a node in the campaign (it returned a new node): a rule
+  that never fired was never reached by a case it applies to."""
+  if m.kind != PASS_RULE: return ""
+  return f"{m.where}/{m.rule} fired" if f"{m.where}/{m.rule}" in set(fired) else f"{m.where}/{m.rule} never fired"
+
+
 def campaign_config(m: Mutant, seconds: float, seed: int, backends: tuple[str, ...], corpus: str, max_cases: int | None,
                     stop_when: Any) -> CampaignConfig:
   """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it."""
@@ -133,7 +140,7 @@ def run_mutant(m: Mutant | str, seconds: float = 60.0, seed: int = 0, backends: 
     r = kills.first
     if r is None:
       sigs = sorted({"/".join(f.signature) for f in s.findings})
-      note = f"{len(sigs)} finding(s), none the reference passes" if sigs else ""
+      note = "; ".join(x for x in (f"{len(sigs)} finding(s), none the reference passes" if sigs else "", reached(m, s.rules_fired)) if x)
       return Result(m.name, m.kind, False, None, None, None, ", ".join(sigs[:3]) or "-", s.cases, note)
     sig = "/".join(r.signature)
     nodes = node_count(load_entry(r.path).case.root)
