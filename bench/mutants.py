@@ -114,7 +114,8 @@ class _Kills:
 
 def reached(m: Mutant, fired: Sequence[str]) -> str:
   """Whether a surviving pass-rule mutant's rule ever rewrote a node in the campaign (it returned a new node): a rule
-  that never fired was never reached by a case it applies to."""
+  that never fired was never reached by a case it applies to. One that fired may still never have taken the branch
+  that holds the mistake (most broken functions agree with the real one on most inputs)."""
   if m.kind != PASS_RULE: return ""
   return f"{m.where}/{m.rule} fired" if f"{m.where}/{m.rule}" in set(fired) else f"{m.where}/{m.rule} never fired"
 
