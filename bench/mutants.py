@@ -7,7 +7,7 @@ the first kill, whether blame is right (the signature names the mutant's pass an
 render pass or the method; for a gradient mutant the gradient rule), and the size of the stored entry (nodes).
 Totals: kill rate, median time to kill, blame accuracy over the killed, median reduced size.
 
-    PYTHONPATH=. python bench/mutants.py                       # every mutant, 60 s each, --backends reference
+    PYTHONPATH=. python bench/mutants.py                       # every mutant, 60 s each, --backends reference,cpu
     PYTHONPATH=. python bench/mutants.py --only flip_off_by_one --seconds 20 --backends reference,cpu
 
 A pass-rule or renderer mutant reaches the campaign as its pipeline (CampaignConfig.passes); a gradient-rule mutant
@@ -17,7 +17,6 @@ reference target with that table. Figures are printed and written to bench/mutan
 from __future__ import annotations
 
 import argparse
-import inspect
 import io
 import statistics
 import sys
@@ -27,13 +26,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from fuzz.check.oracles import Checker, Config
+from fuzz.check.oracles import Checker
 from fuzz.corpus.store import load_entry
 from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.engine.reference_target import ReferenceSession, ReferenceTarget
 from fuzz.engine.targets import Reported, replay
 from fuzz.reduce.graph import node_count
 from fuzz.testbed.mutants import GRADIENT_RULE, MUTANTS, MUTANTS_BY_NAME, PASS_RULE, RENDERER, Mutant
+from tinyspec.runtime.cpu import fastest_compiler
 
 
 @dataclass
@@ -82,13 +82,6 @@ class GradientRulesTarget(ReferenceTarget):
   def session(self, cfg: Any) -> ReferenceSession: return _GradientRulesSession(cfg, self.gradient_rules)
 
 
-def gradient_rules_supported() -> bool:
-  """Whether the gradient oracle takes a rule table (Config.gradient_rules reaches it as `rules`): without, a gradient
-  mutant cannot be run and is reported as not run."""
-  from fuzz.check.gradient_oracle import call_gradient_mismatches
-  return "gradient_rules" in Config.__dataclass_fields__ and "rules" in inspect.signature(call_gradient_mismatches).parameters
-
-
 def blame_right(m: Mutant, signature: Sequence[str]) -> bool:
   """Whether a killing finding's signature (oracle, stage, rule) names the mutant's place."""
   _, stage, rule = signature
@@ -123,18 +116,17 @@ def reached(m: Mutant, fired: Sequence[str]) -> str:
 def campaign_config(m: Mutant, seconds: float, seed: int, backends: tuple[str, ...], corpus: str, max_cases: int | None,
                     stop_when: Any) -> CampaignConfig:
   """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it."""
+  cc = fastest_compiler() if "cpu" in backends else None  # as tinyspec fuzz picks it
   cfg = CampaignConfig(seconds=seconds, seed=seed, workers=0, corpus=corpus, backends=backends, max_cases=max_cases, resume=False,
-                       stop_when=stop_when)
+                       stop_when=stop_when, cc=cc)
   if m.kind == GRADIENT_RULE: return replace(cfg, target=GradientRulesTarget(m.rules()))
   return replace(cfg, passes=m.pipeline())
 
 
-def run_mutant(m: Mutant | str, seconds: float = 60.0, seed: int = 0, backends: tuple[str, ...] = ("reference",),
+def run_mutant(m: Mutant | str, seconds: float = 60.0, seed: int = 0, backends: tuple[str, ...] = ("reference", "cpu"),
                max_cases: int | None = None) -> Result:
   """One campaign against mutant m, stopped at its first kill."""
   if isinstance(m, str): m = MUTANTS_BY_NAME[m]
-  if m.kind == GRADIENT_RULE and not gradient_rules_supported():
-    return Result(m.name, m.kind, False, None, None, None, "-", 0, "not run: the gradient oracle takes no rule table")
   kills, out = _Kills(), _Clock()
   with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as d:
     s = run_campaign(campaign_config(m, seconds, seed, backends, d, max_cases, kills), out)
@@ -182,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--only", nargs="+", metavar="NAME", help="these mutants only (names of fuzz.testbed.mutants)")
   ap.add_argument("--kind", choices=[PASS_RULE, RENDERER, GRADIENT_RULE], help="mutants of this kind only")
   ap.add_argument("--seed", type=int, default=0)
-  ap.add_argument("--backends", default="reference", help="comma-separated, as `tinyspec fuzz --backends` (default reference)")
+  ap.add_argument("--backends", default="reference,cpu",
+                  help="comma-separated, as `tinyspec fuzz --backends` (default reference,cpu, as tinyspec fuzz)")
   ap.add_argument("--out", default=str(Path(__file__).with_suffix(".txt")), help="where the figures are written ('-': nowhere)")
   ap.add_argument("--append", action="store_true", help="add this run to --out instead of replacing it")
   args = ap.parse_args(argv)
