@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from fuzz.testbed.seeded_bugs import clamped_through_pad
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.rewrite import PatternMatcher
@@ -134,15 +135,7 @@ def _pad_low_gate_off_by_one(v: UOp) -> UOp:
 
 
 def _store_through_pad_ungated(st: UOp, v: UOp) -> UOp:
-  from tinyspec.lower.indexing import iadd, imax, imin, vindex, view_indices
-  x = v.src[0].src[0]
-  inner = []
-  for i, (o, n), d in zip(view_indices(v), v.src[0].arg, x.shape):
-    j = iadd(i, -o)
-    if o > 0: j = imax(j, 0)
-    if o + d < n: j = imin(j, d - 1)
-    inner.append(j)
-  return st.replace(src=(vindex(x, inner), *st.src[1:]))  # no gate: the padding's elements are stored at the clamped edge
+  return st.replace(src=(clamped_through_pad(v), *st.src[1:]))  # no gate: the padding's elements are stored at the clamped edge
 
 
 def _gate_into_load_or(g: UOp, ld: UOp, z: UOp) -> UOp | None:

@@ -48,7 +48,9 @@ def _fold_cast_source_dtype(x: UOp, c: UOp) -> UOp | None:
   return UOp.const(c.dtype, c.arg)  # the constant keeps the dtype it is cast from
 
 
-def _pad_without_gate(v: UOp) -> UOp:
+def clamped_through_pad(v: UOp) -> UOp:
+  """The element of a PAD view v's source at v's indices clamped into the source: what a pad rule that forgets its
+  gate addresses (the edge element where the padded tensor is zero)."""
   from tinyspec.lower.indexing import view_indices, imax, imin, iadd, vindex
   x = v.src[0].src[0]
   inner = []
@@ -57,7 +59,11 @@ def _pad_without_gate(v: UOp) -> UOp:
     if o > 0: j = imax(j, 0)
     if o + d < n: j = imin(j, d - 1)
     inner.append(j)
-  return vindex(x, inner)  # reads the clamped element where the padded tensor is zero
+  return vindex(x, inner)
+
+
+def _pad_without_gate(v: UOp) -> UOp:
+  return clamped_through_pad(v)  # reads the clamped element where the padded tensor is zero
 
 
 def _permute_forward_map(v: UOp) -> UOp:
