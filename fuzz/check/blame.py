@@ -38,13 +38,23 @@ class Blame:
 
 
 class CtxTrace(Trace):
-  """A Trace that remembers the ctx of the rewrite in progress, so an observer can read it."""
+  """A Trace that remembers the ctx of the rewrite in progress, so an observer can read it, and, for a kernel-level
+  pass, the contents of the kernel's args at its entry: `entries` maps each kernel body of the pass's input to them (one
+  dict PARAM slot -> flat array per call of the body), and a rewrite's result inherits its root's (a pass rewrites a
+  body several times over)."""
   ctx: Any = None
+  entries: dict[UOp, list[dict[int, Any]]] | None = None
+  slots: list[dict[int, Any]] | None = None
 
   def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
-    saved, self.ctx = self.ctx, ctx
-    try: return super().rewrite(root, pm, ctx, bottom_up)
-    finally: self.ctx = saved
+    saved = self.ctx, self.slots
+    self.ctx = ctx
+    self.slots = self.entries.get(root) if self.entries is not None else None
+    try:
+      out = super().rewrite(root, pm, ctx, bottom_up)
+      if self.entries is not None and self.slots is not None: self.entries.setdefault(out, self.slots)
+      return out
+    finally: self.ctx, self.slots = saved
 
 
 def run_steps(p: Pass, root: UOp, options: LowerOptions, max_steps: int | None,
@@ -64,7 +74,9 @@ def application(p: Pass, root: UOp, options: LowerOptions, k: int) -> tuple[Rule
   seen: list[tuple[Rule, UOp, UOp]] = []
   def obs(rule: Rule, before: UOp, after: UOp) -> None:
     if len(seen) < k: seen.append((rule, before, after))
-  run_steps(p, root, options, k, obs)
+  try: run_steps(p, root, options, k, obs)
+  except Exception:
+    pass  # a pass that raises after its k-th application (a crash being blamed) has still made it
   return seen[k - 1] if len(seen) >= k else None
 
 
@@ -133,15 +145,44 @@ def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | Non
 def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Blame | None:
   """The first rule application whose `before` and `after` nodes, each evaluated on its own, differ: a rewrite must
   keep the meaning of the node it replaces (fuzz.check.local_eval; applications it cannot judge are skipped)."""
-  from fuzz.check.local_eval import rewrite_changes_value
-  apps: list[tuple[Rule, UOp, UOp, Any]] = []
+  from fuzz.check.local_eval import kernel_entries, rewrite_changes_value
+  apps: list[tuple[Rule, UOp, UOp, Any, Any]] = []
   trace = CtxTrace()
-  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after, trace.ctx))
+  trace.entries = kernel_entries(root, inputs)
+  def obs(rule: Rule, before: UOp, after: UOp) -> None: apps.append((rule, before, after, trace.ctx, trace.slots))
   trace.observer = obs
   _, total = run_steps(p, root, options, None, trace=trace)
-  for i, (rule, before, after, ctx) in enumerate(apps):
-    if rewrite_changes_value(before, after, inputs, ctx): return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
+  tensors: dict = {}
+  for i, (rule, before, after, ctx, slots) in enumerate(apps):
+    if rewrite_changes_value(before, after, inputs, ctx, slots, tensors):
+      return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
   return None
+
+
+def crash_blame(p: Pass, root: UOp, options: LowerOptions, exc: type[BaseException]) -> Blame | None:
+  """The rule application during which pass p raises exc on root. The step limit finds it: with a limit of m
+  applications the pass raises and with m - 1 it does not. The rule then is the one whose function is on the traceback
+  (it raised while being applied, the m-th attempt); else the m-th application, the last one before the pass's own code
+  raised on what it made. None when the pass does not raise exc (a crash that does not come back)."""
+  made: list[int] = []
+  def count(rule: Rule, before: UOp, after: UOp) -> None: made.append(1)
+  tbs: dict[int, TracebackType | None] = {}
+  def fails(k: int | None) -> bool:
+    try: run_steps(p, root, options, k, count if k is None else None)
+    except exc as e:
+      tbs[-1 if k is None else k] = e.__traceback__
+      return True
+    except Exception: return False
+    return False
+  if not fails(None): return None
+  n = len(made) + 1  # a limit past every application the pass made before raising behaves as no limit
+  m = first_failing_step(lambda k: k in tbs or fails(k), n)
+  if m is None: m = n
+  total = len(made)
+  if (rule := crash_rule(p, tbs.get(m, tbs[-1]))) is not None:
+    r = next(x for x in p.rules() if x.name == rule)
+    return Blame(p.name, rule, r.location, m, total)
+  return blame_at(p, root, options, m, total) if m <= total else Blame(p.name, "<outside rules>", _pass_location(p), m, total)
 
 
 def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:

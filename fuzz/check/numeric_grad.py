@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fuzz.check.derivatives import has_kink, may_kink, vjp
 from fuzz.check.gradient_oracle import float_buffers, float_entries, weight_buffers, weighted_loss
 from fuzz.generate.safety import FLOAT_LIMIT, pm_call_outputs
 from tinyspec.autograd import GradientError, active_rules, gradient, graph_nodes
@@ -63,7 +64,8 @@ STEP = {"float64": 1e-6, "float32": 1e-2}  # relative step by the least precise 
 @dataclass(frozen=True)
 class GradMismatch:
   """Element `element` of BUFFER `buffer`: d loss / d x is `numeric` by central differences but `symbolic` by the
-  rules; `rule` is the gradient rule whose local product disagrees (None when none alone does), defined at `location`."""
+  rules; `rule` is the gradient rule whose local product disagrees (None when none alone does), defined at `location`.
+  buffer -1: the rule's local product at a kink of its node against the derivative by hand (fuzz.check.derivatives)."""
   buffer: int
   element: int
   numeric: float
@@ -73,6 +75,8 @@ class GradMismatch:
 
   def describe(self) -> str:
     by = f" (rule {self.rule}{' at ' + self.location if self.location else ''})" if self.rule else ""
+    if self.buffer < 0:  # found at a kink by the derivatives by hand, not by moving an input
+      return f"at a kink of its node the gradient by hand is {self.numeric!r} but the rules{by} give {self.symbolic!r}"
     return (f"gradient w.r.t. BUFFER {self.buffer} element {self.element}: central differences give {self.numeric!r} "
             f"but the rules{by} give {self.symbolic!r}")
 
@@ -234,6 +238,14 @@ def numeric_gradient_check(root: UOp, inputs: dict | None = None, seed: int = 0,
     if verdict == "skip": out.skipped += 1
     else: out.compared += 1
     if verdict == "bad": out.mismatches.append(GradMismatch(bufs[k].arg.id, i, num, float(sym[k][i])))
+  if not out.mismatches:
+    # central differences skip kinks; there the spec still fixes the gradient (half to each of a MAX's equal operands)
+    pm = active_rules(rules)
+    if (hit := kink_mismatch(_local_nodes(loss, bufs), feed, pm, rng)) is not None:
+      name, want, got = hit
+      where = next((r.location for r in pm.rules if r.name == name), None)
+      out.mismatches.append(GradMismatch(-1, -1, want, got, name, where))
+    return out
   if out.mismatches:
     pm = active_rules(rules)
     name = blame_rule(loss, feed, bufs, pm, rng)
@@ -335,13 +347,59 @@ def local_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Genera
   return None
 
 
+def kink_mismatch(nodes: Sequence[UOp], feed: dict, pm: PatternMatcher, rng: np.random.Generator) -> tuple[str, float, float] | None:
+  """The first node, sources first, at a kink whose rule disagrees with the derivative by hand (table_mismatch)."""
+  for u in nodes:
+    if not may_kink(u): continue
+    try:
+      if (hit := table_mismatch(u, feed, pm, rng, kinks_only=True)) is not None: return hit
+    except (GradientError, EvalError, ValueError, TypeError, KeyError, IndexError):
+      continue
+  return None
+
+
+def table_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Generator, kinks_only: bool = False) -> tuple[str, float, float] | None:
+  """(rule name, the table's value, the rule's value) at the worst element when u's gradient rule in pm disagrees with
+  the primitive's derivative by hand (fuzz.check.derivatives) at u's source values from feed, for a random cotangent;
+  None when they agree or the table has no entry. kinks_only: only at a kink (fuzz.check.derivatives.has_kink), where
+  central differences cannot judge."""
+  loc = localize(u, feed)
+  node = loc.rule_node
+  if node.op in (Ops.AFTER, Ops.STORE): return None
+  srcs = [np.asarray(loc.data[_leaf_id(x)], np.float64).reshape(x.shape) if x.op is not Ops.CONST else np.asarray(x.arg)
+          for x in node.src] if all(x.op in (Ops.BUFFER, Ops.RESHAPE) for x in node.src) else None
+  if srcs is None: return None
+  if kinks_only and not has_kink(node, srcs): return None
+  cot, cot_data = _leaf(rng.uniform(-1.0, 1.0, size=loc.value.size), loc.value)
+  if (hit := pm.rewrite(node, ctx=cot)) is None: return None
+  rule, vjps = hit
+  out = np.asarray(_eval(node, loc.data), np.float64).reshape(node.shape)
+  want = vjp(node, srcs, out, cot_data.reshape(node.shape))
+  if want is None: return None
+  local = {**loc.data, _leaf_id(cot): cot_data}
+  for k, (w, s) in enumerate(zip(want, node.src)):
+    if w is None or not s.dtype.is_float: continue
+    g = vjps[k] if k < len(vjps) else None
+    got = np.zeros(s.size) if g is None else np.asarray(_eval(g, local), np.float64).reshape(-1)
+    w = np.asarray(w, np.float64).reshape(-1)
+    ok = np.isfinite(w) & np.isfinite(got)
+    bad = ok & (np.abs(got - w) > RTOL * (np.abs(got) + np.abs(w)) + ATOL * (1 + _scale([w])))
+    if np.any(bad):
+      i = int(np.argmax(np.where(bad, np.abs(got - w), -1)))
+      return rule.name, float(w[i]), float(got[i])
+  return None
+
+
 def blame_rule(loss: UOp, feed: dict, bufs: Sequence[UOp], pm: PatternMatcher, rng: np.random.Generator) -> str | None:
   """The first gradient rule, sources first, whose local product disagrees with central differences of its node under
   the loss. When none does but the loss reads value calls, the call's own rule (grad_value_call, which builds the
   backward call) is named: every rule of the inlined body agrees, so the wrong step is in passing gradients through."""
-  for u in _local_nodes(loss, bufs):
+  nodes = _local_nodes(loss, bufs)
+  for u in nodes:
     try:
       if (name := local_mismatch(u, feed, pm, rng)) is not None: return name
     except (GradientError, ValueError, TypeError, KeyError, IndexError):
       continue  # a node the local check cannot take apart: the main oracle has already reported the case
+  # no rule disagrees with central differences of its node: the wrong one may be wrong only at a kink of its node
+  if (hit := kink_mismatch(nodes, feed, pm, rng)) is not None: return hit[0]
   return "grad_value_call" if any(is_value_call(u) for u in loss.toposort()) else None

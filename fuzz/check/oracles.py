@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.check.agree import compare
-from fuzz.check.blame import Blame, bisect, blame_at, crash_rule, crash_site, creator_on_path, local_change, run_steps
+from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
@@ -293,9 +293,7 @@ class Checker:
       try:
         with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, obs)
       except Exception as e:
-        tb = sys.exc_info()[2]
-        rule = crash_rule(p, tb) or type(e).__name__
-        return None, Finding("crash", p.name, rule, f"pass {p.name} raised {type(e).__name__}: {e}", options=opts)
+        return None, self._crash_finding(p, g, lo, e, opts)
       with _Timer(st, "spec"): vs = check(out, p.stage_out)
       if vs: return None, self._spec_finding(p, g, out, lo, vs, opts, case.inputs)
       if full and cfg.per_rewrite and (cfg.per_rewrite_passes is None or p.name in cfg.per_rewrite_passes):
@@ -334,6 +332,16 @@ class Checker:
       site = crash_site(sys.exc_info()[2])
       return None, [Finding("crash", "blame", f"{type(e).__name__}@{site}", f"blaming the finding raised {type(e).__name__} at {site}: "
                             f"{str(e)[:300]}", options=opts)]
+
+  def _crash_finding(self, p: Pass, g: UOp, lo: LowerOptions, e: Exception, opts: dict) -> Finding:
+    """Pass p raised e on g: blamed on the rule application during which it did (fuzz.check.blame.crash_blame)."""
+    rule = crash_rule(p, e.__traceback__) or type(e).__name__
+    b: Blame | None = None
+    also: list[Finding] = []
+    if self.config.blame:
+      b, also = self._blame(lambda: crash_blame(p, g, lo, type(e)), opts)
+      if b is not None and b.rule != "<outside rules>": rule = b.rule
+    return Finding("crash", p.name, rule, f"pass {p.name} raised {type(e).__name__}: {e}", b, opts, also)
 
   def _spec_finding(self, p: Pass, g: UOp, out: UOp, lo: LowerOptions, vs: list[Violation], opts: dict, inputs: dict) -> Finding:
     b: Blame | None = None

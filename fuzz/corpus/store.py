@@ -45,8 +45,10 @@ def signature_hash(signature: Sequence[str]) -> str:
 
 
 def entry_name(signature: Sequence[str]) -> str:
-  slug = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(signature[:2])).strip("_")[:40]
-  return f"{slug}_{signature_hash(signature)}.py"
+  """The file of a signature's bug group: the signatures of one bug share it."""
+  group = bug_group(signature)
+  slug = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(group[:2])).strip("_")[:40]
+  return f"{slug}_{signature_hash(group)}.py"
 
 
 def entry_path(corpus_dir: str | Path, signature: Sequence[str]) -> Path:
@@ -169,12 +171,20 @@ def entries(corpus_dir: str | Path) -> list[Path]:
   return sorted(p for p in d.glob("*.py") if not p.name.startswith((".", "_")))
 
 
+MEANING_ORACLES = ("parity", "metamorphic", "prove")  # the oracles that see a rewrite change what a graph computes
+
+
+def bug_group(signature: Sequence[str]) -> tuple[str, ...]:
+  """The bug a signature names: the oracle, and the pass and rule blame found. The oracles that see a change of meaning
+  are one: a metamorphic difference replays as a parity difference under the other lowering choices it was found with,
+  and a rule the prover refuted as a parity difference of its counterexample kernel (fuzz.corpus.refutations). One
+  group is one corpus entry."""
+  return ("parity" if signature[0] in MEANING_ORACLES else signature[0], *signature[1:])
+
+
 def same_bug(a: Sequence[str], b: Sequence[str]) -> bool:
-  """Whether two signatures name the same failure. A metamorphic difference replays as a parity difference under the
-  other lowering choices it was found with, and a rule the prover refuted as a parity difference of its counterexample
-  kernel (fuzz.corpus.refutations), so those oracles match parity."""
-  norm = lambda s: ("parity" if s[0] in ("metamorphic", "prove") else s[0], *s[1:])
-  return norm(a) == norm(b)
+  """Whether two signatures name the same failure (bug_group)."""
+  return bug_group(a) == bug_group(b)
 
 
 class StillFails:

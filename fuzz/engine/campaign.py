@@ -35,7 +35,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from fuzz.corpus.store import entries, entry_path
+from fuzz.corpus.store import bug_group, entries, entry_path
 from fuzz.engine.corpus_dir import CorpusLock, remove_stale_temp_files
 from fuzz.engine.coverage import Coverage
 from fuzz.engine.reference_target import EPOCH
@@ -186,7 +186,7 @@ class Campaign:
     self.findings: list[Reported] = []
     self.by_sig: dict[tuple[str, str, str], Reported] = {}
     self.known: set[tuple[str, str, str]] = set()
-    self.best: dict[tuple[str, str, str], int] = {}   # signature -> the case its entry is from, for entries written by this run
+    self.best: dict[tuple[str, ...], int] = {}   # bug group -> the case its entry is from, for entries written by this run
     self.existing: frozenset[str] = frozenset()
     self.prior_cases = 0
     self.suspects: list[int] = []
@@ -230,7 +230,7 @@ class Campaign:
     sigs = s.get("signatures", [])
     if not isinstance(sigs, list) or not all(isinstance(x, list) and len(x) == 3 and all(isinstance(y, str) for y in x) for x in sigs):
       raise TypeError("signatures are not lists of three strings")
-    self.known = {tuple(x) for x in sigs}  # type: ignore[misc]
+    self.known = {bug_group(x) for x in sigs}  # type: ignore[misc]
     for name in ("phase", "counts"):
       d = s.get(name, {})
       if not isinstance(d, dict) or not all(isinstance(v, (int, float)) for v in d.values()): raise TypeError(f"{name} is not numbers")
@@ -280,7 +280,7 @@ class Campaign:
     """A finding as found: its entry is written (unless the corpus had it when the campaign started, or holds it from a
     lower case), then it is reported."""
     r = fd.reported
-    sig = tuple(r.signature)
+    sig = bug_group(r.signature)
     if fd.text and r.new and self.best.get(sig, r.case + 1) > r.case:  # type: ignore[arg-type]
       atomic_write(r.path, fd.text)
       self.best[sig] = r.case  # type: ignore[assignment]
@@ -291,17 +291,21 @@ class Campaign:
   def reduced(self, signature: tuple[str, str, str], fd: Found) -> None:
     """A finding's reduced entry, replacing its unreduced one (a finding of its own when reducing failed)."""
     r = fd.reported
-    if tuple(r.signature) != tuple(signature): return self.found(fd)
-    if self.best.get(tuple(signature)) != r.case or not fd.text: return
+    if bug_group(r.signature) != bug_group(signature): return self.found(fd)
+    if self.best.get(bug_group(signature)) != r.case or not fd.text: return
     atomic_write(r.path, fd.text)
-    if (old := self.by_sig.get(tuple(signature))) is not None:
+    if (old := self.by_sig.get(bug_group(signature))) is not None:
       old.nodes, old.message, old.blame = r.nodes, r.message, r.blame
 
   def report(self, r: Reported, replace_lower: bool = False) -> None:
-    sig = tuple(r.signature)
+    """A finding reported once per bug group (fuzz.corpus.store.bug_group): a later one of the group is listed under it."""
+    sig = bug_group(r.signature)
     if (old := self.by_sig.get(sig)) is not None:  # reported already: a lower case's entry replaces the one reported
+      other = "/".join(r.signature)
       if replace_lower and r.case < old.case:
-        old.case, old.nodes, old.message, old.found_nodes, old.blame = r.case, r.nodes, r.message, r.found_nodes, r.blame
+        if tuple(old.signature) != tuple(r.signature) and "/".join(old.signature) not in old.also: old.also.append("/".join(old.signature))
+        old.signature, old.case, old.nodes, old.message, old.found_nodes, old.blame = r.signature, r.case, r.nodes, r.message, r.found_nodes, r.blame
+      elif tuple(r.signature) != tuple(old.signature) and other not in old.also: old.also.append(other)
       return
     if sig in self.known and not r.new: return
     self.known.add(sig)  # type: ignore[arg-type]
@@ -541,7 +545,7 @@ class Campaign:
     self.found(Found(r, s.crash_entry(case, sig, msg) if r.new else ""))
     if count: self.finish({"index": index, "features": sorted(s.features(case)), "fired": {}})
     seconds = min(self.cfg.reduce_seconds, self.stop_at - time.monotonic() - GRACE)
-    if r.new and self.best.get(sig) == index and self.target.reduces_crashes and seconds >= 1.0 and where != "reduce":
+    if r.new and self.best.get(bug_group(sig)) == index and self.target.reduces_crashes and seconds >= 1.0 and where != "reduce":
       self.reducers.append(_Reducer(mp.get_context("fork"), self.cfg, r, why, seconds))
 
   def _collect_reducers(self) -> None:
@@ -556,10 +560,10 @@ class Campaign:
         continue
       red.kill()
       r = red.reported
-      if got and self.best.get(tuple(r.signature)) == r.case:
+      if got and self.best.get(bug_group(r.signature)) == r.case:
         nodes, text = got
         atomic_write(r.path, text)
-        if (old := self.by_sig.get(tuple(r.signature))) is not None: old.nodes = nodes
+        if (old := self.by_sig.get(bug_group(r.signature))) is not None: old.nodes = nodes
     self.reducers = keep
 
 

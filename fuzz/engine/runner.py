@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from fuzz.corpus.store import entry_name, entry_path, placeholder_entry
+from fuzz.corpus.store import bug_group, entry_name, entry_path, placeholder_entry
 from fuzz.engine.targets import FindingLike, Reported, get_target
 from tinyspec.runtime.host import COMPILE_TIMEOUT
 
@@ -117,9 +117,9 @@ class CaseRunner:
     for i, case, (findings, _) in zip(indices, cases, checked):
       if i in skip: continue
       for f in findings:
-        sig = tuple(f.signature)
-        new = entry_name(sig) not in self.existing and best.get(sig, i + 1) > i and sig not in first  # type: ignore[arg-type]
-        first.add(sig)
+        sig, group = tuple(f.signature), bug_group(f.signature)
+        new = entry_name(sig) not in self.existing and best.get(group, i + 1) > i and group not in first  # type: ignore[arg-type]
+        first.add(group)
         fd = self._found(case, i, f, new)
         found.append(fd)
         if new: todo.append((i, case, f, fd))

@@ -99,6 +99,7 @@ class Reported:
   message: str
   blame: str = ""
   found_nodes: int = 0                  # the size of the case as generated, before reduction
+  also: list[str] = field(default_factory=list)  # the other signatures its bug group was found with (one entry holds the group)
 
 
 @dataclass
@@ -135,6 +136,7 @@ class Summary:
       lines.append(f"findings ({len(self.findings)}):")
       for f in self.findings:
         lines.append(f"  {'/'.join(f.signature)}: {f.path} ({f.nodes} nodes{', new' if f.new else ', known'})")
+        lines.extend(f"    also found as {o}" for o in f.also)  # the same bug group: one entry
     else:
       lines.append("findings: none")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ class FindingRow:
   location: str = ""
   step: int = 0
   total: int = 0
+  also: tuple[str, ...] = ()  # the other signatures the finding's bug group was found with (one entry holds the group)
 
 
 @dataclass
@@ -206,6 +207,7 @@ def _finding(i: int, f: FindingRow) -> str:
   rows = [("oracle", f.signature[0]), ("stage", f.signature[1]), ("signature rule", f.signature[2]), ("blamed rule", blamed + app),
           ("location", f.location or "-"), ("case", "-" if f.case is None else str(f.case)),
           ("nodes", "-" if f.nodes is None else str(f.nodes)), ("corpus file", f.path)]
+  if f.also: rows.append(("also found as", ", ".join(f.also)))
   dl = "".join(f'<dt>{escape(k)}</dt><dd class="{escape(k.replace(" ", "-"))}">{escape(v)}</dd>' for k, v in rows)
   if f.picture:
     pic = (f'<div class="picture {escape(f.picture_kind)}"><a href="{escape(f.picture)}"><img src="{escape(f.picture)}" '

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
 
-from fuzz.corpus.store import entry_path
+from fuzz.corpus.store import bug_group, entry_path
 from fuzz.report.html import FindingRow, ReportData, RuleRow, page
 from tinyspec.fileio import atomic_write
 
@@ -167,11 +167,13 @@ class CampaignReport:
       rules.append(RuleRow(name, pass_name, rule, loc, int(counts.get(name, 0))))
     findings, seen = [], set()
     for r in c.findings:
-      seen.add(tuple(r.signature))
+      seen.add(bug_group(r.signature))
       # a rule refuted at the campaign's start (case -1) comes from no case
-      findings.append(self.finding_row(tuple(r.signature), r.path, r.message, r.blame, r.case if r.case >= 0 else None, r.nodes, r.new))
+      row = self.finding_row(tuple(r.signature), r.path, r.message, r.blame, r.case if r.case >= 0 else None, r.nodes, r.new)
+      row.also = tuple(getattr(r, "also", ()))
+      findings.append(row)
     for sig in sorted(c.known):  # found by an earlier run of this campaign
-      if tuple(sig) in seen: continue
+      if bug_group(sig) in seen: continue
       path = entry_path(cfg.corpus, sig)
       if not path.exists(): continue
       h = header_of(path)

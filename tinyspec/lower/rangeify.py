@@ -64,8 +64,10 @@ pm_prepare = PatternMatcher([
 
 @dataclass
 class KernelCtx:
-  """What the indexing rules need: the PARAM each leaf of the kernel is loaded from."""
+  """What the indexing rules need: the PARAM each leaf of the kernel is loaded from; and the kernel's args (PARAM slot k
+  is bound to args[k]), which give a PARAM's meaning to whoever judges a rewrite inside the kernel."""
   leaves: dict[UOp, UOp]
+  args: tuple[UOp, ...] = ()
 
 
 # ---- call args: bound as the views a kernel reads, then to the storage under them ----
@@ -259,7 +261,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     sink = UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,))
-    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves), bottom_up=False)
+    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves, tuple(args)), bottom_up=False)
     if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
