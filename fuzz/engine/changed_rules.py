@@ -4,7 +4,8 @@ A pipeline under test differs from the reference lowering by the rules it replac
 those are what may be wrong, and the integer ones among them tinyspec.prove decides in well under a second each. So a
 campaign starts by comparing every pass's tables with the reference pass of the same name, rule by rule (a rule whose
 function or pattern is another object, or a rule the reference table lacks), and proves the changed rules the prover
-handles, with a short z3 timeout and a time budget. A refuted rule is a finding at once, oracle "prove", stored like
+handles, with a short z3 timeout and a time budget, and with the evaluator's values at the points C leaves undefined
+(UNDEFINED): a rule wrong only at a zero divisor is refuted too. A refuted rule is a finding at once, oracle "prove", stored like
 any other: its counterexample as a one-kernel KERNEL_GRAPH (fuzz.corpus.refutations) whose lowering through the rule
 changes the stored value. The reference pipeline has no changed rule, so it proves nothing at start: the full table
 is `tinyspec prove`'s job.

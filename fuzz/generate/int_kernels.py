@@ -12,8 +12,12 @@ two ranges and stores, per element, an expression built from bounded leaves:
   - combined by (a * c + b) // c and % c (the split rules' form, both signs of a and b), division and modulo by
     constants of either sign, nested division, sums, products, max and min, WHERE of comparisons against constants
     next to the bounds, bit ops with masks, shifts by masked counts, casts between widths;
+  - now and then an output element is a REDUCE (ADD, MAX, MUL) over a reduce range of its own, whose bound has
+    divisors or none, so optimize's splits and unrolls of reduce ranges meet it (the case's opts are drawn over the
+    ranges the kernel holds, fuzz.generate.opts);
   - and, on a second output, an `index` expression of the kind views make (strided sums with negative strides and
-    offsets, unflattened by IDIV and MOD, clamped, padded with WHERE), stored as int64.
+    offsets, unflattened by IDIV and MOD, clamped, padded with WHERE, and strides past int32 over a tiny extent),
+    stored as int64: the int dtype linearize picks for `index` must hold every intermediate value.
 
 The reference evaluator before and after each pass, and the compiled kernel, must agree on every stored element, so
 a wrong fold shows as a parity difference at the pass that made it. Cases are free of undefined behaviour by
