@@ -52,7 +52,10 @@ MASKS = (1, 3, 7, 15, 31, 255)
 WIDE_STRIDES = (2 ** 31 - 1, 2 ** 31, 3 * 2 ** 30, 2 ** 32 + 3, 10 ** 12)  # strides whose products pass int32 at once
 REDUCE_SHARE = 0.25      # output elements that are a REDUCE over a reduce range of their own
 REDUCE_BOUNDS = (2, 3, 4, 4, 6, 8)
-EXPR_KINDS = ("split", "split", "divmod", "divmod", "quotient", "nested", "ring", "ring", "minmax", "where", "bits", "shift", "cast", "neg")
+EXPR_KINDS = ("split", "split", "divmod", "divmod", "quotient", "nested", "ring", "ring", "minmax", "where", "bits", "shift", "cast", "neg",
+              "self")
+# x op x with one node x on both sides: the identities simplify folds (x - x, x ^ x, x // x, ...); zero among x's values
+SELF_OPS = (Ops.SUB, Ops.XOR, Ops.AND, Ops.OR, Ops.MAX, Ops.ADD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD)
 
 
 def _pick(rng: random.Random, weights: dict) -> object:
@@ -205,10 +208,24 @@ class IntKernelGen:
     if kind == "shift":
       n = UOp.const(dt, r.randrange(dt.bits)) if r.random() < 0.5 else sub() & UOp.const(dt, dt.bits - 1)
       return sub().alu(r.choice([Ops.SHL, Ops.SHR]), n)
+    if kind == "self": return self.same_operands(dt, sub())
     if kind == "cast":  # through another width: truncation, sign or zero extension
       other: DType = _pick(r, {d: w for d, w in DTYPE_WEIGHTS.items() if d is not dt})  # type: ignore[assignment]
       return self.expr(other, depth - 1).cast(dt)
     return -sub()
+
+  def same_operands(self, dt: DType, x: UOp) -> UOp:
+    """x op x: over x's values, zero included; a division by x takes x away from zero first (x // x at x == 0 is a
+    point C leaves undefined, which the rule prover covers), by a window of one sign."""
+    r = self.rng
+    op = r.choice(SELF_OPS)
+    self.features.add(f"int:self:{op.name}")
+    if op in (Ops.IDIV, Ops.MOD):
+      m = r.choice([k for k in MASKS if k <= min(dt.max, 31)])
+      lo = r.choice([1, 2, dt.max - m] + ([-m - 1, dt.min + 1] if dt.is_signed else []))
+      x = (self.load(dt) & UOp.const(dt, m)) + UOp.const(dt, lo)
+    out = x.alu(op, x)
+    return out.where(UOp.const(dt, 1), UOp.const(dt, 0)) if out.dtype is not dt else out
 
   def one_quotient(self, dt: DType) -> UOp:
     """x // c or x % c where x's window lies inside one interval of C's truncating quotient, q != 0 (negative for
