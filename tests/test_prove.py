@@ -47,6 +47,13 @@ def test_real_rules_are_never_refuted():
   assert {"add_zero", "mul_zero", "sub_self", "add_const_assoc", "combine_mul_terms", "where_same", "load_gate_false"} <= proven
 
 
+def test_negated_comparison_rules_hold_for_unsigned_dtypes():
+  # an unsigned -x wraps for every x > 0: -x < 0 is false where 0 < x holds, so -x < c is not -c < x there
+  refs = [r for r in expression_rules() if r.name in ("lt_negated", "lt_negated_const")]
+  for r in prove_rules(refs, Prover((dtypes.uint8, dtypes.uint32), **FAST)):
+    assert r.status != "refuted", r.line()
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
 def test_unsound_variant_is_refuted_with_a_real_counterexample(variant, tmp_path):
   ref = RuleRef("simplify", "simplify", variant.rule_obj())

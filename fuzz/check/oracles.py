@@ -30,6 +30,7 @@ import numpy as np
 from fuzz.check.agree import compare
 from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.opts import every_opt, kernel_spots
 from fuzz.generate.strategies import Case
 from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.rewrite import PatternMatcher
@@ -274,7 +275,10 @@ class Checker:
     """Other lowering choices that must give the same results: one per case, chosen by the case number."""
     o = case.options
     if case.kind != "tensor":
-      return [{**o, "opts": None if o.get("opts") else (("split", 0, 2),)}]
+      # an action that applies to a range the kernels hold (a reduce range's split too), picked by the case number
+      acts = every_opt(kernel_spots(case.root))
+      alt = acts[(case.index or 0) % len(acts)] if acts else ("split", 0, 2)
+      return [{**o, "opts": None if o.get("opts") else (alt,)}]
     alts = [{**o, "callify": "precompile" if o.get("callify") == "inline" else "inline"},
             {**o, "realize": "all" if o.get("realize") == "minimal" else "minimal"},
             {**o, "opts": None if o.get("opts") else (("unroll", 0),)}]

@@ -4,7 +4,8 @@ A pipeline under test differs from the reference lowering by the rules it replac
 those are what may be wrong, and the integer ones among them tinyspec.prove decides in well under a second each. So a
 campaign starts by comparing every pass's tables with the reference pass of the same name, rule by rule (a rule whose
 function or pattern is another object, or a rule the reference table lacks), and proves the changed rules the prover
-handles, with a short z3 timeout and a time budget. A refuted rule is a finding at once, oracle "prove", stored like
+handles, with a short z3 timeout and a time budget, and with the evaluator's values at the points C leaves undefined
+(UNDEFINED): a rule wrong only at a zero divisor is refuted too. A refuted rule is a finding at once, oracle "prove", stored like
 any other: its counterexample as a one-kernel KERNEL_GRAPH (fuzz.corpus.refutations) whose lowering through the rule
 changes the stored value. The reference pipeline has no changed rule, so it proves nothing at start: the full table
 is `tinyspec prove`'s job.
@@ -28,6 +29,10 @@ DTYPES = (dtypes.int8, dtypes.uint32, dtypes.int32, dtypes.int64, dtypes.index) 
 SAMPLES = 100          # pattern instances per rule and dtype
 TIMEOUT_MS = 200       # z3 timeout per query: a query still undecided leaves the rule unknown, never refuted
 BUDGET_SECONDS = 30.0  # at most this long proving at the start of a campaign (and no more than a quarter of its time)
+# a pass must keep the evaluated meaning wherever the spec gives one, C's undefined points included (a IDIV 0 == 0,
+# a MOD 0 == a, MIN IDIV -1 == MIN: the renderers guard them to the same values), so a swapped rule is proven with the
+# evaluator's values there: x // x -> 1 without its x != 0 guard is refuted at x == 0
+UNDEFINED = "evaluator"
 START_CASE = -1        # the case number of a finding made before any case ran
 MORE_SEEDS = 4         # further draws of a refuted rule's instances, for a counterexample kernel that fails through the pipeline
 
@@ -81,7 +86,7 @@ class Proved:
 
 
 def _prover(seed: int) -> Prover:
-  return Prover(DTYPES, SAMPLES, TIMEOUT_MS, seed=seed, store=None, undefined="c", retry_ms=0)
+  return Prover(DTYPES, SAMPLES, TIMEOUT_MS, seed=seed, store=None, undefined=UNDEFINED, retry_ms=0)
 
 
 def prove_changed(refs: Sequence[RuleRef], budget: float = BUDGET_SECONDS) -> Proved:

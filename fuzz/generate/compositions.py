@@ -175,7 +175,7 @@ def _composed(rng: random.Random, weights: dict[str, float]) -> Case:
     x = _bounded(x).cast(rng.choice([d for d in DTYPES if d is not x.dtype]))
     features.add("compose:cast")
   root, inputs = _numbered(Tensor.sink(x))
-  return Case(root, inputs, lowering_options(rng, weights, features), "tensor", features=frozenset(features))
+  return Case(root, inputs, lowering_options(rng, weights, features, root), "tensor", features=frozenset(features))
 
 
 def _numbered(root: UOp) -> tuple[UOp, dict[int, np.ndarray]]:

@@ -12,8 +12,12 @@ two ranges and stores, per element, an expression built from bounded leaves:
   - combined by (a * c + b) // c and % c (the split rules' form, both signs of a and b), division and modulo by
     constants of either sign, nested division, sums, products, max and min, WHERE of comparisons against constants
     next to the bounds, bit ops with masks, shifts by masked counts, casts between widths;
+  - now and then an output element is a REDUCE (ADD, MAX, MUL) over a reduce range of its own, whose bound has
+    divisors or none, so optimize's splits and unrolls of reduce ranges meet it (the case's opts are drawn over the
+    ranges the kernel holds, fuzz.generate.opts);
   - and, on a second output, an `index` expression of the kind views make (strided sums with negative strides and
-    offsets, unflattened by IDIV and MOD, clamped, padded with WHERE), stored as int64.
+    offsets, unflattened by IDIV and MOD, clamped, padded with WHERE, and strides past int32 over a tiny extent),
+    stored as int64: the int dtype linearize picks for `index` must hold every intermediate value.
 
 The reference evaluator before and after each pass, and the compiled kernel, must agree on every stored element, so
 a wrong fold shows as a parity difference at the pass that made it. Cases are free of undefined behaviour by
@@ -33,9 +37,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.opts import kernel_opts
 from fuzz.generate.strategies import Case, in_bounds
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import AxisType, Ops, UOp
 
 IDX = dtypes.index
 ATTEMPTS = 10            # draws before the last one is kept even when the screen rejects it (the oracles skip it then)
@@ -44,7 +49,13 @@ MAX_ITERS = 32           # elements of the output: iterations of the loop nest
 DTYPE_WEIGHTS: dict[DType, float] = {dtypes.int8: 1.0, dtypes.int16: 1.0, dtypes.int32: 2.0, dtypes.int64: 1.5,
                                      dtypes.uint8: 1.0, dtypes.uint16: 0.7, dtypes.uint32: 1.5, dtypes.uint64: 1.0}
 MASKS = (1, 3, 7, 15, 31, 255)
-EXPR_KINDS = ("split", "split", "divmod", "divmod", "quotient", "nested", "ring", "ring", "minmax", "where", "bits", "shift", "cast", "neg")
+WIDE_STRIDES = (2 ** 31 - 1, 2 ** 31, 3 * 2 ** 30, 2 ** 32 + 3, 10 ** 12)  # strides whose products pass int32 at once
+REDUCE_SHARE = 0.25      # output elements that are a REDUCE over a reduce range of their own
+REDUCE_BOUNDS = (2, 3, 4, 4, 6, 8)
+EXPR_KINDS = ("split", "split", "divmod", "divmod", "quotient", "nested", "ring", "ring", "minmax", "where", "bits", "shift", "cast", "neg",
+              "self")
+# x op x with one node x on both sides: the identities simplify folds (x - x, x ^ x, x // x, ...); zero among x's values
+SELF_OPS = (Ops.SUB, Ops.XOR, Ops.AND, Ops.OR, Ops.MAX, Ops.ADD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD)
 
 
 def _pick(rng: random.Random, weights: dict) -> object:
@@ -82,6 +93,7 @@ class IntKernelGen:
     self.params: list[UOp] = []
     self.ranges: list[UOp] = []
     self.n_outputs = 1                 # the first PARAM slots are the outputs; loads read the slots after them
+    self.next_axis = 0                 # the axis id of the next reduce range (after the loops)
 
   # ---- leaves ----
   def const(self, dt: DType) -> UOp:
@@ -196,10 +208,24 @@ class IntKernelGen:
     if kind == "shift":
       n = UOp.const(dt, r.randrange(dt.bits)) if r.random() < 0.5 else sub() & UOp.const(dt, dt.bits - 1)
       return sub().alu(r.choice([Ops.SHL, Ops.SHR]), n)
+    if kind == "self": return self.same_operands(dt, sub())
     if kind == "cast":  # through another width: truncation, sign or zero extension
       other: DType = _pick(r, {d: w for d, w in DTYPE_WEIGHTS.items() if d is not dt})  # type: ignore[assignment]
       return self.expr(other, depth - 1).cast(dt)
     return -sub()
+
+  def same_operands(self, dt: DType, x: UOp) -> UOp:
+    """x op x: over x's values, zero included; a division by x takes x away from zero first (x // x at x == 0 is a
+    point C leaves undefined, which the rule prover covers), by a window of one sign."""
+    r = self.rng
+    op = r.choice(SELF_OPS)
+    self.features.add(f"int:self:{op.name}")
+    if op in (Ops.IDIV, Ops.MOD):
+      m = r.choice([k for k in MASKS if k <= min(dt.max, 31)])
+      lo = r.choice([1, 2, dt.max - m] + ([-m - 1, dt.min + 1] if dt.is_signed else []))
+      x = (self.load(dt) & UOp.const(dt, m)) + UOp.const(dt, lo)
+    out = x.alu(op, x)
+    return out.where(UOp.const(dt, 1), UOp.const(dt, 0)) if out.dtype is not dt else out
 
   def one_quotient(self, dt: DType) -> UOp:
     """x // c or x % c where x's window lies inside one interval of C's truncating quotient, q != 0 (negative for
@@ -222,14 +248,31 @@ class IntKernelGen:
     v = r.choice([a.vmin, a.vmax]) + r.choice([-1, 0, 1])
     return UOp.const(dt, v) if dt.min <= v <= dt.max and r.random() < 0.7 else self.const(dt)
 
+  def value(self, dt: DType, depth: int) -> UOp:
+    """An output element: an expression, or now and then a REDUCE (ADD, MAX, MUL) of one over a new reduce range
+    (a new axis after the loops), whose bound has divisors and primes alike, so optimize's splits and unrolls of
+    reduce ranges meet it."""
+    r = self.rng
+    if r.random() >= REDUCE_SHARE: return self.expr(dt, depth)
+    rr = UOp.range(r.choice(REDUCE_BOUNDS), self.next_axis, AxisType.REDUCE)
+    self.next_axis += 1
+    op = r.choice([Ops.ADD, Ops.ADD, Ops.MAX, Ops.MUL])
+    self.features.add(f"int:reduce:{op.name}")
+    outer = self.ranges
+    self.ranges = [*outer, rr]  # leaves inside index and cast the reduce range as they do the loops
+    try: val = self.expr(dt, depth)
+    finally: self.ranges = outer
+    return UOp(Ops.REDUCE, dt, (val, rr), op)
+
   # ---- index expressions, as views make them ----
   def index_expr(self, depth: int) -> UOp:
     """An `index` expression over the ranges: strided sums with negative strides and offsets, unflattened by IDIV
     and MOD, clamped with MAX, padded with WHERE."""
     r = self.rng
     if depth <= 0 or not self.ranges: return self.flat()
-    kind = r.choice(["flat", "unflatten", "unflatten", "divmod", "pad", "clamp", "sum"])
+    kind = r.choice(["flat", "unflatten", "unflatten", "divmod", "pad", "clamp", "sum", "wide"])
     if kind == "flat": return self.flat()
+    if kind == "wide": return self.wide()
     if kind == "unflatten":
       f = self.flat()
       s, d = r.choice([1, 2, 3, 4]), r.choice([2, 3, 4, 5])
@@ -245,6 +288,20 @@ class IntKernelGen:
       x = self.index_expr(depth - 1)
       return x.maximum(_i(r.randint(-2, 2))) if r.random() < 0.5 else x.alu(Ops.NEG).maximum(_i(-r.randint(0, 9))).alu(Ops.NEG)
     return self.index_expr(depth - 1) + self.index_expr(depth - 1)
+
+  def wide(self) -> UOp:
+    """An index past int32 over a tiny extent: a flat index times a stride of 2^31 or more (a large stride over a
+    small buffer, as a view of a huge tensor makes), plus an offset, sometimes brought back by // or % of a constant
+    simplify cannot fold away. Memory stays small; only the index arithmetic needs 64 bits, so the int dtype chosen
+    for a kernel's `index` changes the result when it is too narrow."""
+    r = self.rng
+    self.features.add("int:index:wide")
+    stride = r.choice(WIDE_STRIDES) * r.choice([1, -1])
+    x = self.flat() * _i(stride) + _i(r.choice([0, 1, 7, -3, 2 ** 31 - 1, -(2 ** 31)]))
+    pick = r.random()
+    if pick < 0.3: return x
+    if pick < 0.65: return x.alu(Ops.IDIV, _i(r.choice([3, 1000, 2 ** 31 - 1, 2 ** 31 + 11])))
+    return x.alu(Ops.MOD, _i(r.choice([5, 2 ** 31 + 11, 2 ** 33 - 9])))
 
   def flat(self) -> UOp:
     r = self.rng
@@ -263,6 +320,7 @@ class IntKernelGen:
     dims = [r.randint(1, 8)]
     if r.random() < 0.4: dims.append(r.randint(1, MAX_ITERS // dims[0]))
     self.ranges = [UOp.range(d, i) for i, d in enumerate(dims)]
+    self.next_axis = len(dims)
     n = math.prod(dims)
     flat = _i(0)
     for x, d in zip(self.ranges, dims): flat = flat * _i(d) + x
@@ -274,7 +332,7 @@ class IntKernelGen:
     for k, dt in enumerate(outs):
       self.bufs.append(UOp.buffer(dt, n, id=k + 1))
       self.params.append(UOp.param(k, dt, n))
-    stores = [self.params[k].index(flat).store(self.expr(self.dt, r.randint(1, 4))) for k in range(values)]
+    stores = [self.params[k].index(flat).store(self.value(self.dt, r.randint(1, 4))) for k in range(values)]
     if with_index:
       self.features.add("int:index_output")
       stores.append(self.params[values].index(flat).store(self.index_expr(3).cast(dtypes.int64)))
@@ -284,7 +342,7 @@ class IntKernelGen:
 
   def case(self) -> Case:
     root = self.graph()
-    opts = None if self.rng.random() < 0.7 else (("split", 0, 2),) if self.rng.random() < 0.5 else ()
+    opts = kernel_opts(self.rng, root, self.features)
     return Case(root, self.inputs, {"callify": "inline", "realize": "minimal", "opts": opts}, "kernel", features=frozenset(self.features))
 
 

@@ -23,6 +23,7 @@ import random
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzz.generate.opts import kernel_opts
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.strategies import Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
 from tinyspec.dtype import DType, dtypes
@@ -472,23 +473,14 @@ class RmwGen:
     if nk > 1: self.features.add("rmw:multi_kernel")
     return UOp(Ops.SINK, src=tuple(version[b] for b in written_any))
 
-  def opts(self) -> tuple | None:
-    """The optimize choices: the heuristic's (None), none, or splits and unrolls of loops that may carry a value from
-    one iteration to the next (an opt naming an axis a kernel lacks, or a factor that does not divide, is skipped)."""
-    r = self.rng
-    pick = r.random()
-    if pick < 0.55: return None
-    if pick < 0.75: return ()
-    out = []
-    for _ in range(r.choice([1, 1, 2])):
-      axis = r.randint(0, 2)
-      out.append(("split", axis, r.choice([2, 3, 4])) if r.random() < 0.5 else ("unroll", axis))
-    self.features.update(f"opt:{o[0]}" for o in out)
-    return tuple(out)
+  def opts(self, root: UOp) -> tuple | None:
+    """The optimize choices: the heuristic's (None), none, or splits and unrolls over the ranges the kernels hold
+    (fuzz.generate.opts), loops that may carry a value from one iteration to the next and reductions alike."""
+    return kernel_opts(self.rng, root, self.features)
 
   def case(self) -> Case:
     root = self.graph()
-    opts = self.opts()
+    opts = self.opts(root)
     return Case(root, self.inputs, {"callify": "inline", "realize": "minimal", "opts": opts}, "kernel", features=frozenset(self.features))
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzz.generate.opts import OPT_WEIGHTS, draw_opts, kernel_opts, tensor_spots
 from fuzz.generate.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import accepts
@@ -99,6 +100,7 @@ def default_weights() -> dict[str, float]:
             "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE,
             "value:edge": 1.0, "value:special": 1.0})
   w.update({f"compose:{k}": 1.0 for k in (*COMPOSITION_NAMES, "call", "cast")})
+  w.update(OPT_WEIGHTS)
   return w
 
 
@@ -118,21 +120,18 @@ class Case:
     return {k: v.copy() for k, v in self.inputs.items()}
 
 
-def lowering_options(rng: random.Random, w: dict[str, float], features: set[str]) -> dict[str, Any]:
-  """The lowering choices of a tensor case (callify mode, realize policy, optimize actions), each weighted by its feature
-  and added to `features`: what every generator of TENSOR cases gives its case."""
+def lowering_options(rng: random.Random, w: dict[str, float], features: set[str], root: UOp | None = None) -> dict[str, Any]:
+  """The lowering choices of a tensor case (callify mode, realize policy, optimize actions over the ranges of root's
+  kernels, fuzz.generate.opts), each weighted by its feature and added to `features`: what every generator of TENSOR
+  cases gives its case."""
   def choose(prefix: str, items: list[str]) -> str:
     it = _pick_weighted(rng, items, [w.get(f"{prefix}:{i}", 1.0) for i in items])
     features.add(f"{prefix}:{it}")
     return it
   opts = None
   if choose("opts", ["none", "some"]) == "some":
-    acts = []
-    for _ in range(rng.randint(1, 2)):
-      kind = rng.choice(["split", "unroll", "global"])
-      axis = rng.randint(0, 2)
-      acts.append(("split", axis, rng.choice([2, 3, 4])) if kind == "split" else (kind, axis))
-    opts = tuple(acts)
+    # over the ranges the graph's kernels are expected to hold: blind axes and factors rarely meet a reduce range
+    opts = draw_opts(rng, tensor_spots(root) if root is not None else [], w, features)
   return {"callify": choose("callify", ["inline", "precompile"]), "realize": choose("realize", ["minimal", "all"]), "opts": opts}
 
 
@@ -605,8 +604,8 @@ class TensorGen:
       self.add(scope, call2.gettuple(self.rng.randrange(len(outs))))
 
   # ---- the case ----
-  def options(self) -> dict[str, Any]:
-    return lowering_options(self.rng, self.w, self.features)
+  def options(self, root: UOp) -> dict[str, Any]:
+    return lowering_options(self.rng, self.w, self.features, root)
 
   def graph(self) -> UOp:
     self.outer = _Scope(Analysis(self.inputs), 0)
@@ -624,7 +623,7 @@ class TensorGen:
     root = self.graph()
     value_info.clear()
     call_writes.clear()
-    return Case(root, self.inputs, self.options(), "tensor", features=frozenset(self.features))
+    return Case(root, self.inputs, self.options(root), "tensor", features=frozenset(self.features))
 
 
 def int_share(weights: dict[str, float] | None) -> float:
@@ -752,7 +751,8 @@ def kernel_case(rng: random.Random) -> Case:
   call = bind_variables(UOp(Ops.CALL, src=(ksink, *bufs), arg="k"), variable_values(side, variables or []))
   root = UOp(Ops.SINK, src=(bufs[0].after(call),))
   feats = {"kind:kernel"} | ({"var:kernel"} if len(call.src) > len(bufs) + 1 else set())
-  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": None}, "kernel", features=frozenset(feats))
+  opts = kernel_opts(rng, root, feats)
+  return Case(root, inputs, {"callify": "inline", "realize": "minimal", "opts": opts}, "kernel", features=frozenset(feats))
 
 
 # ---- Hypothesis strategies ----

@@ -104,7 +104,8 @@ def lt_quotient_left(c: UOp, q: UOp) -> UOp | None:
 
 
 def _no_min(u: UOp) -> bool:
-  # -u is exact unless u may be its dtype's minimum (which negates to itself)
+  # -u reverses order unless u may be its dtype's minimum (which negates to itself): exact for signed u, and for
+  # unsigned u > 0 too, where -u is 2**bits - u
   return u.dtype is dtypes.index or u.vmin > u.dtype.min
 
 
@@ -114,7 +115,9 @@ def lt_negated(x: UOp, y: UOp) -> UOp | None:
 
 
 def lt_negated_const(x: UOp, c: UOp) -> UOp | None:
-  """-x < c is -c < x when -x does not wrap and -c is representable."""
+  """-x < c is -c < x when -x does not wrap and -c is representable. Never for unsigned x: there -c is representable
+  only for c == 0, and -x < 0 is false while 0 < x holds for every x > 0 (an unsigned -x wraps unless x is 0)."""
+  if x.dtype.kind == "u": return None
   return _lt(_c(x, -c.arg), x) if _no_min(x) and fits(x.dtype, -c.arg, -c.arg) else None
 
 

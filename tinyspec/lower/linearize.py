@@ -24,7 +24,7 @@ from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.loop_order import LoopOrderError, one_end_per_range, schedule
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp
 
 
 class LinearizeError(ValueError):
@@ -38,7 +38,10 @@ def index_dtype_for(body: UOp, override: DType | None) -> DType:
     if override not in (dtypes.int32, dtypes.int64): raise ValueError(f"int_dtype must be int32 or int64, not {override!r}")
     return override
   i32 = dtypes.int32
-  ok = all(i32.min <= u.vmin and u.vmax <= i32.max for u in body.toposort() if u.dtype is dtypes.index)
+  nodes = body.toposort()
+  # storage of `index` values holds int64 (the evaluator's representation), whichever kernel writes or reads it
+  if any(u.op in GroupOp.Storage and u.dtype is dtypes.index for u in nodes): return dtypes.int64
+  ok = all(i32.min <= u.vmin and u.vmax <= i32.max for u in nodes if u.dtype is dtypes.index)
   return i32 if ok else dtypes.int64
 
 
@@ -93,7 +96,16 @@ def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
     if body.op is Ops.PROGRAM: return body
     count[0] += 1
     return linearize_body(body, _kernel_name(call, count[0] - 1), tables, options, trace)
-  return map_kernels(root, one)
+  out = map_kernels(root, one)
+  # the kernel graph's own storage of `index` values (a buffer a kernel above stores int64 into) becomes int64 too
+  return out if out.op is Ops.PROGRAM else _index_storage_as_int64(out)
+
+
+def _index_storage_as_int64(root: UOp) -> UOp:
+  """root with every `index` node outside the kernels (BUFFERs of index values and the AFTERs of them) retyped to
+  int64; a lowered kernel holds no `index` node, so none inside one changes."""
+  if not any(u.dtype is dtypes.index for u in root.toposort()): return root
+  return index_to_int(dtypes.int64, root) or root
 
 
 LINEARIZE = Pass("linearize", Stage.KERNEL, Stage.PROGRAM, run, (pm_lower_index,))

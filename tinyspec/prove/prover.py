@@ -309,8 +309,21 @@ class Prover:
     r = solver.check()
     self.stats[f.name, str(r)] += 1
     if r == z3.unsat: return "proven"
-    if r == z3.sat: return f.counterexample(g, dt, solver.model())
+    if r == z3.sat: return f.counterexample(g, dt, self.preferred_model(solver, f))
     return None
+
+  def preferred_model(self, solver: z3.Solver, f: Encoding) -> z3.ModelRef:
+    """The model of a sat query, at a point C defines when there is one. With undefined="evaluator" the rewrite must
+    keep the evaluator's values at C's undefined points too (a IDIV 0 == 0), but a counterexample there is one no
+    generated case reaches (they avoid those points): when the rule is also wrong elsewhere, that point is the one
+    to report, and a rule wrong only at a zero divisor keeps the model it has."""
+    m = solver.model()
+    if self.undefined != "evaluator" or f.c_defined is None or not z3.is_false(m.eval(f.c_defined, model_completion=True)): return m
+    solver.push()
+    solver.add(f.c_defined)
+    better = solver.model() if solver.check() == z3.sat else None
+    solver.pop()
+    return better or m
 
 
 # ---- encodings of one query ----
@@ -322,6 +335,7 @@ class Encoding:
   assertions: list
   slot_value: Callable[[z3.ModelRef, Slot], int | bool | None]
   side_value: Callable[[z3.ModelRef, UOp], int | bool | None]
+  c_defined: z3.BoolRef | None = None  # where the rewritten node's value is defined in C (None: everywhere)
 
   def counterexample(self, g: _Group, dt: DType, m: z3.ModelRef) -> Counterexample:
     vals = {s.k: self.slot_value(m, s) for s in g.slots}
@@ -353,9 +367,10 @@ def native_encoding(g: _Group, undefined: str) -> Encoding | None:
       return z3.And(lt(z3.BitVecVal(lo, s.dtype.bits), v), lt(v, z3.BitVecVal(hi, s.dtype.bits)))
     return z3.And(v >= lo, v <= hi)
   asserts = [_boxes_pre(g, within), *t.constraints, diff]
-  if undefined == "c" and g.lhs.op is not Ops.STORE: asserts.append(defined(t, g.lhs))
+  c_defined = defined(t, g.lhs) if g.lhs.op is not Ops.STORE else None
+  if undefined == "c" and c_defined is not None: asserts.append(c_defined)
   def side(m: z3.ModelRef, u: UOp) -> int | bool | None: return None if u.op is Ops.STORE else model_int(m, t(u), u.dtype)
-  return Encoding("native", asserts, lambda m, s: model_int(m, vs[s.k], s.dtype), side)
+  return Encoding("native", asserts, lambda m, s: model_int(m, vs[s.k], s.dtype), side, c_defined)
 
 
 def exact_encoding(g: _Group, an: Analysis, kind: str, undefined: str) -> Encoding | None:
@@ -364,8 +379,9 @@ def exact_encoding(g: _Group, an: Analysis, kind: str, undefined: str) -> Encodi
   try: f = ExactForm(an, kind, {n: f"s{s.k}" for n, s in nodes.items()})
   except Unsupported: return None
   asserts = [_boxes_pre(g, lambda s, lo, hi: f.within(canonical_slot(s), lo, hi)), f(g.lhs) != f(g.rhs)]
-  if undefined == "c": asserts.append(f.defined(g.lhs))
-  return Encoding(kind, asserts, lambda m, s: f.value(m, canonical_slot(s)), lambda m, u: f.value(m, u))
+  c_defined = f.defined(g.lhs)
+  if undefined == "c": asserts.append(c_defined)
+  return Encoding(kind, asserts, lambda m, s: f.value(m, canonical_slot(s)), lambda m, u: f.value(m, u), c_defined)
 
 
 def encodings(g: _Group, undefined: str) -> Iterator[Encoding]:
