@@ -116,9 +116,9 @@ def reached(m: Mutant, fired: Sequence[str]) -> str:
 
 
 def campaign_config(m: Mutant, seconds: float, seed: int, backends: tuple[str, ...], corpus: str, max_cases: int | None,
-                    stop_when: Any) -> CampaignConfig:
-  """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it."""
-  cc = fastest_compiler() if "cpu" in backends else None  # as tinyspec fuzz picks it
+                    stop_when: Any, cc: str | None = None) -> CampaignConfig:
+  """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it; cc None: the fastest compiler."""
+  cc = (cc or fastest_compiler()) if "cpu" in backends else None  # as tinyspec fuzz picks it
   cfg = CampaignConfig(seconds=seconds, seed=seed, workers=0, corpus=corpus, backends=backends, max_cases=max_cases, resume=False,
                        stop_when=stop_when, cc=cc)
   if m.kind == GRADIENT_RULE: return replace(cfg, target=GradientRulesTarget(m.rules()))
@@ -137,14 +137,14 @@ def backends_for(m: Mutant, backends: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def run_mutant(m: Mutant | str, seconds: float = 60.0, seed: int = 0, backends: tuple[str, ...] = ("reference", "cpu"),
-               max_cases: int | None = None) -> Result:
+               max_cases: int | None = None, cc: str | None = None) -> Result:
   """One campaign against mutant m, stopped at its first kill (backends_for m: OpenCL added for an OpenCL-only one)."""
   if isinstance(m, str): m = MUTANTS_BY_NAME[m]
   added = backends_for(m, backends) != backends
   backends = backends_for(m, backends)
   kills, out = _Kills(), _Clock()
   with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as d:
-    s = run_campaign(campaign_config(m, seconds, seed, backends, d, max_cases, kills), out)
+    s = run_campaign(campaign_config(m, seconds, seed, backends, d, max_cases, kills, cc), out)
     r = kills.first
     if r is None:
       sigs = sorted({"/".join(f.signature) for f in s.findings})
@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--backends", default="reference,cpu",
                   help="comma-separated, as `tinyspec fuzz --backends` (default reference,cpu, as tinyspec fuzz)")
+  ap.add_argument("--cc", choices=["tcc", "clang", "gcc"], help="C compiler of the cpu backend, as `tinyspec fuzz --cc` (default: the fastest)")
   ap.add_argument("--out", default=str(Path(__file__).with_suffix(".txt")), help="where the figures are written ('-': nowhere)")
   ap.add_argument("--append", action="store_true", help="add this run to --out instead of replacing it")
   args = ap.parse_args(argv)
@@ -204,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
   results = []
   t0 = time.monotonic()
   for m in ms:
-    r = run_mutant(m, args.seconds, args.seed, backends)
+    r = run_mutant(m, args.seconds, args.seed, backends, cc=args.cc)
     results.append(r)
     print(table([r]).splitlines()[1], flush=True)
-  text = "\n".join([f"$ {cmd.strip()}", f"backends {','.join(backends)}, {args.seconds:g} s per mutant, seed {args.seed}, workers 0 "
-                    f"(one core); {time.monotonic() - t0:.0f} s in all", table(results), *summary_lines(results), ""])
+  head = f"backends {','.join(backends)} (cc {args.cc or fastest_compiler()}), {args.seconds:g} s per mutant, seed {args.seed}, workers 0 (one core)"
+  text = "\n".join([f"$ {cmd.strip()}", f"{head}; {time.monotonic() - t0:.0f} s in all", table(results), *summary_lines(results), ""])
   print("\n" + text)
   if args.out != "-":
     out = Path(args.out)
