@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     results.append(r)
     print(table([r]).splitlines()[1], flush=True)
   head = f"backends {','.join(backends)} (cc {args.cc or fastest_compiler()}), {args.seconds:g} s per mutant, seed {args.seed}, workers 0 (one core)"
+  if any(backends_for(m, backends) != backends for m in ms): head += "; OpenCL-only renderer mutants with opencl added"
   text = "\n".join([f"$ {cmd.strip()}", f"{head}; {time.monotonic() - t0:.0f} s in all", table(results), *summary_lines(results), ""])
   print("\n" + text)
   if args.out != "-":
