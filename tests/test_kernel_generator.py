@@ -86,7 +86,7 @@ def test_screen_rejects_what_the_generator_avoids():
   hoisted = _one_kernel(i32, lambda p0, p1, r: [p0.index(z).store(UOp.const(i32, 1))])
   assert "does not depend on that range" in kernel_unsafe_reason(*hoisted)
   div = _one_kernel(i32, lambda p0, p1, r: [p0.after(r).index(r).store(p1.index(r).load() // p0.after(r).index(r).load())])
-  assert "holding 0" in kernel_unsafe_reason(*div)
+  assert kernel_unsafe_reason(*div) is None  # division by a range holding 0 is defined (a // 0 == 0): cases reach it
   # a float accumulator that adds itself doubles each iteration: past exact after enough of them
   double = _one_kernel(f32, lambda p0, p1, r: [p0.after(r).index(z).store(p0.after(r).index(z).load() + p0.after(r).index(z).load())])
   assert "copies of written values" in kernel_unsafe_reason(*double)

@@ -399,6 +399,12 @@ class Checker:
       if outcome.why == "timeout": return Finding("hang", name, outcome.kernel, f"the {name} {outcome.text}", options=case.options)
       return Finding("crash", name, f"{outcome.why}@{outcome.kernel}", f"the {name} {outcome.text}", options=case.options)
     if (msg := compare(ref, outcome.values)) is not None:
+      # narrowed to the kernel, the rendered construct and the renderer method (fuzz.check.backend_blame)
+      from fuzz.check.backend_blame import LANG, narrow
+      lo = lower_options(case.options, LANG[name])
+      try: n = narrow(self.passes, name, case.root, case.kind, case.inputs, lo, self.config.cc, self.config.kernel_timeout)
+      except Exception: n = None  # narrowing that fails leaves the finding as the backend's
+      if n is not None: return Finding("parity", "render", n.rule, f"{name} against the reference: {msg}; {n.message()}", options=case.options)
       return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
     return None
 

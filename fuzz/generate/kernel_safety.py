@@ -8,9 +8,17 @@ bound over every execution, not over one expression. The screen runs the kernels
 - every float STORE into written storage has c <= 1, so each store execution raises W by at most its m: after the
   kernel's T store executions W <= W0 + T * max m. Every float value, with that W, is exact (its bits fit the
   mantissa, so any summation order gives the same result) and far from overflow.
-- a division or modulo by a range holding 0 (or -1 under the minimum), a shift by a count outside [0, bits), a float
-  to int cast of a value that may leave the target's range, a transcendental op, a REG load no ungated STORE of that
-  register came before, and two args of one call on the same storage (C pointers are `restrict`) are unsafe.
+- a point C leaves undefined is unsafe only where tinyspec leaves it open too (tinyspec.ops.scalar.left_open): a
+  division or modulo by a range holding 0, MIN by -1, a shift by a count past the width and a cast of NaN, an infinity
+  or an out-of-range float to an int have the registry's values, which the renderers must implement, so cases reach
+  them. Floats may hold NaN and infinities (`special`): every op the screen admits on floats gives one result on them
+  whatever the order (IEEE), and agree compares NaN with NaN. A BITCAST of a float is admitted for a value moved
+  uncomputed from an input or a constant (`raw`: its zero keeps its sign) that holds no NaN (a NaN's bits are open).
+- an op whose result is rounded (SQRT, RECIP, EXP2, LOG2, SIN: `rounded`) may only be stored into storage no kernel
+  loads again, since the comparison's tolerance covers one rounding, not a rounded value computed on; RECIP of a range
+  holding 0 only on a raw operand (the sign of a computed zero is open).
+- a REG load no ungated STORE of that register came before, and two args of one call on the same storage (C pointers
+  are `restrict`) are unsafe.
 - the order of the accesses to storage a kernel writes is fixed by dependencies (check_order), not left to the schedule.
 
 Generators screen the cases they make with it; the oracles skip a kernel case it rejects, so a reducer move that
@@ -27,7 +35,7 @@ import numpy as np
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.classes import dtype_error
 from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
-from tinyspec.ops.scalar import cast_undefined
+from tinyspec.ops.scalar import cast_undefined, left_open
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, is_kernel_body, kernel_calls, storage_of
 
 INF = float("inf")
@@ -41,12 +49,17 @@ class KernelUnsafe(Exception):
 
 @dataclass(frozen=True)
 class Abs:
-  """|v| <= c * W + m and lo <= v <= hi; d: denominator bits of a float (0 for ints and bools)."""
+  """|v| <= c * W + m and lo <= v <= hi for the finite values; d: denominator bits of a float (0 for ints and bools);
+  special: may also be NaN or an infinity; raw: moved uncomputed from an input or a constant; rounded: the result of an
+  op that rounds (module docstring)."""
   c: float
   m: float
   lo: float
   hi: float
   d: int = 0
+  special: bool = False
+  raw: bool = False
+  rounded: bool = False
 
 
 BOOL = Abs(0, 1, 0, 1)
@@ -84,14 +97,22 @@ def array_abs(dt: DType, a: np.ndarray | None) -> Abs:
   a = np.asarray(a)
   if dt.is_bool: return BOOL
   if dt.is_float:
-    if not np.all(np.isfinite(a)): raise KernelUnsafe("input holds inf or NaN")
-    return Abs(0, float(np.max(np.abs(a))), float(a.min()), float(a.max()), max(dbits(float(v)) for v in np.unique(a)))
+    fin = a[np.isfinite(a)]
+    special = fin.size < a.size  # NaN and infinities have the registry's meaning (module docstring)
+    if fin.size == 0: return Abs(0, 0, 0, 0, 0, special, raw=True)
+    return Abs(0, float(np.max(np.abs(fin))), float(fin.min()), float(fin.max()), max(dbits(float(v)) for v in np.unique(fin)), special, raw=True)
   lo, hi = int(a.min()), int(a.max())
   return Abs(0, max(abs(lo), abs(hi)), lo, hi)
 
 
 def join(a: Abs, b: Abs) -> Abs:
-  return Abs(max(a.c, b.c), max(a.m, b.m), min(a.lo, b.lo), max(a.hi, b.hi), max(a.d, b.d))
+  return Abs(max(a.c, b.c), max(a.m, b.m), min(a.lo, b.lo), max(a.hi, b.hi), max(a.d, b.d), a.special or b.special,
+             a.raw and b.raw, a.rounded or b.rounded)
+
+
+ROUNDED = (Ops.SQRT, Ops.RECIP, Ops.EXP2, Ops.LOG2, Ops.SIN)  # float ops whose result is not exact
+# ops that pass one operand's value on (or its negation) uncomputed: no rounding, whatever its magnitude
+PASSED_ON = (Ops.LOAD, Ops.CONST, Ops.WHERE, Ops.MAX, Ops.NEG, Ops.TRUNC)
 
 
 # ---- one value ----
@@ -122,7 +143,9 @@ class KernelAbs:
       return Abs(0, 0, 0, 0)
     if op is Ops.CONST:
       v = u.arg
-      if dt.is_float: return Abs(0, abs(v), v, v, dbits(v))
+      if dt.is_float:
+        if not math.isfinite(v): return Abs(0, 0, 0, 0, 0, True, raw=True)
+        return Abs(0, abs(v), v, v, dbits(v), raw=True)
       return Abs(0, abs(int(v)), int(v), int(v))
     if op is Ops.LOAD: return self._load(u)
     if op is Ops.REDUCE: return self._reduce(u)
@@ -134,6 +157,7 @@ class KernelAbs:
     if base in self.written: a = full(u.dtype)
     elif base.op is Ops.PARAM: a = self.read.get(base.arg.slot, full(u.dtype))
     else: a = full(u.dtype)
+    if a.rounded and u.dtype.is_float: raise KernelUnsafe("a load of a rounded result: the tolerance covers one rounding")
     return join(a, self.memo[u.src[1]]) if len(u.src) == 3 else a
 
   def _reduce(self, u: UOp) -> Abs:
@@ -153,45 +177,55 @@ class KernelAbs:
     op, dt = u.op, u.dtype
     sd = u.src[0].dtype
     if op is Ops.CAST: return self._cast(dt, sd, s[0])
+    if any(x.rounded for x in s): raise KernelUnsafe(f"{op.name} of a rounded result: the tolerance covers one rounding")
     if op is Ops.BITCAST:
-      if dt.is_float or sd.is_float or sd.is_bool: raise KernelUnsafe("BITCAST to or from a float or a bool")
+      if dt.is_float or sd.is_bool: raise KernelUnsafe("BITCAST to a float or from a bool")
+      if sd.is_float and not (s[0].raw and not s[0].special):
+        raise KernelUnsafe("BITCAST of a float that is computed or may be NaN: its bits are open")
       return full(dt)
     if (msg := dtype_error(op, u.src[-1].dtype)) is not None: raise KernelUnsafe(msg)  # an op outside its dtype class has no meaning
     if op in GroupOp.Comparison or dt.is_bool: return BOOL
-    if op is Ops.WHERE: return join(s[1], s[2])
+    if op is Ops.WHERE: return join(s[1], s[2])  # raw when both are
     if dt.is_float: return self._float(u, s)
     ivs = [(int(x.lo), int(x.hi)) for x in s]
-    if (why := undefined_in(op, dt, *ivs)) is not None: raise KernelUnsafe(why)
-    # the screen keeps shift counts inside the dtype's own width too: past it, a narrow int's value is tinyspec's choice
-    if op in (Ops.SHL, Ops.SHR) and ivs[1][1] >= dt.bits: raise KernelUnsafe(f"{op.name} by a count in {list(ivs[1])} outside [0, {dt.bits})")
+    if (why := left_open(undefined_in(op, dt, *ivs))) is not None: raise KernelUnsafe(why)
     return of_interval(dt, *interval(op, dt, *ivs))  # the registry's bounds (the whole dtype where the result may wrap)
 
   def _cast(self, dt: DType, sd: DType, a: Abs) -> Abs:
     if dt.is_bool: return BOOL
     if dt.is_float and not sd.is_float and (a.lo < -(2 ** 24) or a.hi > 2 ** 24):
       raise KernelUnsafe(f"cast of ints in [{a.lo}, {a.hi}] to {dt.name} may round")
-    if sd.is_float and not dt.is_float and (why := cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt)) is not None:
+    if sd.is_float and not dt.is_float and (why := left_open(cast_undefined(a.lo, sd, dt) or cast_undefined(a.hi, sd, dt))) is not None:
       raise KernelUnsafe(f"cast of floats in [{a.lo}, {a.hi}] to {dt.name}: {why}")
     lo, hi = cast_interval(sd, dt, (a.lo, a.hi))  # the registry's range of the conversion
-    if dt.is_float: return Abs(a.c, a.m, lo, hi, a.d) if sd.is_float else Abs(0, a.m, lo, hi, 0)
+    if dt.is_float: return Abs(a.c, a.m, lo, hi, a.d, a.special) if sd.is_float else Abs(0, a.m, lo, hi, 0)
     return of_interval(dt, lo, hi)
 
   def _float(self, u: UOp, s: list[Abs]) -> Abs:
     op, dt = u.op, u.dtype
     a, b = s[0], (s[1] if len(s) > 1 else None)
+    sp = any(x.special for x in s)
+    if op in ROUNDED: return self._rounded(u, a)
     if op not in (Ops.NEG, Ops.TRUNC, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX): raise KernelUnsafe(f"{op.name} on floats is not exact")
     lo, hi = float_interval(op, dt, *((x.lo, x.hi) for x in s))  # the registry's range of the exact result
-    if op is Ops.NEG: return Abs(a.c, a.m, lo, hi, a.d)
-    if op is Ops.TRUNC: return Abs(a.c, a.m, lo, hi, 0)
+    if op is Ops.NEG: return Abs(a.c, a.m, lo, hi, a.d, sp)
+    if op is Ops.TRUNC: return Abs(a.c, a.m, lo, hi, 0, sp)
     assert b is not None
     d = max(a.d, b.d)
-    if op in (Ops.ADD, Ops.SUB): return Abs(a.c + b.c, a.m + b.m, lo, hi, d)
-    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), lo, hi, d)
+    if op in (Ops.ADD, Ops.SUB): return Abs(a.c + b.c, a.m + b.m, lo, hi, d, sp)
+    if op is Ops.MAX: return Abs(max(a.c, b.c), max(a.m, b.m), lo, hi, d, sp)
     if a.c > 0 and b.c > 0: raise KernelUnsafe("product of two values the kernel writes")
     # a factor of a written value must be an integer of magnitude <= 1, or repeated products grow or lose bits
     for x, y in ((a, b), (b, a)):
       if x.c > 0 and (y.m > 1 or y.d > 0): raise KernelUnsafe("a written value multiplied by more than a sign")
-    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, lo, hi, a.d + b.d)
+    return Abs(a.c * b.m + b.c * a.m, a.m * b.m, lo, hi, a.d + b.d, sp)
+
+  def _rounded(self, u: UOp, a: Abs) -> Abs:
+    """A rounded result of the math library or a correctly rounded SQRT / RECIP: any finite or special value."""
+    if a.c > 0: raise KernelUnsafe(f"{u.op.name} of a value the kernel writes")
+    if u.op is Ops.RECIP and a.lo <= 0 <= a.hi and not a.raw:
+      raise KernelUnsafe("RECIP of a computed value that may be 0: the sign of its zero is open")
+    return Abs(0, INF, -INF, INF, 0, True, rounded=True)
 
 
 # ---- a kernel, a graph ----
@@ -290,19 +324,31 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
   mult = _multiplicities(body)
   t = 0
   max_m = 0.0
+  loaded = {storage_of(u.src[0].src[0]) for u in nodes if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX}
+  special: set[UOp] = set()
+  rounded: set[UOp] = set()
+  dbits_of: dict[UOp, int] = {}
   for s in stores:
     dt = s.src[1].dtype
     a = ka.of(s.src[1])
     if len(s.src) == 3: ka.of(s.src[2])
+    target = storage_of(s.src[0].src[0])
+    if a.special: special.add(target)
+    if a.rounded:
+      if target in loaded: raise KernelUnsafe("a rounded result stored into storage the kernel loads")
+      rounded.add(target)
+      continue
     if dt.is_float:
       if a.c > 1: raise KernelUnsafe(f"a float STORE adds {a.c:g} copies of written values: repeated runs may grow past exactness")
-      if a.d > STORED_DBITS: raise KernelUnsafe(f"a float STORE of values with {a.d} denominator bits")
+      # storage the kernel loads again must stay short dyadic; other storage carries the stored values' bits on
+      if a.d > STORED_DBITS and target in loaded: raise KernelUnsafe(f"a float STORE of values with {a.d} denominator bits")
+      dbits_of[target] = max(dbits_of.get(target, 0), a.d)
       t += mult.get(s, 1)
       max_m = max(max_m, a.m)
   w0 = max([0.0] + [bounds[w.arg.slot].m for w in written if w.op is Ops.PARAM and w.arg.slot in bounds and w.dtype.is_float])
   w = w0 + t * max_m
   for u, a in ka.memo.items():
-    if not u.dtype.is_float or u.op in (Ops.STORE, Ops.INDEX, Ops.AFTER, Ops.PARAM, Ops.BUFFER): continue
+    if not u.dtype.is_float or u.op in (Ops.STORE, Ops.INDEX, Ops.AFTER, Ops.PARAM, Ops.BUFFER, *PASSED_ON) or a.rounded: continue
     mag = a.c * w + a.m if a.c > 0 else a.m
     if mag > FLOAT_LIMIT or mag * (1 << min(a.d, 60)) >= 2 ** _mant(u.dtype):
       raise KernelUnsafe(f"{u.op.name} of {u.dtype.name} may reach {mag:.3g} with {a.d} denominator bits: not exact")
@@ -312,7 +358,8 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
     old = bounds.get(p.arg.slot, Abs(0, 0, 0, 0))
     # the kernel's writes join what the buffer held before (its stores may leave elements untouched)
     wb = max(w, old.m)
-    out[p.arg.slot] = Abs(0, wb, -wb, wb, max(STORED_DBITS, old.d)) if p.dtype.is_float else full(p.dtype)
+    d = max(STORED_DBITS, old.d, dbits_of.get(p, 0))
+    out[p.arg.slot] = Abs(0, wb, -wb, wb, d, p in special or old.special, rounded=p in rounded or old.rounded) if p.dtype.is_float else full(p.dtype)
   return out
 
 

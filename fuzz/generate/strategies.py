@@ -33,6 +33,8 @@ KERNEL_SHARE = 0.1   # the share of cases that are kernel graphs (weight "kind:k
 RMW_SHARE = 0.5      # the share of kernel cases that are read-modify-write kernels (fuzz.generate.kernels; weight "kind:rmw")
 INT_SHARE = 0.1      # the share of cases that are integer kernels (fuzz.generate.int_kernels; weight "kind:int", which, like
                      # "kind:kernel", steering leaves alone): simplify's rules on signed and unsigned values and wrap points
+EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.edge_kernels; weight "kind:edge"): the points the
+                     # spec defines where C does not, and special floats, through the constructs the renderers must guard
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
@@ -633,6 +635,13 @@ def int_share(weights: dict[str, float] | None) -> float:
   return INT_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
 
 
+def edge_share(weights: dict[str, float] | None) -> float:
+  """The share of edge kernel cases: weight "kind:edge", else EDGE_SHARE, none when kernel graphs are off ("kind:kernel" 0)."""
+  w = weights or {}
+  if "kind:edge" in w: return w["kind:edge"]
+  return EDGE_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
@@ -640,6 +649,13 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     if ints.random() < min(0.95, int_share(weights)):
       from fuzz.generate.int_kernels import int_kernel_case
       c = int_kernel_case(ints)
+      c.seed, c.index = seed, index
+      return c
+    # edge kernels (the spec's defined edge points through the renderers' guards) too: weight "kind:edge"
+    edge = random.Random(f"tinyspec-fuzz-edge:{seed}:{index}")
+    if edge.random() < min(0.95, edge_share(weights)):
+      from fuzz.generate.edge_kernels import edge_kernel_case
+      c = edge_kernel_case(edge, weights)
       c.seed, c.index = seed, index
       return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")

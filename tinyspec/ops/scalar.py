@@ -30,6 +30,9 @@ from tinyspec.uop import Ops
 INDEX_SHIFT_BITS = 64  # index is stored as int64, so a shift count on index is taken modulo 64
 # the reasons c_undefined gives for the points every backend defines the same way as the evaluator by wrapping
 SIGNED_OVERFLOW, INDEX_OVERFLOW, DIV_OVERFLOW = "signed overflow", "index value outside int64", "MIN divided by -1 overflows"
+# the reasons c_undefined and cast_undefined give for the points tinyspec gives no value either; every other point they
+# name has the value of the module docstring, the same in the evaluator and every backend
+LEFT_OPEN = frozenset({INDEX_OVERFLOW})
 
 
 # float ops whose meaning is the math library's, which is not correctly rounded: results may differ between numpy,
@@ -138,6 +141,14 @@ def c_undefined(op: Ops, dt: DType, *vals: Any) -> str | None:
   if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL) and dt.kind == "i":
     if not dt.min <= INT_MEANING[op](dt, *(int(v) for v in vals)) <= dt.max: return SIGNED_OVERFLOW
   return None
+
+
+def left_open(why: str | None) -> str | None:
+  """why (a reason of c_undefined, cast_undefined or intervals.undefined_in), when the point it names has no value in
+  tinyspec either; None when tinyspec defines it. A screen that keeps cases to meaningful points asks here, and so
+  reaches the points C leaves undefined and tinyspec defines (division by zero, shift counts past the width, NaN and
+  out-of-range float to int casts)."""
+  return why if why in LEFT_OPEN else None
 
 
 def cast_undefined(v: Any, src: DType, dst: DType) -> str | None:
