@@ -73,7 +73,8 @@ def test_edge_values_leave_other_cases_as_they_were():
       continue
     kept += 1
     assert c.root is d.root, f"case {i} changed though it drew no edge value"
-    assert c.inputs.keys() == d.inputs.keys() and all(np.array_equal(c.inputs[k], d.inputs[k], equal_nan=c.inputs[k].dtype.kind == "f") for k in c.inputs)
+    assert c.inputs.keys() == d.inputs.keys()
+    assert all(np.array_equal(c.inputs[k], d.inputs[k], equal_nan=c.inputs[k].dtype.kind == "f") for k in c.inputs)
   assert kept and edged
 
 
