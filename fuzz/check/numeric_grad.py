@@ -246,11 +246,10 @@ def numeric_gradient_check(root: UOp, inputs: dict | None = None, seed: int = 0,
       where = next((r.location for r in pm.rules if r.name == name), None)
       out.mismatches.append(GradMismatch(-1, -1, want, got, name, where))
     return out
-  if out.mismatches:
-    pm = active_rules(rules)
-    name = blame_rule(loss, feed, bufs, pm, rng)
-    where = next((r.location for r in pm.rules if r.name == name), None)
-    out.mismatches = [GradMismatch(m.buffer, m.element, m.numeric, m.symbolic, name, where) for m in out.mismatches]
+  pm = active_rules(rules)
+  name = blame_rule(loss, feed, bufs, pm, rng)
+  where = next((r.location for r in pm.rules if r.name == name), None)
+  out.mismatches = [GradMismatch(m.buffer, m.element, m.numeric, m.symbolic, name, where) for m in out.mismatches]
   return out
 
 
@@ -366,9 +365,8 @@ def table_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Genera
   loc = localize(u, feed)
   node = loc.rule_node
   if node.op in (Ops.AFTER, Ops.STORE): return None
-  srcs = [np.asarray(loc.data[_leaf_id(x)], np.float64).reshape(x.shape) if x.op is not Ops.CONST else np.asarray(x.arg)
-          for x in node.src] if all(x.op in (Ops.BUFFER, Ops.RESHAPE) for x in node.src) else None
-  if srcs is None: return None
+  if not all(x.op in (Ops.BUFFER, Ops.RESHAPE) for x in node.src): return None
+  srcs = [np.asarray(loc.data[_leaf_id(x)], np.float64).reshape(x.shape) for x in node.src]
   if kinks_only and not has_kink(node, srcs): return None
   cot, cot_data = _leaf(rng.uniform(-1.0, 1.0, size=loc.value.size), loc.value)
   if (hit := pm.rewrite(node, ctx=cot)) is None: return None
