@@ -1,7 +1,7 @@
 # tinyspec counterexample: parity/callify/precompile_gettuple_of_call
 # seed 0, case 953, found 2026-12-02 05:38:10 UTC
 # callify changed the results: output 1: element 0: np.float32(2.0) against np.float32(0.0) (9 of 9 differ)
-# A value call reads BUFFER 4 while an unordered STORE overwrites it: the TENSOR graph reads its initial contents, but once precompiled the call reads the storage by reference after the STORE ran. Found by campaign seed 0 (case 953, 400 cases and more into the campaign); reduced, the case holds no edge value.
+# A value call reads BUFFER 4 while an unordered STORE overwrites it: the TENSOR graph reads its initial contents, but once precompiled the call reads the storage by reference after the STORE ran. Found by campaign seed 0 (case 953, 400 cases and more into the campaign); reduced, the case holds no edge value. Fixed: callify realizes such an arg first (rule snapshot_raced_arg).
 # blamed: rule 'precompile_gettuple_of_call' of pass callify at tinyspec/lower/callify.py:94, application 1 of 1
 #   before:
 #     %0 = PARAM float32 (18,) [] ParamArg(slot=0, size=18, device='CPU', addrspace=AddrSpace.GLOBAL)
@@ -10,7 +10,7 @@ from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, Ran
 from tinyspec.dtype import dtypes
 
 SIGNATURE = ('parity', 'callify', 'precompile_gettuple_of_call', )
-EXPECT = 'fails'
+EXPECT = 'passes'
 KIND = 'tensor'
 OPTIONS = {'callify': 'precompile', 'realize': 'minimal', 'opts': None}
 BACKENDS = ('reference', )

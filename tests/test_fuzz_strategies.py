@@ -74,13 +74,13 @@ def test_side_steps_leave_other_cases_unchanged():
   same = 0
   for i in range(60):
     c = case_for(5, i)
-    if c.kind != "tensor" or {"step:copy", "step:opaque", "kind:compose"} & c.features: continue
+    if c.kind != "tensor" or {"step:copy", "step:opaque", "kind:compose", "kind:alias"} & c.features: continue
     rng = random.Random(f"tinyspec-fuzz:5:{i}")
     rng.random()  # the kind roll of case_for, before the generator seeds its variables' Random from rng's state
     plain = TensorGen(rng, {"step:copy": 0.0, "step:opaque": 0.0}, side=random.Random(0))
     assert plain.case().root is c.root
     same += 1
-  assert same >= 20  # of 60: integer, edge and other kernel cases and compositions take the rest
+  assert same >= 20  # of 60: integer, edge and other kernel cases, aliasing cases and compositions take the rest
 
 
 def test_opaque_cases_evaluate_like_numpy(many):
@@ -337,7 +337,7 @@ def test_generators_make_bounded_variables(many):
 # ---- frontend compositions ----
 def test_campaign_cases_include_every_frontend_composition():
   from fuzz.generate.strategies import COMPOSITION_NAMES
-  comps = [c for c in (case_for(5, i, {"kind:compose": 0.9}) for i in range(160)) if "kind:compose" in c.features]
+  comps = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0}) for i in range(160)) if "kind:compose" in c.features]
   assert len(comps) > 100
   seen = {f.split(":", 1)[1] for c in comps for f in c.features if f.startswith("compose:")}
   assert seen == {*COMPOSITION_NAMES, "call", "cast"}

@@ -248,3 +248,35 @@ def test_injective_shortcut_never_claims_what_z3_refutes():
       shown += 1
       assert smt.prove_iterations_apart(r0, (e, None), (e, None)).status == "proved", (a, b, k)
   assert shown > 20
+
+
+# ---- PROGRAM accesses asked as index arithmetic ----
+def test_int32_accesses_are_lifted_to_index_only_where_nothing_wraps() -> None:
+  from tinyspec.dtype import dtypes
+  from tinyspec.spec.kernel import as_index
+  i32 = dtypes.int32
+  r = UOp.range(8, 0).replace(dtype=i32, src=(UOp.const(i32, 8),))
+  e = r.alu(Ops.IDIV, UOp.const(i32, 2)) * UOp.const(i32, 12) + r.alu(Ops.MOD, UOp.const(i32, 3))
+  lr, le = as_index((r, e))
+  assert lr is UOp.range(8, 0) and le.dtype is dtypes.index and all(u.dtype is not i32 for u in le.toposort())
+  assert (le.vmin, le.vmax) == (e.vmin, e.vmax)
+  # a loaded int32 is read through a CAST: its value plus one may wrap, so nothing is lifted
+  x = UOp.param(1, i32, 8).index(r).load()
+  assert as_index((r, x * UOp.const(i32, 2))) is None
+  lx, = as_index((x.alu(Ops.MAX, UOp.const(i32, 0)),))
+  assert lx.dtype is dtypes.index and any(u.op is Ops.CAST and u.src[0] is x for u in lx.toposort())
+  # a narrowing cast is lifted only where it keeps the value
+  assert as_index((r.cast(dtypes.int8),)) is not None
+  assert as_index(((r * UOp.const(i32, 100)).cast(dtypes.int8),)) is None
+
+
+def test_lifting_undoes_linearize_so_the_program_asks_the_kernels_question() -> None:
+  from tinyspec.spec.kernel import as_index
+  a = Tensor(np.arange(24, dtype=np.float32).reshape(4, 6))
+  out = (a.permute(1, 0).reshape(4, 6).flip(0) + 1).contiguous()
+  steps = lower(UOp(Ops.SINK, src=(out.uop,)), opts=(("global", 0),))
+  def store_index(g: UOp) -> UOp:
+    return next(u.src[0].src[1] for u in g.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX)
+  kernel, program = store_index(steps["lower_reduce"]), store_index(steps["render"])
+  assert program.dtype is not kernel.dtype and as_index((program,)) == (kernel,)
+  assert [v for v in check(steps["render"], Stage.PROGRAM) if v.rule == RULE] == []

@@ -129,7 +129,8 @@ class Translator:
   def _alu(self, u: UOp, srcs: list) -> z3.ExprRef | None:
     dt = u.src[-1].dtype  # the operands' dtype (a comparison's own is bool; WHERE's values come last)
     width = zsem.index_width(*((s.vmin, s.vmax) for s in u.src[-2:])) + self._shl_extra(u) if dt is dtypes.index else zsem.INDEX_WIDTH
-    ret = zsem.term(u.op, dt, srcs, width)
+    ret = _natural_divmod(u, srcs) if dt is dtypes.index else None
+    if ret is None: ret = zsem.term(u.op, dt, srcs, width)
     if ret is None or self.defined: return ret
     undef = zsem.undefined(u.op, dt, srcs)
     if undef is None or z3.is_false(z3.simplify(undef)): return ret
@@ -155,6 +156,18 @@ _EXACT: dict[Ops, Any] = {
   Ops.CAST: Translator._cast, Ops.BITCAST: Translator._bitcast,
   Ops.DETACH: lambda t, u, s: s[0], Ops.CONTIGUOUS: lambda t, u, s: s[0],
 }
+
+
+def _natural_divmod(u: UOp, srcs: list) -> z3.ExprRef | None:
+  """IDIV or MOD of an `index` whose bounds say it is never negative by a positive constant: z3's own div and mod,
+  which agree with C's there. The registry's term holds for every sign, as ite terms z3 decides far more slowly; view
+  index arithmetic (a range divided and taken modulo by constants) is almost always of this kind."""
+  if u.op not in (Ops.IDIV, Ops.MOD) or len(u.src) != 2: return None
+  a, b = u.src
+  if b.op is not Ops.CONST or not isinstance(b.arg, int) or b.arg <= 0 or not isinstance(a.vmin, int) or a.vmin < 0: return None
+  x, c = srcs
+  if not (z3.is_int(x) and z3.is_int(c)): return None
+  return x / c if u.op is Ops.IDIV else x % c
 
 
 class BoundsResult:

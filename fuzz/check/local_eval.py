@@ -46,11 +46,13 @@ class LocalEval:
   """Values of kernel nodes on the grid of their loop variables. `params` binds a PARAM to the tensor-level node whose
   value its storage holds (rangeify's leaves); `slots` gives a kernel's PARAM slot k its flat contents at kernel entry
   (a LOAD of a PARAM the kernel also writes reads them too: a rewrite that keeps the meaning of a load keeps it under
-  any contents)."""
+  any contents); `targets` gives a tensor-level leaf the PARAM that holds its storage, so a STORE through a view of the
+  leaf, before rangeify binds it, writes that PARAM's elements."""
 
   def __init__(self, inputs: dict[int, np.ndarray], params: dict[UOp, UOp] | None = None, ranges: list[UOp] | None = None,
-               slots: dict[int, np.ndarray] | None = None, tensors: dict[UOp, np.ndarray] | None = None):
-    self.inputs, self.params, self.slots = inputs, params or {}, slots or {}
+               slots: dict[int, np.ndarray] | None = None, tensors: dict[UOp, np.ndarray] | None = None,
+               targets: dict[UOp, UOp] | None = None):
+    self.inputs, self.params, self.slots, self.targets = inputs, params or {}, slots or {}, targets or {}
     self.ranges = ranges or []
     bounds = []
     for r in self.ranges:
@@ -92,9 +94,7 @@ class LocalEval:
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for u in root.toposort(gate=lambda u: u.op is not Ops.CALL):
       if u.op is not Ops.STORE: continue
-      base, addr, ok = self._target(u.src[0])
-      g = ok & (self._full(self.value(u.src[2])).astype(bool) if len(u.src) > 2 else True)
-      if np.any(g & ((addr < 0) | (addr >= base.arg.size))): raise OutOfBounds("store outside its buffer")
+      base, addr, g = self.store_points(u)
       slot = base.arg.slot
       if slot not in out:
         start = self.slots.get(slot)
@@ -106,6 +106,13 @@ class LocalEval:
       written[addr[g]] = True
     return out
 
+  def store_points(self, u: UOp) -> tuple[UOp, np.ndarray, np.ndarray]:
+    """What one STORE does at each grid point: its storage PARAM, the flat element addressed and whether it writes."""
+    base, addr, ok = self._target(u.src[0])
+    g = ok & (self._full(self.value(u.src[2])).astype(bool) if len(u.src) > 2 else True)
+    if np.any(g & ((addr < 0) | (addr >= base.arg.size))): raise OutOfBounds("store outside its buffer")
+    return base, addr, g
+
   def _target(self, t: UOp) -> tuple[UOp, np.ndarray, np.ndarray]:
     """A STORE target's storage PARAM, the flat element each grid point addresses and where it addresses one (a view's
     PAD region addresses none)."""
@@ -115,9 +122,12 @@ class LocalEval:
       return t.src[0], self._full(self.value(t.src[1])).astype(np.int64), np.ones(self.grid, dtype=bool)
     from tinyspec.semantics.alu import movement
     chain, base = [], t.src[0]
-    while base.op in GroupOp.Movement: chain.append(base); base = base.src[0]  # noqa: E702
-    if base.op is not Ops.PARAM: raise Unjudgeable("a store through a view of unknown storage")
-    amap = np.arange(base.arg.size, dtype=np.int64).reshape(base.shape)
+    while base.op in GroupOp.Movement and base not in self.targets: chain.append(base); base = base.src[0]  # noqa: E702
+    shape = base.shape
+    if base.op is not Ops.PARAM: base = self.targets.get(base, base)  # a leaf: its storage, in its element order
+    if base.op is not Ops.PARAM or shape is None or math.prod(shape) != base.arg.size:
+      raise Unjudgeable("a store through a view of unknown storage")
+    amap = np.arange(base.arg.size, dtype=np.int64).reshape(shape)
     for m in reversed(chain): amap = movement(m, amap, fill=-1)
     idx = [np.broadcast_to(self.value(i), self.grid).astype(np.int64) for i in t.src[1:]]
     if len(idx) != amap.ndim: raise Unjudgeable("a view index of the wrong rank")
@@ -193,8 +203,26 @@ def values_differ(a: np.ndarray, b: np.ndarray) -> bool:
 EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK})  # nodes whose meaning is what their STOREs write
 
 
+def _stores_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
+  """Whether a STORE rewritten into a STORE over the same loops writes, at some loop point, where the other does not,
+  another element, or another value. Point by point, not by the final contents: a write that a later one overwrites is
+  still seen by the kernel's loads in between, and loops that run in parallel have no later."""
+  try: pb, ab, gb = ev.store_points(before)
+  except OutOfBounds: return False
+  try: pa, aa, ga = ev.store_points(after)
+  except OutOfBounds: return True
+  if pb.arg.slot != pa.arg.slot or not np.array_equal(gb, ga) or not np.array_equal(ab[gb], aa[ga]): return True
+  vb, va = (np.broadcast_to(ev._full(ev.value(x.src[1])), ev.grid) for x in (before, after))
+  return values_differ(vb[gb], va[ga])
+
+
+def _same_loops(before: UOp, after: UOp) -> bool:
+  return {range_key(r) for r in free_ranges(before)} == {range_key(r) for r in free_ranges(after)}
+
+
 def _effects_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
   """Whether two effect nodes write other elements or other values (a before that stores out of bounds is no meaning)."""
+  if before.op is Ops.STORE and after.op is Ops.STORE and _same_loops(before, after): return _stores_differ(ev, before, after)
   try: eb = ev.effects(before)
   except OutOfBounds: return False
   if not eb: return False  # nothing stored, as far as can be told (an accumulator's register stores raise Unjudgeable)
@@ -250,18 +278,20 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
   if before.op is Ops.AFTER: return False
   params: dict[UOp, UOp] = {}
   leaves = getattr(ctx, "leaves", None)
+  targets = {leaf: p for leaf, p in leaves.items() if isinstance(leaf, UOp) and p.op is Ops.PARAM} if isinstance(leaves, dict) else {}
   if isinstance(leaves, dict):
     # a PARAM may stand for several leaves (versions of one storage): the ones the rewritten node reads come first
     seen = {u.src[0] for u in before.toposort() if u.op is Ops.INDEX and u.arg == "view"}
     for leaf, p in sorted(leaves.items(), key=lambda kv: kv[0] not in seen):
       if isinstance(leaf, UOp) and leaf.tag is None: params.setdefault(p, leaf)
   if slots is None: slots = _slots_of(ctx, LocalEval(inputs, tensors=tensors))
-  return any(_changes_under(before, after, inputs, params, s, tensors, effect) for s in (slots or [None]))
+  return any(_changes_under(before, after, inputs, params, s, tensors, effect, targets) for s in (slots or [None]))
 
 
-def _changes_under(before: UOp, after: UOp, inputs: dict, params: dict, slots: dict | None, tensors: dict, effect: bool) -> bool:
+def _changes_under(before: UOp, after: UOp, inputs: dict, params: dict, slots: dict | None, tensors: dict, effect: bool,
+                   targets: dict | None = None) -> bool:
   try:
-    ev = LocalEval(inputs, params, free_ranges(before, after), slots, tensors)
+    ev = LocalEval(inputs, params, free_ranges(before, after), slots, tensors, targets)
     if effect: return _effects_differ(ev, before, after)
     try: vb = ev.value(before)
     except OutOfBounds: return False

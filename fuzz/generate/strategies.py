@@ -37,6 +37,9 @@ EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.e
                      # spec defines where C does not, and special floats, through the constructs the renderers must guard
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
+ALIAS_SHARE = 0.1  # the share of tensor cases about aliasing (fuzz.generate.aliasing; weight "kind:alias"): a buffer read and
+                   # written by one kernel, stores through views, versions read unordered, assign chains across calls
+ALIAS_FORMS = ("inplace", "target_view", "two_versions", "old_read", "call")  # its write forms, each a feature alias:<form>
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
 COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract")
 MAX_DIM = 4
@@ -102,6 +105,7 @@ def default_weights() -> dict[str, float]:
             "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE,
             "value:edge": 1.0, "value:special": 1.0})
   w.update({f"compose:{k}": 1.0 for k in (*COMPOSITION_NAMES, "call", "cast")})
+  w.update({"kind:alias": ALIAS_SHARE, **{f"alias:{k}": 1.0 for k in ALIAS_FORMS}})
   w.update(OPT_WEIGHTS)
   return w
 
@@ -669,9 +673,14 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       else:
         c = kernel_case(rng)
     else:
-      # frontend compositions draw from a Random of their own too: the tensor cases they do not replace stay the same
+      # aliasing cases and frontend compositions draw from Randoms of their own too: the tensor cases they do not
+      # replace stay the same
+      alias = random.Random(f"tinyspec-fuzz-alias:{seed}:{index}")
       comp = random.Random(f"tinyspec-fuzz-compose:{seed}:{index}")
-      if comp.random() < min(0.95, (weights or {}).get("kind:compose", COMPOSE_SHARE)):
+      if alias.random() < min(0.95, (weights or {}).get("kind:alias", ALIAS_SHARE)):
+        from fuzz.generate.aliasing import aliasing_case
+        c = aliasing_case(alias, {**default_weights(), **(weights or {})})
+      elif comp.random() < min(0.95, (weights or {}).get("kind:compose", COMPOSE_SHARE)):
         from fuzz.generate.compositions import composition_case
         c = composition_case(comp, {**default_weights(), **(weights or {})})
       else:

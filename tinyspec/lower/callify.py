@@ -13,6 +13,14 @@ stores output i into PARAM slot n+i, bound to a fresh BUFFER out_i (its id fixed
 again gives the same graph); an arg that is not storage is realized first (CONTIGUOUS). Calls nested in a body are
 precompiled first (bottom-up). rangeify lowers each precompiled body into its own kernel graph.
 
+A value call reads its args as values: a storage arg's contents as the arg names them, whatever else writes that
+storage. A precompiled call reads its args by reference when it runs, so an arg whose storage another effect writes
+with no order between the two (a STORE or an effect call that is neither upstream of the arg nor downstream of the
+call) would make the precompiled graph race where the value call did not. Before precompiling, such an arg is wrapped
+in CONTIGUOUS (rule `snapshot_raced_arg`, top-down over the input graph, deciding on the input's own nodes): the call
+then reads a realized copy, which rangeify's schedule orders before the overwrite like any other read of the old
+contents.
+
 Both modes fold GETTUPLE of a bare TUPLE; a precompiled call in the input stays as it is.
 """
 from __future__ import annotations
@@ -24,8 +32,8 @@ from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.spec.tensor import tensor_storage
-from tinyspec.uop import Ops, UOp, next_buffer_id, substitute, walk
+from tinyspec.spec.tensor import tensor_storage, written_slots
+from tinyspec.uop import GroupOp, Ops, UOp, is_precompiled_call, is_value_call, next_buffer_id, substitute, walk
 
 
 def flat_arg(a: UOp, size: int) -> UOp:
@@ -96,6 +104,54 @@ def _precompile_call(g: UOp, call: UOp) -> UOp:
   return precompiled_output(call, output_buffers(call), g.arg)
 
 
+def _storage_key(u: UOp) -> UOp:
+  """The storage a view / AFTER chain names: what a writer and a reader are compared by."""
+  while (u.op in GroupOp.Movement or u.op is Ops.AFTER) and u.src: u = u.src[0]
+  return u
+
+
+def _writes(u: UOp) -> list[UOp]:
+  """The storage an effect of the outer graph writes: a STORE its target's, a precompiled call the args its body
+  stores into, another effect call any of its args (lowering lets it write them)."""
+  if u.op is Ops.STORE and u.src: return [_storage_key(u.src[0])]
+  if u.op is not Ops.CALL or is_value_call(u) or not u.src: return []
+  args = u.src[1:]
+  slots = sorted(written_slots(u.src[0])) if is_precompiled_call(u) else range(len(args))
+  return [_storage_key(args[i]) for i in slots if i < len(args) and args[i].op not in GroupOp.Variable]
+
+
+class RacedArgs:
+  """Of each value call of a graph (outside call bodies), the arg positions whose storage another effect writes with no
+  order to the call: the writer is not upstream of the arg, and the call is not upstream of the writer."""
+
+  def __init__(self, root: UOp):
+    nodes = walk((root,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src)
+    writers: dict[UOp, list[UOp]] = {}
+    for u in nodes:
+      for key in _writes(u): writers.setdefault(key, []).append(u)
+    self.raced: dict[UOp, tuple[int, ...]] = {}
+    below: dict[UOp, set[UOp]] = {}
+    def upstream(u: UOp) -> set[UOp]:
+      if u not in below: below[u] = set(u.toposort())
+      return below[u]
+    for c in nodes:
+      if not is_value_call(c): continue
+      hit = tuple(k for k, a in enumerate(c.src[1:]) if tensor_storage(a) and
+                  any(w not in upstream(a) and c not in upstream(w) for w in writers.get(_storage_key(a), ())))
+      if hit: self.raced[c] = hit
+
+
+def snapshot_raced_args(call: UOp, ctx: RacedArgs) -> UOp | None:
+  """The value call with each raced arg realized first (CONTIGUOUS): a value of the contents the call was given."""
+  if (hit := ctx.raced.get(call)) is None: return None
+  args = tuple(UOp(Ops.CONTIGUOUS, a.dtype, (a,)) if k in hit else a for k, a in enumerate(call.src[1:]))
+  return call.replace(src=(call.src[0], *args))
+
+
+pm_snapshot = PatternMatcher([
+  ("snapshot_raced_arg", UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"), snapshot_raced_args),
+], "pm_snapshot")
+
 pm_fold_tuple = PatternMatcher([
   ("gettuple_of_tuple", UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), tuple_element),
 ], "pm_fold_tuple")
@@ -114,8 +170,11 @@ pm_precompile = PatternMatcher([
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   fold = tables["pm_fold_tuple"]
   if options.callify == "inline": return trace.rewrite(root, tables["pm_inline"] + fold, bottom_up=True)
-  if options.callify == "precompile": return trace.rewrite(root, tables["pm_precompile"] + fold, bottom_up=True)
+  if options.callify == "precompile":
+    # top-down, so the rule meets each call of the input as it is: RacedArgs decided on those nodes
+    root = trace.rewrite(root, tables["pm_snapshot"], RacedArgs(root), bottom_up=False)
+    return trace.rewrite(root, tables["pm_precompile"] + fold, bottom_up=True)
   raise ValueError(f"unknown callify mode {options.callify!r}; expected 'inline' or 'precompile'")
 
 
-CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (pm_inline, pm_precompile, pm_fold_tuple))
+CALLIFY = Pass("callify", Stage.TENSOR, Stage.TENSOR, run, (pm_inline, pm_snapshot, pm_precompile, pm_fold_tuple))

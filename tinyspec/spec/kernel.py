@@ -238,6 +238,42 @@ def injective_in(e: UOp, r: UOp, limit: int = 4096) -> bool:
   return True
 
 
+_LIFTED = GroupOp.ALU | {Ops.CONST, Ops.RANGE, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.CAST}
+
+
+def as_index(nodes: tuple[UOp | None, ...]) -> tuple[UOp | None, ...] | None:
+  """The nodes with their fixed-width integer arithmetic retyped to `index`, when that is exact: every retyped node's
+  bounds, as `index` arithmetic (which never wraps) derives them, lie within its own dtype, so no intermediate value
+  wraps and each means what it meant (an integer leaf of another kind, a LOAD, is read through a CAST to `index`).
+  This undoes linearize's index_to_int, so a question about a PROGRAM's accesses is the one asked of its kernel, with
+  z3's integers instead of bit-vectors. None when some retyped value could wrap."""
+  new: dict[UOp, UOp] = {}
+  def lift(u: UOp) -> UOp:
+    if u in new: return new[u]
+    src = tuple(lift(x) for x in u.src) if u.op in _LIFTED else u.src
+    if u.dtype.kind in "iu" and u.op in _LIFTED and not (u.op is Ops.CAST and u.src[0].dtype.kind not in "iux"):
+      out = u.replace(dtype=dtypes.index, src=src, arg=int(u.arg) if u.op is Ops.CONST else u.arg)
+      if not (u.dtype.min <= out.vmin and out.vmax <= u.dtype.max): raise OverflowError
+    elif u.dtype.kind in "iu":
+      out = UOp(Ops.CAST, dtypes.index, (u.replace(src=src),))
+    else: out = u.replace(src=src)
+    new[u] = out
+    return out
+  try: return tuple(None if n is None else lift(n) for n in nodes)
+  except OverflowError: return None
+
+
+def iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None]) -> smt.BoundsResult:
+  """smt.prove_iterations_apart, asked first of the accesses as `index` arithmetic (as_index) when that is exact: a
+  proof there is a proof of the accesses, and z3 finds it much faster over integers than over the bit-vectors of int32
+  and int64. Anything else is asked of the accesses themselves (a bitwise op z3 sees as opaque over integers could
+  make a conflict appear that is not there)."""
+  if r.dtype is not dtypes.index and (lifted := as_index((r, *a, *b))) is not None:
+    lr, ae, ag, be, bg = lifted
+    if (res := smt.prove_iterations_apart(lr, (ae, ag), (be, bg))).status == "proved": return res
+  return smt.prove_iterations_apart(r, a, b)
+
+
 def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsResult]]:
   """(STORE, access, verdict) for every pair of a STORE and another access of the same global storage in body that is
   not proven to stay apart across iterations of r (violated, or unknown when z3 gives no answer)."""
@@ -250,7 +286,7 @@ def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsRes
       # a pair of stores is one question whichever comes first; a store against itself is asked too
       for (x, xe, xg) in stores[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
         if xe is se and injective_in(se, r): continue  # one index, one element per iteration: apart
-        res = smt.prove_iterations_apart(r, (se, sg), (xe, xg))
+        res = iterations_apart(r, (se, sg), (xe, xg))
         if res.status != "proved": out.append((st, x, res))
   c[r] = out
   return out
