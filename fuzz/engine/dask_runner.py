@@ -90,13 +90,13 @@ class Batch:
   future: Any
 
 
-def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
+def connect(address: str, timeout: float | None = None) -> Any:
   """A distributed.Client of the scheduler at address; ConfigError when distributed is missing or the scheduler
   cannot be reached."""
   try: from distributed import Client
   except ImportError:
     raise ConfigError("--scheduler needs Dask's distributed package: pip install -e '.[dask]' (the dask extra)") from None
-  try: return Client(address, timeout=timeout, set_as_default=False)
+  try: return Client(address, timeout=timeout or CONNECT_SECONDS, set_as_default=False)
   except (OSError, ValueError, TypeError) as e:
     raise ConfigError(f"--scheduler {address}: no Dask scheduler reachable there ({str(e).splitlines()[0][:200]}); {START_HINT}") from None
 
