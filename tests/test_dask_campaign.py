@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402  (installed with distributed)
 
 from fuzz.engine import dask_runner  # noqa: E402
 from fuzz.engine.campaign import CampaignConfig, ConfigError, run_campaign  # noqa: E402
@@ -108,6 +109,27 @@ def test_a_worker_killed_in_a_batch_loses_no_case_and_no_finding(cluster, local,
   assert not any(f.signature[0] == "crash" for f in s.findings)  # its batch ran again elsewhere: no case is to blame
 
 
+def _die_on_a_worker(root, options, trace, tables):
+  """A pass that kills every Dask worker process that runs it (and nothing else: the campaign draws the case again)."""
+  try: distributed.get_worker()
+  except ValueError: return root
+  os.kill(os.getpid(), 9)
+
+
+def test_a_case_that_kills_every_worker_is_a_crash_finding(tmp_path):
+  # no second chance on the scheduler: the first death of a batch's worker gives the batch up (KilledWorker)
+  with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+       distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as c:
+    passes = [Pass("die", Stage.TENSOR, Stage.TENSOR, _die_on_a_worker), *broken_pipeline(BUG)]
+    cfg = CampaignConfig(seconds=120, seed=SEED, corpus=str(tmp_path), max_cases=2, passes=passes, weights=WEIGHTS, backends=("reference", "cpu"),
+                         cc="tcc", batch=2, reduce_seconds=0, prove_changed=False, scheduler=c.scheduler_address)
+    s = run_campaign(cfg, io.StringIO())
+  # the batch of both cases was given up, each case ran alone, and each killed its worker again
+  assert s.cases == 2 and _state(tmp_path)["done_in_epoch"] == [0, 1]
+  assert [(f.signature, f.case) for f in s.findings] == [(("crash", "check", "killed-worker"), 0)]
+  assert "died in check (killed-worker)" in Path(s.findings[0].path).read_text()
+
+
 def test_an_unreachable_scheduler_is_named_with_how_to_start_one(tmp_path, capsys, monkeypatch):
   monkeypatch.setattr(dask_runner, "CONNECT_SECONDS", 1.0)
   code = main(["fuzz", "--seconds", "5", "--corpus", str(tmp_path), "--backends", "reference", "--scheduler", "tcp://127.0.0.1:9"])
@@ -115,6 +137,11 @@ def test_an_unreachable_scheduler_is_named_with_how_to_start_one(tmp_path, capsy
   assert code == 2
   assert "tcp://127.0.0.1:9" in err and "dask scheduler" in err and "dask worker" in err
   assert len(err.strip().splitlines()) == 1
+
+
+def test_the_flag_is_in_the_help(capsys):
+  assert main(["fuzz", "--help"]) == 0
+  assert "--scheduler ADDRESS" in capsys.readouterr().out
 
 
 def test_without_distributed_the_extra_is_named(tmp_path, monkeypatch):

@@ -509,6 +509,7 @@ class Campaign:
 
   def _run_dask(self, t0: float, cluster: Any) -> None:
     """Batches on the cluster, as many in flight as it has room for; their messages handled as a local worker's."""
+    from fuzz.engine.dask_runner import ClusterLost
     try:
       while True:
         while cluster.free() and self.time_left() and (batch := self.next_batch(self.batch_size())):
@@ -523,6 +524,10 @@ class Campaign:
           for msg in msgs or (): self.handle(msg)
           self.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
         self.status(time.monotonic() - t0)
+    except ClusterLost as e:  # the campaign ends as on ^C: its state saved, its summary printed
+      self.clear_status()
+      print(f"fuzz: {e}", file=sys.stderr, flush=True)
+      raise _Stop() from None
     finally:
       for b in cluster.cancel(): self.running.difference_update(b.indices)
 

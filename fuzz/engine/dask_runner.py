@@ -15,11 +15,14 @@ same code as the campaign: the same seed gives the same cases only with the same
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import pickle
+import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -27,12 +30,20 @@ from typing import Any, Iterator, Sequence
 from fuzz.engine.campaign import ConfigError
 
 CONNECT_SECONDS = 10.0   # how long the campaign tries to reach the scheduler before it says it cannot
+# what a call to the scheduler raises once the connection is gone: a broken comm, or the client's cancelling every
+# future (concurrent.futures' CancelledError from wait, asyncio's, which is no Exception, from a result)
+_GONE = (OSError, concurrent.futures.CancelledError, asyncio.CancelledError)
+THREADS_EVERY = 2.0     # seconds between asking the scheduler how many worker threads it has
 START_HINT = ("start one with `dask scheduler` (port 8786) and workers with `dask worker tcp://HOST:8786`, each with this project "
               "installed (README: Campaigns on a Dask cluster)")
 
 
 class CodeMismatch(RuntimeError):
   """A worker whose copy of the project differs from the campaign's."""
+
+
+class ClusterLost(Exception):
+  """The campaign's connection to the scheduler is gone: it ends as on ^C, its state saved, to be resumed."""
 
 
 def code_fingerprint() -> str:
@@ -106,6 +117,9 @@ class DaskBatches:
 
   def __init__(self, client: Any, cfg: Any, existing: frozenset[str]):
     self.client = client
+    self.address = cfg.scheduler
+    self.said_no_workers = False
+    self.threads, self.threads_at = 0, -1e9
     self.token = uuid.uuid4().hex
     self.fingerprint = code_fingerprint()
     # what a worker needs of the configuration: the stop condition and the report are the campaign's
@@ -120,7 +134,14 @@ class DaskBatches:
 
   def slots(self) -> int:
     """Batches to keep in flight: one per worker thread, and one more each so that no worker waits for the next."""
-    threads = sum(self.client.nthreads().values())
+    if time.monotonic() - self.threads_at > THREADS_EVERY:  # asked now and then: workers come and go
+      with self._talking(): self.threads = sum(self.client.nthreads().values())
+      self.threads_at = time.monotonic()
+    threads = self.threads
+    if not threads and not self.said_no_workers:  # the batches wait for a worker to join
+      print(f"fuzz: the scheduler at {self.address} has no workers yet; start them with `dask worker {self.address}`", file=sys.stderr,
+            flush=True)
+      self.said_no_workers = True
     return max(1, 2 * threads)
 
   def free(self) -> bool:
@@ -128,8 +149,9 @@ class DaskBatches:
 
   def submit(self, indices: list[int], weights: dict[str, float], best: dict, stop_at: float) -> None:
     stop_wall = time.time() + (stop_at - time.monotonic())
-    fut = self.client.submit(run_batch_task, self.token, self.fingerprint, self.cfg_bytes, self.existing, indices, weights, best, stop_wall,
-                             key=f"tinyspec-batch-{self.token[:8]}-{indices[0]}-{len(indices)}", pure=False)
+    with self._talking():
+      fut = self.client.submit(run_batch_task, self.token, self.fingerprint, self.cfg_bytes, self.existing, indices, weights, best, stop_wall,
+                               key=f"tinyspec-batch-{self.token[:8]}-{indices[0]}-{len(indices)}", pure=False)
     self.pending.append(Batch(indices, weights, fut))
 
   def finished(self, timeout: float) -> Iterator[tuple[Batch, list[tuple] | None]]:
@@ -140,22 +162,37 @@ class DaskBatches:
       time.sleep(timeout)
       return
     try:
-      with self.client.as_current():  # wait() asks the current client, and this one is not the process's default
+      with self._talking(), self.client.as_current():  # wait() asks the current client, and this one is not the default
         done = wait([b.future for b in self.pending], timeout=timeout, return_when="FIRST_COMPLETED").done
     except (TimeoutError, asyncio.TimeoutError): return  # distinct classes before Python 3.11
     for b in [b for b in self.pending if b.future in done]:
       self.pending.remove(b)
       try: yield b, b.future.result()
       except KilledWorker: yield b, None
+      except _GONE[1:] as e: raise self._lost(e) from None
       except CodeMismatch as e: raise ConfigError(f"--scheduler: {e}") from None
       except Exception as e:
         raise ConfigError(f"--scheduler: a Dask worker could not run cases {b.indices[0]}..{b.indices[-1]} ({type(e).__name__}: "
                           f"{str(e)[:300]}); every worker needs this project installed, as the campaign has it") from None
 
+  @contextmanager
+  def _talking(self) -> Iterator[None]:
+    """A call to the scheduler; ClusterLost when the connection is gone (a broken comm, or the client cancelling
+    every future)."""
+    try: yield
+    except (TimeoutError, asyncio.TimeoutError): raise  # an OSError too, but only a wait that timed out
+    except _GONE as e: raise self._lost(e) from None
+
+  def _lost(self, e: BaseException) -> ClusterLost:
+    return ClusterLost(f"--scheduler {self.address}: the connection to the scheduler was lost ({(str(e).splitlines() or [''])[0][:200]}); "
+                       "the same command resumes the campaign")
+
   def cancel(self) -> list[Batch]:
     """Every batch still in flight, cancelled (its cases are not done)."""
     left, self.pending = self.pending, []
-    if left: self.client.cancel([b.future for b in left])
+    if left:
+      try: self.client.cancel([b.future for b in left])
+      except _GONE: pass  # the scheduler is gone, and the futures with it
     return left
 
   def close(self) -> None:
