@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 distributed = pytest.importorskip("distributed")
-import dask  # noqa: E402  (installed with distributed)
 
 from fuzz.engine import dask_runner  # noqa: E402
 from fuzz.engine.campaign import CampaignConfig, ConfigError, run_campaign  # noqa: E402
@@ -116,14 +115,20 @@ def _die_on_a_worker(root, options, trace, tables):
   os.kill(os.getpid(), 9)
 
 
-def test_a_case_that_kills_every_worker_is_a_crash_finding(tmp_path):
-  # no second chance on the scheduler: the first death of a batch's worker gives the batch up (KilledWorker)
-  with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
-       distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as c:
-    passes = [Pass("die", Stage.TENSOR, Stage.TENSOR, _die_on_a_worker), *broken_pipeline(BUG)]
-    cfg = CampaignConfig(seconds=120, seed=SEED, corpus=str(tmp_path), max_cases=2, passes=passes, weights=WEIGHTS, backends=("reference", "cpu"),
-                         cc="tcc", batch=2, reduce_seconds=0, prove_changed=False, scheduler=c.scheduler_address)
-    s = run_campaign(cfg, io.StringIO())
+def _allowed_failures(dask_scheduler, n: int) -> int:
+  old, dask_scheduler.allowed_failures = dask_scheduler.allowed_failures, n
+  return old
+
+
+def test_a_case_that_kills_every_worker_is_a_crash_finding(cluster, tmp_path):
+  passes = [Pass("die", Stage.TENSOR, Stage.TENSOR, _die_on_a_worker), *broken_pipeline(BUG)]
+  cfg = CampaignConfig(seconds=120, seed=SEED, corpus=str(tmp_path), max_cases=2, passes=passes, weights=WEIGHTS, backends=("reference", "cpu"),
+                       cc="tcc", batch=2, reduce_seconds=0, prove_changed=False, scheduler=cluster.scheduler_address)
+  with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+    # no second chance on the scheduler: the first death of a batch's worker gives the batch up (KilledWorker)
+    old = client.run_on_scheduler(_allowed_failures, n=0)
+    try: s = run_campaign(cfg, io.StringIO())
+    finally: client.run_on_scheduler(_allowed_failures, n=old)
   # the batch of both cases was given up, each case ran alone, and each killed its worker again
   assert s.cases == 2 and _state(tmp_path)["done_in_epoch"] == [0, 1]
   assert [(f.signature, f.case) for f in s.findings] == [(("crash", "check", "killed-worker"), 0)]

@@ -512,9 +512,7 @@ class Campaign:
     from fuzz.engine.dask_runner import ClusterLost
     try:
       while True:
-        while cluster.free() and self.time_left() and (batch := self.next_batch(self.batch_size())):
-          self.running.update(batch)
-          cluster.submit(batch, self.weights, dict(self.best), self.stop_at)
+        self._submit(cluster)
         self._collect_reducers()
         now = time.monotonic()
         if not cluster.pending and not (self.reducers and now < self.stop_at): break
@@ -530,6 +528,17 @@ class Campaign:
       raise _Stop() from None
     finally:
       for b in cluster.cancel(): self.running.difference_update(b.indices)
+
+  def _submit(self, cluster: Any) -> None:
+    """New batches while the cluster has room. A case suspected of killing workers runs alone on the whole cluster:
+    Dask gives up every batch on a worker that died, those only queued there too, so only a case run alone is known to
+    be the one."""
+    while self.time_left():
+      alone = bool(self.suspects)
+      if not cluster.free(alone): return
+      if not (batch := self.next_batch(self.batch_size())): return
+      self.running.update(batch)
+      cluster.submit(batch, self.weights, dict(self.best), self.stop_at, alone)
 
   def _given_up(self, batch: list[int], weights: dict) -> None:
     """A batch Dask gave up on, the workers running it having died again and again: each of its cases runs alone

@@ -95,10 +95,11 @@ def _runner(token: str, cfg_bytes: bytes, existing: frozenset[str]) -> Any:
 # ---- in the campaign ----
 @dataclass
 class Batch:
-  """A batch submitted: its cases, the weights it was drawn with, and its future."""
+  """A batch submitted: its cases, the weights it was drawn with, its future, and whether it runs alone."""
   indices: list[int]
   weights: dict[str, float]
   future: Any
+  alone: bool = False
 
 
 def connect(address: str, timeout: float | None = None) -> Any:
@@ -144,15 +145,17 @@ class DaskBatches:
       self.said_no_workers = True
     return max(1, 2 * threads)
 
-  def free(self) -> bool:
-    return len(self.pending) < self.slots()
+  def free(self, alone: bool = False) -> bool:
+    """Whether a batch can be submitted now (one to run alone: when nothing else is in flight)."""
+    if any(b.alone for b in self.pending): return False
+    return not self.pending if alone else len(self.pending) < self.slots()
 
-  def submit(self, indices: list[int], weights: dict[str, float], best: dict, stop_at: float) -> None:
+  def submit(self, indices: list[int], weights: dict[str, float], best: dict, stop_at: float, alone: bool = False) -> None:
     stop_wall = time.time() + (stop_at - time.monotonic())
     with self._talking():
       fut = self.client.submit(run_batch_task, self.token, self.fingerprint, self.cfg_bytes, self.existing, indices, weights, best, stop_wall,
                                key=f"tinyspec-batch-{self.token[:8]}-{indices[0]}-{len(indices)}", pure=False)
-    self.pending.append(Batch(indices, weights, fut))
+    self.pending.append(Batch(indices, weights, fut, alone))
 
   def finished(self, timeout: float) -> Iterator[tuple[Batch, list[tuple] | None]]:
     """The batches done within timeout: (batch, its messages), or (batch, None) when Dask gave it up because the
