@@ -518,7 +518,7 @@ class Campaign:
         if not cluster.pending and not (self.reducers and now < self.stop_at): break
         if now > self.stop_at + GRACE: break  # the time is up: what still runs is dropped; its cases run again on resume
         for b, msgs in cluster.finished(TICK):
-          if msgs is None: self._given_up(b.indices, b.weights)
+          if msgs is None: self._given_up(b.indices, b.weights, b.alone)
           for msg in msgs or (): self.handle(msg)
           self.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
         self.status(time.monotonic() - t0)
@@ -540,11 +540,10 @@ class Campaign:
       self.running.update(batch)
       cluster.submit(batch, self.weights, dict(self.best), self.stop_at, alone)
 
-  def _given_up(self, batch: list[int], weights: dict) -> None:
+  def _given_up(self, batch: list[int], weights: dict, alone: bool) -> None:
     """A batch Dask gave up on, the workers running it having died again and again: each of its cases runs alone
-    next, and a case alone that still kills them is a crash finding."""
-    self.running.difference_update(batch)
-    if len(batch) == 1: self.worker_crash(batch[0], weights, "killed-worker", "check")
+    next, and a case run alone that still kills them is a crash finding."""
+    if alone: self.worker_crash(batch[0], weights, "killed-worker", "check")
     else: self.suspects.extend(batch)
 
   def _receive(self, w: _Worker) -> bool:

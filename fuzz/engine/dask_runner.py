@@ -132,6 +132,7 @@ class DaskBatches:
                         "run it with --workers N") from None
     self.existing = existing
     self.pending: list[Batch] = []
+    self.submitted = 0
 
   def slots(self) -> int:
     """Batches to keep in flight: one per worker thread, and one more each so that no worker waits for the next."""
@@ -154,7 +155,8 @@ class DaskBatches:
     stop_wall = time.time() + (stop_at - time.monotonic())
     with self._talking():
       fut = self.client.submit(run_batch_task, self.token, self.fingerprint, self.cfg_bytes, self.existing, indices, weights, best, stop_wall,
-                               key=f"tinyspec-batch-{self.token[:8]}-{indices[0]}-{len(indices)}", pure=False)
+                               key=f"tinyspec-batch-{self.token[:8]}-{self.submitted}", pure=False)  # a case run again gets a new key
+    self.submitted += 1
     self.pending.append(Batch(indices, weights, fut, alone))
 
   def finished(self, timeout: float) -> Iterator[tuple[Batch, list[tuple] | None]]:
