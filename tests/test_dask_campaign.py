@@ -108,6 +108,14 @@ def test_a_worker_killed_in_a_batch_loses_no_case_and_no_finding(cluster, local,
   assert not any(f.signature[0] == "crash" for f in s.findings)  # its batch ran again elsewhere: no case is to blame
 
 
+def test_the_cli_flag_runs_a_campaign_on_the_cluster(cluster, tmp_path, capsys):
+  code = main(["fuzz", "--seconds", "120", "--max-cases", "6", "--seed", "3", "--backends", "reference", "--corpus", str(tmp_path),
+               "--scheduler", cluster.scheduler_address])
+  assert code == 0, capsys.readouterr().err
+  state = json.loads((tmp_path / ".fuzz-state-3.json").read_text())
+  assert state["cases"] == 6 and state["done_in_epoch"] == list(range(6))
+
+
 def _die_on_a_worker(root, options, trace, tables):
   """A pass that kills every Dask worker process that runs it (and nothing else: the campaign draws the case again)."""
   try: distributed.get_worker()
