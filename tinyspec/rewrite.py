@@ -87,6 +87,8 @@ class Rule:
     return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
 
   def __repr__(self) -> str: return f"Rule({self.name} @ {self.location})"
+  # pickled as what it is made of: its compiled functions are rebuilt where it is loaded (a table sent to another process)
+  def __reduce__(self): return (Rule, (self.name, self.pat, self.fn, self.examples))
 
   def apply(self, u: UOp, ctx: Any) -> UOp | None:
     """fn on every binding under which the pattern matches u, in order; the first result that is not None nor u."""
@@ -227,6 +229,9 @@ class PatternMatcher:
         self.pdict.setdefault(op, []).append(r)
     self._fast: dict[int, tuple[tuple[Rule, Callable[[UOp, Any], UOp | None]], ...]] | None = None
     self.dispatch()  # compile now, not inside the first rewrite
+
+  # pickled as its rules and name: its dispatch is keyed by id(op), another number in another process
+  def __reduce__(self): return (PatternMatcher, (self.rules, self.name))
 
   def dispatch(self) -> dict[int, tuple[tuple[Rule, Callable[[UOp, Any], UOp | None]], ...]]:
     """id(op) -> the (rule, compiled apply) pairs to try on a node of that op, in table order."""

@@ -20,6 +20,11 @@ case is a hang finding named by where it was (a pass, evaluate...), and the rest
 that dies is a crash finding named by the signal and where it was. Such a case is stored as found at once and reduced
 in a child process while the campaign goes on. The time budget holds within a few seconds: reductions are cut to the
 time left, and work still running at the end is killed (its cases run again on resume).
+
+With --scheduler ADDRESS the batches run on a Dask cluster instead (fuzz.engine.dask_runner): they come back as the
+same messages, handled here the same way; a batch of a lost worker runs again elsewhere, and one that Dask gives up
+on (its workers kept dying) runs case by case, the case that still kills them being a crash finding. The per-step
+deadlines are the local workers' only: a task on a cluster cannot be killed from here.
 """
 from __future__ import annotations
 
@@ -73,6 +78,7 @@ class CampaignConfig:
   report: str | None = None             # a directory for the HTML report (fuzz.report.writer), kept up to date as the campaign runs
   target: str | Target = "reference"    # what is fuzzed: a name of fuzz.engine.targets.TARGET_NAMES, or a Target
   prove_changed: bool = True            # prove the rules the pipeline swapped in before the first case (fuzz.engine.changed_rules)
+  scheduler: str | None = None          # a Dask scheduler's address: the cases run on its cluster (fuzz.engine.dask_runner), not here
 
 
 class ConfigError(ValueError):
@@ -91,6 +97,8 @@ def validate(cfg: CampaignConfig) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ConfigError(f"{name} must be a whole number of at least {low}, not {v!r}")
   if cfg.max_cases is not None and (isinstance(cfg.max_cases, bool) or not isinstance(cfg.max_cases, int) or cfg.max_cases < 0):
     raise ConfigError(f"--max-cases must be a whole number of at least 0, not {cfg.max_cases!r}")
+  if cfg.scheduler is not None and (not isinstance(cfg.scheduler, str) or not cfg.scheduler.strip()):
+    raise ConfigError(f"--scheduler must be a Dask scheduler's address (tcp://HOST:8786), not {cfg.scheduler!r}")
 
 
 def state_name(target: Target, seed: int) -> str:
@@ -373,16 +381,17 @@ class Campaign:
       t0 = time.monotonic()
       self.stop_at = t0 + cfg.seconds
       interrupted = False
+      cluster = None
       try:
+        cluster = self._open_cluster()  # before the proofs: a scheduler that cannot be reached is said at once
         if cfg.prove_changed: self.prove_changed_rules()
-        n = self.worker_count()
-        if n <= 0: self._run_inline(t0)
-        else: self._run_workers(t0, n)
+        self._run_cases(t0, cluster)
       except (KeyboardInterrupt, _Stop):
         interrupted = True
       finally:
         for r in self.reducers: r.kill()
         self.reducers = []
+        if cluster is not None: cluster.close()
       elapsed = time.monotonic() - t0
       self.save_state()
       self.clear_status()
@@ -436,6 +445,19 @@ class Campaign:
     if n < asked: print(f"fuzz: {n} worker(s), not {asked}: no more than {why}", file=sys.stderr, flush=True)
     return n
 
+  def _open_cluster(self) -> Any:
+    """The batches of a Dask cluster (fuzz.engine.dask_runner.DaskBatches) with --scheduler, else None."""
+    if not self.cfg.scheduler: return None
+    from fuzz.engine.dask_runner import DaskBatches, connect
+    return DaskBatches(connect(self.cfg.scheduler), self.cfg, self.existing)
+
+  def _run_cases(self, t0: float, cluster: Any) -> None:
+    """Where the cases run, chosen here alone: on the Dask cluster, in worker processes, or in this process."""
+    if cluster is not None: return self._run_dask(t0, cluster)
+    n = self.worker_count()
+    if n <= 0: self._run_inline(t0)
+    else: self._run_workers(t0, n)
+
   def _run_inline(self, t0: float) -> None:
     runner = CaseRunner(self.cfg, self.existing)
     # a target whose own code runs kernels in the checking process (tinygrad) checks each case in a child instead
@@ -484,6 +506,45 @@ class Campaign:
         try: w.conn.send(None)
         except Exception: pass
       for w in workers: w.kill()
+
+  def _run_dask(self, t0: float, cluster: Any) -> None:
+    """Batches on the cluster, as many in flight as it has room for; their messages handled as a local worker's."""
+    from fuzz.engine.dask_runner import ClusterLost
+    try:
+      while True:
+        self._submit(cluster)
+        self._collect_reducers()
+        now = time.monotonic()
+        if not cluster.pending and not (self.reducers and now < self.stop_at): break
+        if now > self.stop_at + GRACE: break  # the time is up: what still runs is dropped; its cases run again on resume
+        for b, msgs in cluster.finished(TICK):
+          if msgs is None: self._given_up(b.indices, b.weights, b.alone)
+          for msg in msgs or (): self.handle(msg)
+          self.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
+        self.status(time.monotonic() - t0)
+    except ClusterLost as e:  # the campaign ends as on ^C: its state saved, its summary printed
+      self.clear_status()
+      print(f"fuzz: {e}", file=sys.stderr, flush=True)
+      raise _Stop() from None
+    finally:
+      for b in cluster.cancel(): self.running.difference_update(b.indices)
+
+  def _submit(self, cluster: Any) -> None:
+    """New batches while the cluster has room. A case suspected of killing workers runs alone on the whole cluster:
+    Dask gives up every batch on a worker that died, those only queued there too, so only a case run alone is known to
+    be the one."""
+    while self.time_left():
+      alone = bool(self.suspects)
+      if not cluster.free(alone): return
+      if not (batch := self.next_batch(self.batch_size())): return
+      self.running.update(batch)
+      cluster.submit(batch, self.weights, dict(self.best), self.stop_at, alone)
+
+  def _given_up(self, batch: list[int], weights: dict, alone: bool) -> None:
+    """A batch Dask gave up on, the workers running it having died again and again: each of its cases runs alone
+    next, and a case run alone that still kills them is a crash finding."""
+    if alone: self.worker_crash(batch[0], weights, "killed-worker", "check")
+    else: self.suspects.extend(batch)
 
   def _receive(self, w: _Worker) -> bool:
     """Handle what the worker sent; False when its pipe broke (it died)."""

@@ -20,6 +20,9 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   t.add_argument("--hours", type=float, default=None, help="time budget in hours")
   p.add_argument("--seed", type=int, default=0, help="campaign seed: the same seed and code give the same cases (default 0)")
   p.add_argument("--workers", type=int, default=1, help="worker processes (default 1; 0 runs cases in this process)")
+  p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                 help="run the cases on the Dask cluster of the scheduler at ADDRESS (tcp://HOST:8786; needs the dask extra) "
+                 "instead of in local worker processes (--workers is then unused); this process keeps the corpus and the state")
   p.add_argument("--corpus", default="corpus", help="where findings and the campaign state go (default corpus/)")
   p.add_argument("--backends", default=None,
                  help="comma-separated: reference, cpu, opencl (default reference,cpu for the reference target: every case is "
@@ -113,7 +116,7 @@ def fuzz_main(args: argparse.Namespace) -> int:
   from fuzz.engine.corpus_dir import CorpusBusy
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
                        per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
-                       report=args.report, target=get_target(name, **options), cc=cc)
+                       report=args.report, target=get_target(name, **options), cc=cc, scheduler=getattr(args, "scheduler", None))
   try:
     validate(cfg)
     summary = run_campaign(cfg)

@@ -1,5 +1,5 @@
 """Running cases: a batch of case numbers drawn, checked, its findings rendered as corpus entries and reduced; in the
-campaign process (--workers 0) or in a worker process.
+campaign process (--workers 0), in a worker process, or on a Dask worker (fuzz.engine.dask_runner).
 
 A runner never writes the corpus: it sends what it found to the campaign, which owns the corpus and the state file
 (fuzz.engine.campaign). For a batch it sends, in order:

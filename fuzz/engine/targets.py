@@ -61,8 +61,9 @@ class Session(Protocol):
 
 
 class Target(Protocol):
-  """One thing a campaign can fuzz. It is built in the campaign process and reaches the workers by fork, so it may
-  hold what cannot be pickled (a changed rule table)."""
+  """One thing a campaign can fuzz. It is built in the campaign process and reaches local workers by fork, so it may
+  hold what cannot be pickled; on a Dask cluster (--scheduler) it is pickled, with cloudpickle, and one that cannot be
+  is refused there."""
   name: str                              # --target NAME; also the state file's and the summary's name
   epoch: int                             # cases per epoch: weights change, and the state is saved, between epochs
   kinds: tuple[str, ...]                 # the corpus KINDs its entries have (what `replay` is asked for)

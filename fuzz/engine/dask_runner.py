@@ -1,0 +1,205 @@
+"""Running a campaign's batches on a Dask `distributed` cluster (`tinyspec fuzz --scheduler ADDRESS`).
+
+Past one machine a campaign runs on an existing distributed engine rather than a protocol of its own: Dask's scheduler
+places the batches, notices a worker that is lost, and runs that worker's tasks again elsewhere (after
+`distributed.scheduler.allowed-failures` losses of one task it gives up with KilledWorker). The campaign process
+stays the one owner of the corpus, the state file, coverage and the report (fuzz.engine.campaign): a task is one batch
+of case numbers, run on the worker by the same CaseRunner.run_batch as a local worker runs it, and it returns the
+messages that runner sends ("checked", "reduced"; fuzz.engine.runner) for the campaign to handle as it handles a local
+worker's. A task never writes anything, so a batch run twice stores nothing twice: the campaign keeps the entry of a
+signature's lowest case as always. Case i is drawn from the seed and i alone, so the cases are those of a local run.
+
+A worker runs one batch at a time (its kernels run in the process's one kernel host), and it checks that it runs the
+same code as the campaign: the same seed gives the same cases only with the same code.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import pickle
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from fuzz.engine.campaign import ConfigError
+
+CONNECT_SECONDS = 10.0   # how long the campaign tries to reach the scheduler before it says it cannot
+# what a call to the scheduler raises once the connection is gone: a broken comm, or the client's cancelling every
+# future (concurrent.futures' CancelledError from wait, asyncio's, which is no Exception, from a result)
+_GONE = (OSError, concurrent.futures.CancelledError, asyncio.CancelledError)
+THREADS_EVERY = 2.0     # seconds between asking the scheduler how many worker threads it has
+START_HINT = ("start one with `dask scheduler` (port 8786) and workers with `dask worker tcp://HOST:8786`, each with this project "
+              "installed (README: Campaigns on a Dask cluster)")
+
+
+class CodeMismatch(RuntimeError):
+  """A worker whose copy of the project differs from the campaign's."""
+
+
+class ClusterLost(Exception):
+  """The campaign's connection to the scheduler is gone: it ends as on ^C, its state saved, to be resumed."""
+
+
+def code_fingerprint() -> str:
+  """A hash of the project's Python sources (tinyspec, fuzz) as this process imports them."""
+  import fuzz
+  import tinyspec
+  h = hashlib.sha256()
+  for pkg in (tinyspec, fuzz):
+    root = Path(pkg.__file__).parent
+    for p in sorted(root.rglob("*.py")):
+      h.update(str(p.relative_to(root.parent)).encode() + b"\0" + p.read_bytes() + b"\0")
+  return h.hexdigest()[:16]
+
+
+# ---- on a worker ----
+_LOCK = threading.Lock()               # one batch at a time per worker process
+_RUNNER: dict[str, Any] = {}           # campaign token -> its CaseRunner, kept between that campaign's batches
+_FINGERPRINT: list[str] = []
+
+
+def run_batch_task(token: str, fingerprint: str, cfg_bytes: bytes, existing: frozenset[str], indices: Sequence[int],
+                   weights: dict[str, float], best: dict, stop_wall: float) -> list[tuple]:
+  """A batch on a Dask worker: the runner's messages, in the order a local worker sends them."""
+  with _LOCK:
+    if not _FINGERPRINT: _FINGERPRINT.append(code_fingerprint())
+    if _FINGERPRINT[0] != fingerprint:
+      import socket
+      raise CodeMismatch(f"the worker on {socket.gethostname()} runs other code than the campaign (sources {_FINGERPRINT[0]}, "
+                         f"campaign {fingerprint}): install the same checkout on every worker")
+    runner = _runner(token, cfg_bytes, existing)
+    # stop_at is on this machine's monotonic clock; the campaign sends it as wall time (clocks agree to NTP's precision)
+    stop_at = time.monotonic() + (stop_wall - time.time())
+    out: list[tuple] = []
+    runner.run_batch(list(indices), weights, out.append, best, stop_at)
+    return out
+
+
+def _runner(token: str, cfg_bytes: bytes, existing: frozenset[str]) -> Any:
+  """The campaign's runner in this process, made on its first batch; a runner of an earlier campaign is closed."""
+  if (runner := _RUNNER.get(token)) is not None: return runner
+  from fuzz.engine.runner import CaseRunner
+  for old in _RUNNER.values():
+    if hasattr(old.session, "close"): old.session.close()
+  _RUNNER.clear()
+  _RUNNER[token] = runner = CaseRunner(pickle.loads(cfg_bytes), existing)
+  return runner
+
+
+# ---- in the campaign ----
+@dataclass
+class Batch:
+  """A batch submitted: its cases, the weights it was drawn with, its future, and whether it runs alone."""
+  indices: list[int]
+  weights: dict[str, float]
+  future: Any
+  alone: bool = False
+
+
+def connect(address: str, timeout: float | None = None) -> Any:
+  """A distributed.Client of the scheduler at address; ConfigError when distributed is missing or the scheduler
+  cannot be reached."""
+  try: from distributed import Client
+  except ImportError:
+    raise ConfigError("--scheduler needs Dask's distributed package: pip install -e '.[dask]' (the dask extra)") from None
+  try: return Client(address, timeout=timeout or CONNECT_SECONDS, set_as_default=False)
+  except (OSError, ValueError, TypeError) as e:
+    raise ConfigError(f"--scheduler {address}: no Dask scheduler reachable there ({str(e).splitlines()[0][:200]}); {START_HINT}") from None
+
+
+class DaskBatches:
+  """The campaign's batches in flight on a cluster: submitted, and collected as they finish."""
+
+  def __init__(self, client: Any, cfg: Any, existing: frozenset[str]):
+    self.client = client
+    self.address = cfg.scheduler
+    self.said_no_workers = False
+    self.threads, self.threads_at = 0, -1e9
+    self.token = uuid.uuid4().hex
+    self.fingerprint = code_fingerprint()
+    # what a worker needs of the configuration: the stop condition and the report are the campaign's
+    # cloudpickle (distributed's own): a pass defined in a script travels by value
+    import cloudpickle
+    try: self.cfg_bytes = cloudpickle.dumps(replace(cfg, stop_when=None, report=None, scheduler=None))
+    except Exception as e:  # a target or pass holding what cannot be pickled runs in local workers only (they fork)
+      raise ConfigError(f"--scheduler: the campaign's target cannot be sent to workers ({type(e).__name__}: {str(e)[:200]}); "
+                        "run it with --workers N") from None
+    self.existing = existing
+    self.pending: list[Batch] = []
+    self.submitted = 0
+
+  def slots(self) -> int:
+    """Batches to keep in flight: one per worker thread, and one more each so that no worker waits for the next."""
+    if time.monotonic() - self.threads_at > THREADS_EVERY:  # asked now and then: workers come and go
+      with self._talking(): self.threads = sum(self.client.nthreads().values())
+      self.threads_at = time.monotonic()
+    threads = self.threads
+    if not threads and not self.said_no_workers:  # the batches wait for a worker to join
+      print(f"fuzz: the scheduler at {self.address} has no workers yet; start them with `dask worker {self.address}`", file=sys.stderr,
+            flush=True)
+      self.said_no_workers = True
+    return max(1, 2 * threads)
+
+  def free(self, alone: bool = False) -> bool:
+    """Whether a batch can be submitted now (one to run alone: when nothing else is in flight)."""
+    if any(b.alone for b in self.pending): return False
+    return not self.pending if alone else len(self.pending) < self.slots()
+
+  def submit(self, indices: list[int], weights: dict[str, float], best: dict, stop_at: float, alone: bool = False) -> None:
+    stop_wall = time.time() + (stop_at - time.monotonic())
+    with self._talking():
+      fut = self.client.submit(run_batch_task, self.token, self.fingerprint, self.cfg_bytes, self.existing, indices, weights, best, stop_wall,
+                               key=f"tinyspec-batch-{self.token[:8]}-{self.submitted}", pure=False)  # a case run again gets a new key
+    self.submitted += 1
+    self.pending.append(Batch(indices, weights, fut, alone))
+
+  def finished(self, timeout: float) -> Iterator[tuple[Batch, list[tuple] | None]]:
+    """The batches done within timeout: (batch, its messages), or (batch, None) when Dask gave it up because the
+    workers running it kept dying (KilledWorker). Any other failure of a task is the cluster's: ConfigError."""
+    from distributed import KilledWorker, wait
+    if not self.pending:
+      time.sleep(timeout)
+      return
+    try:
+      with self._talking(), self.client.as_current():  # wait() asks the current client, and this one is not the default
+        done = wait([b.future for b in self.pending], timeout=timeout, return_when="FIRST_COMPLETED").done
+    except (TimeoutError, asyncio.TimeoutError): return  # distinct classes before Python 3.11
+    for b in [b for b in self.pending if b.future in done]:
+      self.pending.remove(b)
+      try: yield b, b.future.result()
+      except KilledWorker: yield b, None
+      except _GONE[1:] as e: raise self._lost(e) from None
+      except CodeMismatch as e: raise ConfigError(f"--scheduler: {e}") from None
+      except Exception as e:
+        raise ConfigError(f"--scheduler: a Dask worker could not run cases {b.indices[0]}..{b.indices[-1]} ({type(e).__name__}: "
+                          f"{str(e)[:300]}); every worker needs this project installed, as the campaign has it") from None
+
+  @contextmanager
+  def _talking(self) -> Iterator[None]:
+    """A call to the scheduler; ClusterLost when the connection is gone (a broken comm, or the client cancelling
+    every future)."""
+    try: yield
+    except (TimeoutError, asyncio.TimeoutError): raise  # an OSError too, but only a wait that timed out
+    except _GONE as e: raise self._lost(e) from None
+
+  def _lost(self, e: BaseException) -> ClusterLost:
+    return ClusterLost(f"--scheduler {self.address}: the connection to the scheduler was lost ({(str(e).splitlines() or [''])[0][:200]}); "
+                       "the same command resumes the campaign")
+
+  def cancel(self) -> list[Batch]:
+    """Every batch still in flight, cancelled (its cases are not done)."""
+    left, self.pending = self.pending, []
+    if left:
+      try: self.client.cancel([b.future for b in left])
+      except _GONE: pass  # the scheduler is gone, and the futures with it
+    return left
+
+  def close(self) -> None:
+    self.cancel()
+    self.client.close()
