@@ -10,9 +10,10 @@ Values are compared as the spec defines them (docs/spec.md, "Comparing results")
   magnitude an output holds up to FLOAT_LIMIT (a sum that cancels keeps the rounding error of its largest terms; a value
   past the limit was only passed on, never summed, by the UB screen);
 - a zero equals a zero of either sign: the spec leaves the sign of a zero result open (it depends on operand order and on
-  identities rewrites apply: MAX of -0.0 and +0.0 gives its second operand; -0.0 + 0.0 is +0.0). Where a sign would become a value
-  (RECIP of a zero is an infinity of its sign), the UB screen keeps the operand away from zero, so the sign is never
-  observable in a screened case.
+  identities rewrites apply: MAX of -0.0 and +0.0 gives its second operand; -0.0 + 0.0 is +0.0). Where a sign becomes a value
+  (RECIP of a zero is an infinity of its sign, a BITCAST shows the sign bit), the result is an infinity or an integer,
+  which are compared exactly: the edge kernels put an uncomputed -0.0 there on purpose (the spec defines its sign), and
+  the screens keep a computed zero away from those ops.
 """
 from __future__ import annotations
 
