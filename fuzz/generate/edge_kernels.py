@@ -123,11 +123,12 @@ class EdgeKernelGen:
     r, dt = self.rng, self.rng.choice(SIGNED_WIDE)
     a = self.load(dt, [dt.max, dt.min, dt.max - 1, dt.min + 1, -1, 0, 1])
     if r.random() < 0.25: return -a
-    op = r.choice([Ops.ADD, Ops.SUB, Ops.MUL])
-    k = UOp.const(dt, r.choice([1, 2, -1, dt.max])) if r.random() < 0.5 else self.load(dt, [1, -1, 2, dt.max, dt.min])
+    op = r.choice([Ops.ADD, Ops.ADD, Ops.SUB, Ops.MUL])
+    k = UOp.const(dt, r.choice([1, 2, -1, dt.max])) if r.random() < 0.6 else self.load(dt, [1, -1, 2, dt.max, dt.min])
     res = a.alu(op, k)
-    # a + 1 < a: true only where the sum wrapped (what a compiler that takes signed overflow as impossible folds to false)
-    if r.random() < 0.6: return res.alu(Ops.CMPLT, a)
+    # a + 1 < a (or a < a + 1): true (false) only where the sum wrapped, what a compiler that takes signed overflow as
+    # impossible folds to a constant
+    if r.random() < 0.6: return res.alu(Ops.CMPLT, a) if r.random() < 0.5 else a.alu(Ops.CMPLT, res)
     return res
 
   def construct(self) -> UOp:

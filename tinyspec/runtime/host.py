@@ -245,6 +245,7 @@ def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[t
       conn.send(("compile",))
       try: fns = cpu.compile_programs(prgs, compiler)
       except Exception: fns = {}  # one bad kernel spoils the batch: each job then compiles its own, so the error is its own
+  if backend == "opencl": _build_opencl(conn, graphs)
   for g, (_, inputs) in zip(graphs, jobs):
     conn.send(("start",))
     try:
@@ -267,6 +268,21 @@ def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[t
     except Exception as e:
       conn.send(("error", type(e).__name__, str(e)[:4000]))
   conn.send(("done",))
+
+
+def _build_opencl(conn: Connection, graphs: list) -> None:
+  """Every OpenCL kernel of the jobs built as one program (a bad one spoils it: each then builds alone, its error its own)."""
+  from tinyspec.lower.kernel_map import kernel_calls
+  from tinyspec.runtime import opencl
+  kernels: list[tuple[str, str]] = []
+  for g in graphs:
+    if not isinstance(g, UOp): continue
+    try: kernels += [opencl.kernel_of(c)[:2] for c in kernel_calls(g)]
+    except Exception: continue
+  if len(kernels) < 2: return
+  conn.send(("compile",))
+  try: opencl.build_many(kernels)
+  except Exception: pass  # no device, or a kernel it cannot take: the jobs report it themselves
 
 
 def _available(backend: str) -> tuple[bool, str]:

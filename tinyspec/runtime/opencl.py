@@ -1,7 +1,9 @@
 """The OpenCL runtime: pyopencl on PoCL. One context and queue per process, programs cached by source text,
-device buffers that live for a whole run (inputs copied in once, results copied out once at the end)."""
+device buffers that live for a whole run (inputs copied in once, results copied out once at the end). Kernels known
+ahead (a fuzz batch's) are built together as one program: PoCL's cost is mostly per program built."""
 from __future__ import annotations
 
+import re
 import weakref
 from typing import Any
 
@@ -72,7 +74,8 @@ def _require() -> dict[str, Any]:
 
 
 def build(source: str, name: str) -> Any:
-  """The compiled kernel `name` of `source`, built once per process per source text."""
+  """The compiled kernel `name` of `source`, built once per process per source text (or found in a program
+  build_many made of it and others, under the name it got there)."""
   d = _require()
   if (kerns := d["programs"].get(source)) is None:
     cl = d["cl"]
@@ -85,9 +88,25 @@ def build(source: str, name: str) -> Any:
       raise OpenCLBuildError(name, source, log or str(e)) from None
     kerns = d["programs"][source] = {"program": prg}
   if (k := kerns.get(name)) is None:
-    try: k = kerns[name] = d["cl"].Kernel(kerns["program"], name)
+    entry = kerns.get("renamed", {}).get(name, name)
+    try: k = kerns[name] = d["cl"].Kernel(kerns["program"], entry)
     except Exception as e: raise OpenCLBuildError(name, source, f"no kernel named {name!r} in the program ({e})") from None
   return k
+
+
+def build_many(kernels: list[tuple[str, str]]) -> None:
+  """Build the kernels (source, entry name) not built yet as one program. Kernels of different graphs share entry
+  names (kernel_0...), so each entry is renamed apart in the combined source; `build(source, name)` then finds it
+  there. When the combined build fails nothing is kept: each kernel builds alone later, and its error is its own."""
+  d = _require()
+  todo = list(dict.fromkeys((t, n) for t, n in kernels if t not in d["programs"]))
+  if len(todo) < 2: return
+  entries = [f"{check_identifier(n, 'SOURCE name')}_b{j}" for j, (_, n) in enumerate(todo)]
+  combined = "\n".join(re.sub(rf"\b{re.escape(n)}\b", e, t) for (t, n), e in zip(todo, entries))
+  prg = d["cl"].Program(d["context"], combined)
+  try: prg.build(options=list(BUILD_OPTIONS), cache_dir=False)
+  except d["cl"].RuntimeError: return
+  for (t, n), e in zip(todo, entries): d["programs"][t] = {"program": prg, "renamed": {n: e}}
 
 
 def clear_cache() -> None:
