@@ -1,13 +1,14 @@
 """Fuzzing throughput: cases per second on one core, split by phase, and the reducer on the seeded bugs.
 
-    .venv/bin/python bench/fuzz_throughput.py [--cases N] [--seed S] [--compilers gcc,tcc]
+    .venv/bin/python bench/fuzz_throughput.py [--cases N] [--seed S] [--compilers gcc,tcc] [--no-opencl]
 
 1. The default campaign (reference backend: spec after every pass, evaluate before and after every pass, one
    metamorphic lowering per case), in this process, on N cases: cases/s and the time of each phase (generate, lower,
    spec, evaluate; reduce when a case fails).
 2. The same with CPU parity, for each C compiler: the kernels of 16 cases are compiled together in one compiler
    run (phases compile and run added). A fresh compiler cache directory, so every object is really compiled.
-3. The reducer on each seeded bug of fuzz.testbed.seeded_bugs: the campaign that finds it, the time spent reducing and the
+3. The same with OpenCL parity (PoCL), the kernels of 16 cases built as one program, as a ratio to 1.
+4. The reducer on each seeded bug of fuzz.testbed.seeded_bugs: the campaign that finds it, the time spent reducing and the
    node count before and after.
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ PHASES = ("generate", "lower", "spec", "evaluate", "compile", "run", "reduce")
 def throughput(cases: int, seed: int, backends: tuple[str, ...], cc: str | None) -> tuple[float, dict[str, float]]:
   with tempfile.TemporaryDirectory() as d:
     runner = CaseRunner(CampaignConfig(seed=seed, corpus=d, backends=backends, cc=cc))
-    batch = 16 if "cpu" in backends else 1
+    batch = 16 if {"cpu", "opencl"} & set(backends) else 1
     t = time.perf_counter()
     for start in range(0, cases, batch):
       runner.run_batch(list(range(start, min(cases, start + batch))), {})
@@ -52,12 +53,15 @@ def main() -> None:
   ap.add_argument("--cases", type=int, default=400)
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--compilers", default="gcc,tcc")
+  ap.add_argument("--no-opencl", action="store_true", help="skip the OpenCL parity run")
   a = ap.parse_args()
-  print(f"$ .venv/bin/python bench/fuzz_throughput.py --cases {a.cases} --seed {a.seed} --compilers {a.compilers}")
+  print(f"$ .venv/bin/python bench/fuzz_throughput.py --cases {a.cases} --seed {a.seed} --compilers {a.compilers}"
+        + (" --no-opencl" if a.no_opencl else ""))
   sizes = [node_count(case_for(a.seed, i).root) for i in range(a.cases)]
   print(f"cases: seed {a.seed}, mean {sum(sizes) / len(sizes):.1f} nodes, max {max(sizes)}\n")
   wall, phase = throughput(a.cases, a.seed, ("reference",), None)
   report("default campaign (reference)", a.cases, wall, phase)
+  ref_rate = a.cases / wall
   for cc in [c for c in a.compilers.split(",") if c and shutil.which(c)]:
     cache = tempfile.mkdtemp(prefix="tinyspec-bench-cc-")
     os.environ["TINYSPEC_CACHE"] = cache  # cold: every object compiled
@@ -66,6 +70,14 @@ def main() -> None:
       report(f"with CPU parity ({cc}, 16 cases per compile)", a.cases, wall, phase)
     finally:
       shutil.rmtree(cache, ignore_errors=True)
+  if not a.no_opencl:
+    from tinyspec.runtime.opencl import available
+    ok, why = available()
+    if not ok: print(f"with OpenCL parity: skipped ({why})")
+    else:
+      wall, phase = throughput(a.cases, a.seed, ("reference", "opencl"), None)
+      report("with OpenCL parity (16 cases per program build)", a.cases, wall, phase)
+      print(f"  OpenCL parity / reference only: {a.cases / wall / ref_rate:.2f}x the cases per second")
   from fuzz.testbed.seeded_bugs import SEEDED_BUGS, broken_pipeline
   print("\nreducer on the seeded bugs (seed 0, tensor cases):")
   print(f"  {'bug':26s} {'cases':>5s} {'found':>7s} {'reduce':>7s} {'nodes':>11s}  signature")
