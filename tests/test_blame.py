@@ -12,7 +12,7 @@ from test_mutants import GRAD_WITNESS, WITNESS
 
 from fuzz.check.blame import crash_blame, local_change
 from fuzz.check.local_eval import rewrite_changes_value
-from fuzz.check.numeric_grad import numeric_gradient_check
+from fuzz.check.numeric_grad import as_float64, numeric_gradient_check, table_mismatch
 from fuzz.check.oracles import Checker, Config, lower_options
 from fuzz.corpus.store import bug_group, entry_name, same_bug
 from fuzz.engine.campaign import Campaign, CampaignConfig
@@ -146,3 +146,34 @@ def test_a_campaign_stores_one_entry_per_bug_group_and_lists_the_others(tmp_path
   assert (tmp_path / entry_name(("parity", "simplify", "lt_offset"))).read_text() == "# entry of case 3\n"
   assert out.getvalue().count("finding: ") == 2
   np.testing.assert_equal(len({bug_group(f.signature) for f in c.findings}), 2)
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_WITNESS))
+def test_every_node_is_held_to_the_derivative_by_hand(name: str) -> None:
+  from tinyspec.autograd import pm_gradient
+  node, inputs = GRAD_WITNESS[name]()
+  feed = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
+  twin = as_float64(node)
+  rng = np.random.default_rng(0)
+  assert table_mismatch(twin, feed, pm_gradient, rng) is None
+  hit = table_mismatch(twin, feed, MUTANTS_BY_NAME[name].rules(), rng)
+  assert hit is not None and hit[0] == MUTANTS_BY_NAME[name].rule
+
+
+def test_no_reference_gradient_rule_disagrees_with_the_derivative_by_hand() -> None:
+  checked = 0
+  for i in range(60):
+    c = case_for(5, i)
+    if c.kind != "tensor": continue
+    m = numeric_gradient_check(c.root, c.inputs, 0).mismatches
+    assert m == [], (i, [x.describe() for x in m])
+    checked += 1
+  assert checked > 30
+
+
+def test_the_derivative_by_hand_sees_elements_central_differences_did_not_probe() -> None:
+  node, inputs = GRAD_WITNESS["grad_sin_sign"]()
+  m = MUTANTS_BY_NAME["grad_sin_sign"]
+  got = numeric_gradient_check(sink(node), inputs, 0, m.rules(), points=0).mismatches
+  assert [x.rule for x in got] == [m.rule] and got[0].buffer == -1
+  assert numeric_gradient_check(sink(node), inputs, 0, points=0).mismatches == []

@@ -3,8 +3,9 @@
 The numeric gradient oracle (fuzz.check.numeric_grad) holds the rules to central differences, which say nothing where
 the loss has a kink: at a MAX of equal operands the one-sided differences disagree and the point is skipped, although
 the spec fixes what the gradient is there (half to each operand, and a REDUCE MAX shares its gradient equally among the
-elements equal to the maximum). This table is the chain rule written out once more, per primitive, with those
-conventions, so a rule that is wrong only at a kink is still seen.
+elements equal to the maximum), and they probe only some elements. This table is the chain rule written out once
+more, per primitive, with those conventions; the oracle holds every node's rule to it at every element, so a rule
+that is wrong only at a kink, or only at elements the differences did not probe, is still seen.
 
 vjp(u, srcs, out, cot) takes the node, its sources' values and its own value (numpy, in u's shapes) and a cotangent of
 u's shape; it gives one array per source in the source's shape, None for a source that gets no gradient (a
@@ -89,20 +90,3 @@ def vjp(u: UOp, srcs: Arrays, out: np.ndarray, cot: np.ndarray) -> list | None:
     return _reduce(u, [np.asarray(srcs[0], np.float64)], np.asarray(out, np.float64), np.asarray(cot, np.float64).reshape(out.shape))
   if u.op in GroupOp.Movement: return _movement(u, srcs, out, np.asarray(cot, np.float64).reshape(out.shape))
   return None
-
-
-def may_kink(u: UOp) -> bool:
-  """Whether has_kink can hold for u (it is cheap to ask before u's sources are evaluated)."""
-  return u.op is Ops.MAX or (u.op is Ops.REDUCE and isinstance(u.arg, tuple) and u.arg[0] is Ops.MAX)
-
-
-def has_kink(u: UOp, srcs: Arrays) -> bool:
-  """Whether u is at a point where the loss may have a kink its one-sided differences cannot judge: a MAX of equal
-  operands, a REDUCE MAX whose maximum is held twice."""
-  if u.op is Ops.MAX: return bool(np.any(np.asarray(srcs[0]) == np.asarray(srcs[1])))
-  if u.op is Ops.REDUCE and isinstance(u.arg, tuple) and u.arg[0] is Ops.MAX:
-    x = np.asarray(srcs[0])
-    n = u.arg[1]
-    top = np.max(x, axis=tuple(range(n)), keepdims=True) if x.size else x
-    return bool(np.any(np.sum(x == top, axis=tuple(range(n))) > 1))
-  return False

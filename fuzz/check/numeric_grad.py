@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fuzz.check.derivatives import has_kink, may_kink, vjp
+from fuzz.check.derivatives import vjp
 from fuzz.check.gradient_oracle import float_buffers, float_entries, weight_buffers, weighted_loss
 from fuzz.generate.safety import FLOAT_LIMIT, pm_call_outputs
 from tinyspec.autograd import GradientError, active_rules, gradient, graph_nodes
@@ -65,7 +65,7 @@ STEP = {"float64": 1e-6, "float32": 1e-2}  # relative step by the least precise 
 class GradMismatch:
   """Element `element` of BUFFER `buffer`: d loss / d x is `numeric` by central differences but `symbolic` by the
   rules; `rule` is the gradient rule whose local product disagrees (None when none alone does), defined at `location`.
-  buffer -1: the rule's local product at a kink of its node against the derivative by hand (fuzz.check.derivatives)."""
+  buffer -1: the rule's local product at its node against the derivative by hand (fuzz.check.derivatives)."""
   buffer: int
   element: int
   numeric: float
@@ -75,8 +75,8 @@ class GradMismatch:
 
   def describe(self) -> str:
     by = f" (rule {self.rule}{' at ' + self.location if self.location else ''})" if self.rule else ""
-    if self.buffer < 0:  # found at a kink by the derivatives by hand, not by moving an input
-      return f"at a kink of its node the gradient by hand is {self.numeric!r} but the rules{by} give {self.symbolic!r}"
+    if self.buffer < 0:  # found by the derivatives by hand, not by moving an input
+      return f"at its node the gradient by hand is {self.numeric!r} but the rules{by} give {self.symbolic!r}"
     return (f"gradient w.r.t. BUFFER {self.buffer} element {self.element}: central differences give {self.numeric!r} "
             f"but the rules{by} give {self.symbolic!r}")
 
@@ -239,9 +239,10 @@ def numeric_gradient_check(root: UOp, inputs: dict | None = None, seed: int = 0,
     else: out.compared += 1
     if verdict == "bad": out.mismatches.append(GradMismatch(bufs[k].arg.id, i, num, float(sym[k][i])))
   if not out.mismatches:
-    # central differences skip kinks; there the spec still fixes the gradient (half to each of a MAX's equal operands)
+    # central differences probe some elements and skip kinks (where the spec still fixes the gradient: half to each of
+    # a MAX's equal operands); the derivative by hand judges every element of every node
     pm = active_rules(rules)
-    if (hit := kink_mismatch(_local_nodes(loss, bufs), feed, pm, rng)) is not None:
+    if (hit := hand_mismatch(_local_nodes(loss, bufs), feed, pm, rng)) is not None:
       name, want, got = hit
       where = next((r.location for r in pm.rules if r.name == name), None)
       out.mismatches.append(GradMismatch(-1, -1, want, got, name, where))
@@ -346,28 +347,25 @@ def local_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Genera
   return None
 
 
-def kink_mismatch(nodes: Sequence[UOp], feed: dict, pm: PatternMatcher, rng: np.random.Generator) -> tuple[str, float, float] | None:
-  """The first node, sources first, at a kink whose rule disagrees with the derivative by hand (table_mismatch)."""
+def hand_mismatch(nodes: Sequence[UOp], feed: dict, pm: PatternMatcher, rng: np.random.Generator) -> tuple[str, float, float] | None:
+  """The first node, sources first, whose rule disagrees with the derivative by hand (table_mismatch)."""
   for u in nodes:
-    if not may_kink(u): continue
     try:
-      if (hit := table_mismatch(u, feed, pm, rng, kinks_only=True)) is not None: return hit
+      if (hit := table_mismatch(u, feed, pm, rng)) is not None: return hit
     except (GradientError, EvalError, ValueError, TypeError, KeyError, IndexError):
       continue
   return None
 
 
-def table_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Generator, kinks_only: bool = False) -> tuple[str, float, float] | None:
+def table_mismatch(u: UOp, feed: dict, pm: PatternMatcher, rng: np.random.Generator) -> tuple[str, float, float] | None:
   """(rule name, the table's value, the rule's value) at the worst element when u's gradient rule in pm disagrees with
   the primitive's derivative by hand (fuzz.check.derivatives) at u's source values from feed, for a random cotangent;
-  None when they agree or the table has no entry. kinks_only: only at a kink (fuzz.check.derivatives.has_kink), where
-  central differences cannot judge."""
+  None when they agree or the table has no entry."""
   loc = localize(u, feed)
   node = loc.rule_node
   if node.op in (Ops.AFTER, Ops.STORE): return None
   if not all(x.op in (Ops.BUFFER, Ops.RESHAPE) for x in node.src): return None
   srcs = [np.asarray(loc.data[_leaf_id(x)], np.float64).reshape(x.shape) for x in node.src]
-  if kinks_only and not has_kink(node, srcs): return None
   cot, cot_data = _leaf(rng.uniform(-1.0, 1.0, size=loc.value.size), loc.value)
   if (hit := pm.rewrite(node, ctx=cot)) is None: return None
   rule, vjps = hit
@@ -398,6 +396,7 @@ def blame_rule(loss: UOp, feed: dict, bufs: Sequence[UOp], pm: PatternMatcher, r
       if (name := local_mismatch(u, feed, pm, rng)) is not None: return name
     except (GradientError, ValueError, TypeError, KeyError, IndexError):
       continue  # a node the local check cannot take apart: the main oracle has already reported the case
-  # no rule disagrees with central differences of its node: the wrong one may be wrong only at a kink of its node
-  if (hit := kink_mismatch(nodes, feed, pm, rng)) is not None: return hit[0]
+  # no rule disagrees with central differences of its node: the wrong one may be wrong only at a kink of its node, or
+  # at elements the differences did not probe
+  if (hit := hand_mismatch(nodes, feed, pm, rng)) is not None: return hit[0]
   return "grad_value_call" if any(is_value_call(u) for u in loss.toposort()) else None
