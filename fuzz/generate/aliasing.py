@@ -132,37 +132,36 @@ class AliasGen:
     shape = tuple(r.randint(2, 4) for _ in range(r.randint(1, 3)))
     b = self.buffer(shape)
     base = b if len(shape) == 1 else b.reshape(shape)  # b as given, in shape
-    old = lambda: base  # noqa: E731
     cur: UOp = b        # the latest version of b's storage
     entries: list[UOp] = []
     for _ in range(r.randint(1, MAX_WRITES)):
       form = self.form()
       now = cur if len(shape) == 1 else cur.reshape(shape)
       if form == "old_read":
-        entries.append(self.combine([apply_view(old(), self.other_view(shape))]))
+        entries.append(self.combine([apply_view(base, self.other_view(shape))]))
         continue
       if form == "call":
-        cur = self.call_write(cur, now, shape, raced=r.random() < 0.5, entries=entries)
+        cur = self.call_write(cur, now, base, raced=r.random() < 0.5, entries=entries)
         continue
-      chain = self.target_chain(shape) if form == "target_view" else self.target_chain(shape) if r.random() < 0.3 else []
+      chain = self.target_chain(shape) if form == "target_view" or r.random() < 0.3 else []
       target = apply_view(now, chain)
-      src = old() if form == "two_versions" or r.random() < 0.3 else now
+      src = base if form == "two_versions" or r.random() < 0.3 else now
       reads = [apply_view(apply_view(src, self.other_view(shape) if form == "inplace" else []), chain)]
       if form == "two_versions": reads.append(apply_view(apply_view(now, self.other_view(shape)), chain))
       cur = UOp(Ops.AFTER, self.dt, (cur, target.store(self.combine(reads))))
     final = cur if len(shape) == 1 else cur.reshape(shape)
     entries.insert(0, apply_view(final, self.other_view(shape)) if r.random() < 0.5 else final)
-    if r.random() < 0.3: entries.append(self.combine([final, old()]))
+    if r.random() < 0.3: entries.append(self.combine([final, base]))
     return UOp(Ops.SINK, src=tuple(entries))
 
-  def call_write(self, cur: UOp, now: UOp, shape: tuple[int, ...], raced: bool, entries: list[UOp]) -> UOp:
+  def call_write(self, cur: UOp, now: UOp, base: UOp, raced: bool, entries: list[UOp]) -> UOp:
     """b = f(b) through a value call. raced: the call is given b as given and its result is a SINK entry of its own,
     while a write to b follows with no order to the call (the callify race); else it is given the latest version
     and its result is stored back into b (an assign chain across calls)."""
-    n = int(np.prod(shape))
-    p = UOp.param(0, self.dt, n)
+    shape = base.shape
+    p = UOp.param(0, self.dt, base.size)
     body = UOp(Ops.TUPLE, src=(self.combine([apply_view(p if len(shape) == 1 else p.reshape(shape), self.other_view(shape))]),))
-    given = old_of(cur, shape) if raced else now
+    given = base if raced else now
     out = UOp(Ops.CALL, src=(body, given), arg=f"a{self.next_id}").gettuple(0)
     self.next_id += 1
     if raced:
@@ -174,12 +173,6 @@ class AliasGen:
   def case(self) -> Case:
     root = self.graph()
     return Case(root, self.inputs, lowering_options(self.rng, self.w, self.features, root), "tensor", features=frozenset(self.features))
-
-
-def old_of(cur: UOp, shape: tuple[int, ...]) -> UOp:
-  """The buffer under an AFTER chain, in shape: the storage as given."""
-  while cur.op is Ops.AFTER: cur = cur.src[0]
-  return cur if len(shape) == 1 else cur.reshape(shape)
 
 
 def apply_view(x: UOp, chain: list[tuple[Ops, object]]) -> UOp:
