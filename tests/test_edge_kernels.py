@@ -18,6 +18,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.ops.scalar import INDEX_OVERFLOW, c_undefined, left_open
 from tinyspec.render.cstyle import CStyleRenderer
 from tinyspec.runtime.cpu import available_compilers
+from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp
 
 needs_cc = pytest.mark.skipif(not available_compilers(), reason="no C compiler")
@@ -127,3 +128,27 @@ def test_a_probe_keeps_constants_and_loads_the_other_operands_at_edge_values() -
   g, inputs = probe(a.alu(Ops.IDIV, UOp.const(dtypes.int8, -1)))
   assert len(inputs) == 1 and {-128, -1, 0, 127} <= set(int(v) for v in next(iter(inputs.values())))
   assert any(u.op is Ops.CONST and u.arg == -1 and u.dtype is dtypes.int8 for u in g.toposort())
+
+
+def test_a_two_op_probe_loads_an_operand_its_two_ops_share_once() -> None:
+  i32 = dtypes.int32
+  a = UOp.param(1, i32, 4).index(UOp.range(4, 0)).load()
+  s = a + UOp.const(i32, 1)
+  lt = s.alu(Ops.CMPLT, a)
+  g, inputs = probe(s, lt)
+  assert len(inputs) == 1  # a, once: the sum and the comparison read the same value
+  (x,) = inputs.values()
+  out = np.asarray(evaluate(g, inputs)[0])
+  with np.errstate(over="ignore"): want = (x + np.int32(1)) < x  # wraps: true only at the maximum
+  np.testing.assert_array_equal(out, want)
+  assert want.any() and not want.all()
+
+
+@pytest.mark.slow
+def test_a_signed_overflow_only_a_comparison_shows_is_narrowed_to_the_wrapping_method() -> None:
+  if not _opencl(): pytest.skip("no OpenCL platform")
+  from test_mutants import WITNESS
+  c = WITNESS["opencl_signed_overflow"]()
+  fs = checker(MUTANTS_BY_NAME["opencl_signed_overflow"].pipeline(), ("reference", "opencl")).check(c)
+  assert [f.signature for f in fs] == [("parity", "render", "CStyleRenderer.wrapping")]
+  assert "two-op kernel" in fs[0].message

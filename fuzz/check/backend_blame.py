@@ -173,29 +173,35 @@ def construct_name(u: UOp) -> str:
   return f"{u.op.name} {u.src[-1].dtype.name}{consts}"
 
 
-def probe(u: UOp) -> tuple[UOp, dict[int, np.ndarray]] | None:
+def _construct(u: UOp) -> bool:
+  """A value node a probe can compute: a constant, or an ALU or cast of values (no `index`, no storage)."""
+  if u.op is not Ops.CONST and (u.op not in GroupOp.ALU and u.op not in GroupOp.Cast or not u.src): return False
+  return u.dtype is not dtypes.index and all(s.dtype is not dtypes.index and s.op in (*GroupOp.ALU, *GroupOp.Cast, Ops.CONST, Ops.LOAD, Ops.RANGE)
+                                              for s in u.src)
+
+
+def probe(u: UOp, user: UOp | None = None) -> tuple[UOp, dict[int, np.ndarray]] | None:
   """A one-op KERNEL_GRAPH computing u's construct over the edge values of its operands (constants kept), or None for a
-  node that is no value construct."""
-  if u.op is not Ops.CONST and (u.op not in GroupOp.ALU and u.op not in GroupOp.Cast or not u.src): return None
-  if u.dtype is dtypes.index or any(s.dtype is dtypes.index or s.op not in (*GroupOp.ALU, *GroupOp.Cast, Ops.CONST, Ops.LOAD, Ops.RANGE)
-                                    for s in u.src): return None
-  loaded = [s for s in u.src if s.op is not Ops.CONST]
-  grid = list(itertools.product(*(probe_values(s.dtype) for s in loaded)))[:1024] or [()]
+  node that is no value construct. With `user` (a node of the kernel that reads u): the two-op kernel computing user
+  of u, every other operand of both loaded, one they share loaded once (a wrapped sum compared with its own operand)."""
+  exprs = [u] if user is None else [u, user]
+  if not all(_construct(x) for x in exprs): return None
+  top = exprs[-1]
+  leaves = list(dict.fromkeys(x for e in exprs for x in e.src if x.op is not Ops.CONST and x not in exprs))
+  grid = list(itertools.product(*(probe_values(x.dtype) for x in leaves)))[:1024] or [()]
   n = len(grid)
   i = UOp.range(n, 0)
-  bufs, params, inputs, srcs, j = [UOp.buffer(u.dtype, n, id=1)], [UOp.param(0, u.dtype, n)], {}, [], 0
-  for s in u.src:
-    if s.op is Ops.CONST:
-      srcs.append(s)
-      continue
-    b, p = UOp.buffer(s.dtype, n, id=len(bufs) + 1), UOp.param(len(params), s.dtype, n)
-    with np.errstate(over="ignore"): inputs[b.arg.id] = np.array([g[j] for g in grid], dtype=s.dtype.np)
+  bufs, params, inputs, loads = [UOp.buffer(top.dtype, n, id=1)], [UOp.param(0, top.dtype, n)], {}, {}
+  for j, x in enumerate(leaves):
+    b, p = UOp.buffer(x.dtype, n, id=len(bufs) + 1), UOp.param(len(params), x.dtype, n)
+    with np.errstate(over="ignore"): inputs[b.arg.id] = np.array([g[j] for g in grid], dtype=x.dtype.np)
     bufs.append(b)
     params.append(p)
-    srcs.append(p.index(i).load())
-    j += 1
-  value = u if u.op is Ops.CONST else UOp(u.op, u.dtype, tuple(srcs), u.arg)
-  body = UOp(Ops.SINK, src=(params[0].index(i).store(value).end(i),))
+    loads[x] = p.index(i).load()
+  def rebuilt(x: UOp) -> UOp:
+    if x.op is Ops.CONST: return x
+    return UOp(x.op, x.dtype, tuple(rebuilt(s) if s in exprs else loads.get(s, s) for s in x.src), x.arg)
+  body = UOp(Ops.SINK, src=(params[0].index(i).store(rebuilt(top)).end(i),))
   call = UOp(Ops.CALL, src=(body, *bufs), arg="probe")
   return UOp(Ops.SINK, src=(bufs[0].after(call),)), inputs
 
@@ -210,7 +216,9 @@ def zero_signs_differ(a: Any, b: Any) -> bool:
 
 def first_differing_construct(passes: Sequence[Pass], backend: str, kernel: UOp, lo: LowerOptions, cc: str | None,
                               timeout: float) -> tuple[UOp, str] | None:
-  """The first value node of the kernel's LINEAR whose one-op kernel differs on backend from its reference meaning."""
+  """The first value node of the kernel's LINEAR whose one-op kernel differs on backend from its reference meaning; when
+  none does, the first whose two-op kernel with a node that reads it does (a compiler may use an undefined point of
+  the first, a signed overflow, only to fold the second)."""
   linear = kernel.src[1].src if kernel.op is Ops.PROGRAM and len(kernel.src) > 1 else ()
   seen, cands = set(), []
   for u in linear:
@@ -220,19 +228,38 @@ def first_differing_construct(passes: Sequence[Pass], backend: str, kernel: UOp,
     seen.add(key)
     cands.append((u, pr))
     if len(cands) >= MAX_PROBES: break
+  if (hit := _first_differing(passes, backend, cands, lo, cc, timeout)) is not None:
+    return cands[hit[0]][0], f"its one-op kernel: {hit[1]}"
+  pairs, seen = [], set()
+  for v in linear:
+    for u in dict.fromkeys(v.src):
+      if u.op is Ops.CONST or (pr := probe(u, v)) is None: continue
+      key = (construct_name(u), construct_name(v))
+      if key in seen: continue
+      seen.add(key)
+      pairs.append((u, pr, construct_name(v)))
+      if len(pairs) >= MAX_PROBES: break
+  if (hit := _first_differing(passes, backend, [(u, pr) for u, pr, _ in pairs], lo, cc, timeout)) is None: return None
+  u, _, user = pairs[hit[0]]
+  return u, f"its two-op kernel with the {user} that reads it: {hit[1]}"
+
+
+def _first_differing(passes: Sequence[Pass], backend: str, probes: list[tuple[UOp, tuple[UOp, dict]]], lo: LowerOptions,
+                     cc: str | None, timeout: float) -> tuple[int, str] | None:
+  """The index of the first (node, probe kernel) whose kernel differs on backend from its reference evaluation, and how."""
   jobs, refs, kept = [], [], []
-  for u, (g, inp) in cands:
+  for k, (_, (g, inp)) in enumerate(probes):
     try:
       low = lower(passes, g, "kernel", lo)
       refs.append(evaluate(low, inp))
     except Exception:
       continue  # a construct the pipeline does not take on its own: nothing to say about it
     jobs.append((low, inp))
-    kept.append(u)
-  for u, ref, got in zip(kept, refs, _host_values(backend, jobs, cc, timeout)):
-    if got is None: return u, "its one-op kernel raised or died"
-    if (msg := compare(ref, got)) is not None: return u, msg
-    if u.op is Ops.CONST and zero_signs_differ(ref[0], got[0]): return u, "the sign of a zero constant is lost"
+    kept.append(k)
+  for k, ref, got in zip(kept, refs, _host_values(backend, jobs, cc, timeout)):
+    if got is None: return k, "it raised or died"
+    if (msg := compare(ref, got)) is not None: return k, msg
+    if probes[k][0].op is Ops.CONST and zero_signs_differ(ref[0], got[0]): return k, "the sign of a zero constant is lost"
   return None
 
 
@@ -249,7 +276,7 @@ def narrow(passes: Sequence[Pass], backend: str, root: UOp, kind: str, inputs: d
   c = first_differing_construct(passes, backend, run.call.src[0], lo, cc, timeout)
   if c is None: return Narrowed(name, None, None, f"the kernel alone differs ({kmsg}); no one-op kernel of it does")
   u, cmsg = c
-  return Narrowed(name, construct_name(u), method_owner(backend, rendered_by(u)), f"its one-op kernel: {cmsg}")
+  return Narrowed(name, construct_name(u), method_owner(backend, rendered_by(u)), cmsg)
 
 
 __all__ = ["Narrowed", "narrow", "rendered_by", "method_owner", "probe", "LANG"]
