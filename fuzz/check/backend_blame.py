@@ -11,7 +11,10 @@ from its SOURCE: the render pass, or the compiler and runtime under it. `narrow`
    the spec's edge values of its operands (constants stay constants, so what the renderer sees is the same construct),
    lowered by the pipeline's own passes and run on the backend against the reference evaluation of that PROGRAM;
    the first, in the kernel's order, whose results differ is the construct. Constants are compared with the sign of
-   their zeros: a constant moved uncomputed keeps it (docs/spec.md, special floats).
+   their zeros: a constant moved uncomputed keeps it (docs/spec.md, special floats). When no one-op kernel differs,
+   two-op kernels of a node and a node that reads it are tried the same way (an operand both read is loaded once):
+   a compiler may exploit an undefined point of the first only to fold the second (a signed sum compared with its
+   own operand), and the construct named is the first's.
 3. the method: the renderer method that renders that construct (RENDERED_BY, after CStyleRenderer.render's dispatch),
    on the class of the backend's renderer that defines it.
 
