@@ -87,6 +87,7 @@ def test_sigkill_of_the_campaign_leaves_no_process_behind(tmp_path, workers):
 
 BUSY_SCRIPT = """
 import sys, time
+from dataclasses import replace
 from fuzz.engine.campaign import CampaignConfig, run_campaign
 from tinyspec.lower.base import Pass
 from tinyspec.lower.pipeline import PASSES
@@ -395,3 +396,37 @@ def test_a_crashing_opencl_kernel_is_a_finding_with_workers_0(tmp_path, opencl):
   assert s.cases == 3  # this process survived every one
   crashes = [f for f in s.findings if f.signature[:2] == ("crash", "opencl")]
   assert crashes and crashes[0].signature[2].startswith("signal"), [f.signature for f in s.findings]
+
+
+SWALLOW_SCRIPT = """
+import sys, time
+from dataclasses import replace
+from fuzz.engine.campaign import CampaignConfig, run_campaign
+from tinyspec.lower.pipeline import PASSES
+# a pass that loses ^C as a weakref callback does (Python drops an exception raised inside one): it sleeps, and an
+# interrupt that arrives meanwhile goes nowhere
+def swallowing(p):
+  def run(root, options, trace, tables):
+    try: time.sleep(0.5)
+    except KeyboardInterrupt: print("swallowed", flush=True)
+    return p.fn(root, options, trace, tables)
+  return replace(p, fn=run)
+passes = [swallowing(p) if p.name == "callify" else p for p in PASSES]
+print("started", flush=True)
+s = run_campaign(CampaignConfig(seconds=600, seed=0, workers=0, corpus=sys.argv[1], passes=passes, backends=("reference",)))
+print("ended interrupted" if s.interrupted else "ended finished", flush=True)
+"""
+
+
+def test_an_interrupt_that_something_swallows_still_ends_the_campaign(tmp_path):
+  p = subprocess.Popen([sys.executable, "-c", SWALLOW_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                       cwd=ROOT, start_new_session=True)
+  try:
+    assert p.stdout.readline().strip() == "started"
+    _wait_for(lambda: (tmp_path / ".fuzz.lock").exists() or None, 120, "the lock")
+    time.sleep(3)
+    os.kill(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+  finally:
+    if p.poll() is None: p.kill()
+  assert "swallowed" in out and "ended interrupted" in out, out[-2000:]

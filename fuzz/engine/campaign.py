@@ -166,12 +166,15 @@ class _Reducer:
     procs.kill_tree(self.proc)
 
 
-class _Stop(Exception):
-  """SIGTERM or SIGHUP: end as ^C does, with the summary."""
+class _Stop(BaseException):
+  """SIGTERM or SIGHUP: end as ^C does, with the summary (a BaseException, as KeyboardInterrupt: no guarded step of a
+  case takes it for the case's own failure)."""
 
 
 # ---- the campaign ----
 class Campaign:
+  stopping = False  # set by ^C, SIGTERM or SIGHUP while the campaign runs
+
   def __init__(self, cfg: CampaignConfig, out: TextIO | None = None):
     self.target = get_target(cfg.target)
     self.cfg = cfg = replace(cfg, target=self.target)  # the workers fork with this one target object
@@ -365,8 +368,14 @@ class Campaign:
     except OSError as e: raise ConfigError(f"--corpus {cfg.corpus} cannot be locked: {e.strerror or e}") from None
     import threading
     main = threading.current_thread() is threading.main_thread()
-    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)} if main else {}
-    def stop(signum, frame): raise _Stop()
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} if main else {}
+    self.stopping = False
+    def stop(signum: int, frame: Any) -> None:
+      # the flag outlives the exception, which Python drops when it is raised inside a weakref callback (the UOp
+      # intern table's, during a collection) and a guarded step may catch: time_left() reads it, so the campaign
+      # ends after the batch it is in at the latest
+      self.stopping = True
+      raise KeyboardInterrupt if signum == signal.SIGINT else _Stop()
     for s in old: signal.signal(s, stop)
     try:
       remove_stale_temp_files(cfg.corpus, cfg.report, Path(cfg.report) / "pictures" if cfg.report else None)
@@ -386,6 +395,7 @@ class Campaign:
         cluster = self._open_cluster()  # before the proofs: a scheduler that cannot be reached is said at once
         if cfg.prove_changed: self.prove_changed_rules()
         self._run_cases(t0, cluster)
+        interrupted = self.stopping
       except (KeyboardInterrupt, _Stop):
         interrupted = True
       finally:
@@ -423,6 +433,7 @@ class Campaign:
 
   def time_left(self) -> bool:
     cfg = self.cfg
+    if self.stopping: return False  # ^C, SIGTERM or SIGHUP
     if cfg.max_cases is not None and self.prior_cases + self.cases + len(self.running) >= cfg.max_cases: return False
     if cfg.stop_on_finding and self.findings: return False
     if cfg.stop_when is not None and any(cfg.stop_when(f) for f in self.findings): return False
