@@ -212,7 +212,7 @@ def _stores_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
   try: pa, aa, ga = ev.store_points(after)
   except OutOfBounds: return True
   if pb.arg.slot != pa.arg.slot or not np.array_equal(gb, ga) or not np.array_equal(ab[gb], aa[ga]): return True
-  vb, va = (np.broadcast_to(ev._full(ev.value(x.src[1])), ev.grid) for x in (before, after))
+  vb, va = (ev._full(ev.value(x.src[1])) for x in (before, after))
   return values_differ(vb[gb], va[ga])
 
 
@@ -277,9 +277,10 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
       return False
   if before.op is Ops.AFTER: return False
   params: dict[UOp, UOp] = {}
+  targets: dict[UOp, UOp] = {}
   leaves = getattr(ctx, "leaves", None)
-  targets = {leaf: p for leaf, p in leaves.items() if isinstance(leaf, UOp) and p.op is Ops.PARAM} if isinstance(leaves, dict) else {}
   if isinstance(leaves, dict):
+    targets = {leaf: p for leaf, p in leaves.items() if isinstance(leaf, UOp) and p.op is Ops.PARAM}
     # a PARAM may stand for several leaves (versions of one storage): the ones the rewritten node reads come first
     seen = {u.src[0] for u in before.toposort() if u.op is Ops.INDEX and u.arg == "view"}
     for leaf, p in sorted(leaves.items(), key=lambda kv: kv[0] not in seen):

@@ -30,6 +30,8 @@ from typing import Sequence
 
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
+from tinyspec.lower.schedule import strip_views
+from tinyspec.lower.schedule import walk as outer_nodes
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.spec.tensor import tensor_storage, written_slots
@@ -104,10 +106,12 @@ def _precompile_call(g: UOp, call: UOp) -> UOp:
   return precompiled_output(call, output_buffers(call), g.arg)
 
 
+_VIEWS_AND_AFTER = GroupOp.Movement | {Ops.AFTER}
+
+
 def _storage_key(u: UOp) -> UOp:
   """The storage a view / AFTER chain names: what a writer and a reader are compared by."""
-  while (u.op in GroupOp.Movement or u.op is Ops.AFTER) and u.src: u = u.src[0]
-  return u
+  return strip_views(u, _VIEWS_AND_AFTER)
 
 
 def _writes(u: UOp) -> list[UOp]:
@@ -125,7 +129,7 @@ class RacedArgs:
   order to the call: the writer is not upstream of the arg, and the call is not upstream of the writer."""
 
   def __init__(self, root: UOp):
-    nodes = walk((root,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src)
+    nodes = outer_nodes(root)
     writers: dict[UOp, list[UOp]] = {}
     for u in nodes:
       for key in _writes(u): writers.setdefault(key, []).append(u)

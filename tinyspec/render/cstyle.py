@@ -39,6 +39,16 @@ def check_identifier(name: object, what: str = "kernel name") -> str:
   return name
 
 
+def renamed_apart(sources: list[tuple[str, str]]) -> list[tuple[str, str]]:
+  """(source, entry name) pairs renamed so they can share one compile: kernels of different graphs share entry names
+  (kernel_0...), so entry j becomes <name>_b<j> in its source. The new (source, name) pairs, in order."""
+  out = []
+  for j, (text, name) in enumerate(sources):
+    new = f"{check_identifier(name, 'SOURCE name')}_b{j}"
+    out.append((re.sub(rf"\b{re.escape(name)}\b", new, text), new))
+  return out
+
+
 def int_field(u: UOp, field: str, low: int) -> int:
   """An integer field of u's arg that is pasted into the source (a PARAM slot, a buffer size), checked to be an int."""
   v = getattr(u.arg, field, None)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import numpy as np
 from tinyspec.dtype import DType
 from tinyspec.fileio import atomic_write
 from tinyspec.lower.kernel_map import kernel_calls
-from tinyspec.render.cstyle import check_identifier
+from tinyspec.render.cstyle import check_identifier, renamed_apart
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, UOp
 
@@ -170,12 +169,9 @@ def load_source(source: str, compiler: str | None = None) -> ctypes.CDLL:
 def compile_programs(prgs: list[UOp], compiler: str | None = None) -> dict[UOp, ctypes._CFuncPtr]:
   """PROGRAM -> C function for many rendered PROGRAMs compiled as one object: programs of different graphs share
   entry names (kernel_0...), so each is renamed apart in the combined source. One compile for a whole batch."""
-  texts, names = [], {}
-  for j, prg in enumerate(prgs):
-    a = prg.src[2].arg
-    names[prg] = f"{check_identifier(a.name, 'SOURCE name')}_b{j}"
-    texts.append(re.sub(rf"\b{re.escape(a.name)}\b", names[prg], a.text))
-  lib = load_source("\n".join(texts), compiler)
+  renamed = renamed_apart([(prg.src[2].arg.text, prg.src[2].arg.name) for prg in prgs])
+  names = {prg: name for prg, (_, name) in zip(prgs, renamed)}
+  lib = load_source("\n".join(text for text, _ in renamed), compiler)
   fns = {}
   for prg, n in names.items():
     fn = getattr(lib, n)

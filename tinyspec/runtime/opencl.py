@@ -3,14 +3,13 @@ device buffers that live for a whole run (inputs copied in once, results copied 
 ahead (a fuzz batch's) are built together as one program: PoCL's cost is mostly per program built."""
 from __future__ import annotations
 
-import re
 import weakref
 from typing import Any
 
 import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
-from tinyspec.render.cstyle import check_identifier
+from tinyspec.render.cstyle import check_identifier, renamed_apart
 from tinyspec.uop import storage_of
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
@@ -101,12 +100,11 @@ def build_many(kernels: list[tuple[str, str]]) -> None:
   d = _require()
   todo = list(dict.fromkeys((t, n) for t, n in kernels if t not in d["programs"]))
   if len(todo) < 2: return
-  entries = [f"{check_identifier(n, 'SOURCE name')}_b{j}" for j, (_, n) in enumerate(todo)]
-  combined = "\n".join(re.sub(rf"\b{re.escape(n)}\b", e, t) for (t, n), e in zip(todo, entries))
-  prg = d["cl"].Program(d["context"], combined)
+  renamed = renamed_apart(todo)
+  prg = d["cl"].Program(d["context"], "\n".join(text for text, _ in renamed))
   try: prg.build(options=list(BUILD_OPTIONS), cache_dir=False)
   except d["cl"].RuntimeError: return
-  for (t, n), e in zip(todo, entries): d["programs"][t] = {"program": prg, "renamed": {n: e}}
+  for (t, n), (_, e) in zip(todo, renamed): d["programs"][t] = {"program": prg, "renamed": {n: e}}
 
 
 def clear_cache() -> None:

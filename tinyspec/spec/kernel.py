@@ -248,19 +248,18 @@ def as_index(nodes: tuple[UOp | None, ...]) -> tuple[UOp | None, ...] | None:
   This undoes linearize's index_to_int, so a question about a PROGRAM's accesses is the one asked of its kernel, with
   z3's integers instead of bit-vectors. None when some retyped value could wrap."""
   new: dict[UOp, UOp] = {}
-  def lift(u: UOp) -> UOp:
-    if u in new: return new[u]
-    src = tuple(lift(x) for x in u.src) if u.op in _LIFTED else u.src
+  # sources first, iteratively (a hostile graph may nest deeper than Python recurses); below an op that is not lifted
+  # nothing changes
+  for u in walk(tuple(n for n in nodes if n is not None), lambda x: x.src if x.op in _LIFTED else ()):
+    src = tuple(new[x] for x in u.src) if u.op in _LIFTED else u.src
     if u.dtype.kind in "iu" and u.op in _LIFTED and not (u.op is Ops.CAST and u.src[0].dtype.kind not in "iux"):
       out = u.replace(dtype=dtypes.index, src=src, arg=int(u.arg) if u.op is Ops.CONST else u.arg)
-      if not (u.dtype.min <= out.vmin and out.vmax <= u.dtype.max): raise OverflowError
+      if not (u.dtype.min <= out.vmin and out.vmax <= u.dtype.max): return None
     elif u.dtype.kind in "iu":
       out = UOp(Ops.CAST, dtypes.index, (u.replace(src=src),))
     else: out = u.replace(src=src)
     new[u] = out
-    return out
-  try: return tuple(None if n is None else lift(n) for n in nodes)
-  except OverflowError: return None
+  return tuple(None if n is None else new[n] for n in nodes)
 
 
 def iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None]) -> smt.BoundsResult:
