@@ -98,7 +98,7 @@ def test_reference_pipeline_passes_every_oracle():
 
 
 def test_per_rewrite_mode_on_the_kernel_passes():
-  ch = Checker(Config(per_rewrite=True, metamorphic=False, max_rewrite_checks=40,
+  ch = Checker(Config(per_rewrite=True, metamorphic=False,
                       per_rewrite_passes=frozenset({"callify", "simplify", "optimize", "lower_reduce"})))
   for i in range(4):
     assert ch.check(case_for(99, i)) == [], i

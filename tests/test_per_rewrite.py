@@ -13,7 +13,7 @@ from fuzz.check.oracles import Checker, Config, union_violations
 from fuzz.generate.strategies import case_for
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
-from tinyspec.lower.base import LowerOptions, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.linearize import LINEARIZE
 from tinyspec.lower.pipeline import PASSES
 from tinyspec.lower.rangeify import RANGEIFY
@@ -167,3 +167,51 @@ def test_linearize_builds_programs_only_from_lowered_kernels() -> None:
   at_p = {v.node for v in check(mixed, Stage.PROGRAM)}
   assert {u.src[0].op for u in at_k} == {Ops.PROGRAM} and {u.src[0].op for u in at_p} == {Ops.SINK} and not at_k & at_p
   np.testing.assert_array_equal(evaluate(mixed, {1703: np.arange(8, dtype=np.float32)})[0], np.arange(8, dtype=np.float32) + 1)
+
+
+# ---- the campaign's oracle: the intermediate graphs of a run, checked as the pass makes them ----
+def _twostep_body_pass(calls: list[int]) -> Pass:
+  """A KERNEL pass rewriting each kernel body on its own: NEG(x) becomes x*-1 through a RESHAPE, illegal in a kernel,
+  that a second rule removes again. The pass's output is legal; the body between the two applications is not."""
+  from tinyspec.lower.kernel_map import map_kernels
+  from tinyspec.rewrite import PatternMatcher, UPat
+  pm = PatternMatcher([
+    ("neg_via_reshape", UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: UOp(Ops.RESHAPE, x.dtype, (x,), ()) * UOp.const(x.dtype, -1)),
+    ("drop_reshape", UPat(Ops.RESHAPE, src=(UPat.var("x"),)), lambda x: x),
+  ], "twostep_body")
+  def run(root, options, trace, tables):
+    calls.append(1)
+    return map_kernels(root, lambda call, body: trace.rewrite(body, tables["twostep_body"], body=True))
+  return Pass("twostep_body", Stage.KERNEL, Stage.KERNEL, run, (pm,))
+
+
+def test_an_illegal_kernel_body_between_two_applications_is_found_and_blamed() -> None:
+  from fuzz.generate.strategies import Case
+  calls: list[int] = []
+  passes = [*PASSES[:2], _twostep_body_pass(calls)]
+  b = UOp.buffer(F32, 4, id=1711)
+  case = Case(UOp(Ops.SINK, src=(b.alu(Ops.NEG),)), {1711: np.arange(4, dtype=np.float32)}, {})
+  assert Checker(Config(passes=passes, metamorphic=False, gradients=False, numeric_gradients=False)).check(case) == []
+  fs = Checker(Config(passes=passes, metamorphic=False, gradients=False, numeric_gradients=False, per_rewrite=True)).check(case)
+  assert [f.signature for f in fs] == [("spec", "twostep_body", "neg_via_reshape")]
+  assert "after rule application 1 of twostep_body" in fs[0].message and "RESHAPE" in fs[0].message
+
+
+def test_per_rewrite_checking_runs_each_pass_once() -> None:
+  """Every intermediate graph is built from the rewrite's own state, not by running the pass again up to it: each pass
+  runs once per lowering however many rule applications it makes."""
+  calls: dict[str, int] = {}
+  def counted(p: Pass) -> Pass:
+    def run(root, options, trace, tables):
+      calls[p.name] = calls.get(p.name, 0) + 1
+      return p.fn(root, options, trace, tables)
+    return Pass(p.name, p.stage_in, p.stage_out, run, p.tables)
+  ch = Checker(Config(passes=[counted(p) for p in PASSES], metamorphic=False, gradients=False, numeric_gradients=False, per_rewrite=True))
+  for i in range(8):
+    calls.clear()
+    case = case_for(11, i)
+    assert ch.check(case) == [], i
+    assert set(calls.values()) == {1}, (i, calls)
+  fired: dict[str, int] = {}
+  for (p, _), n in ch.stats.fired.items(): fired[p] = fired.get(p, 0) + n
+  assert fired["rangeify"] >= 8 and sum(fired.values()) >= 50, fired

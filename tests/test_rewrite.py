@@ -188,3 +188,44 @@ def test_compiled_matchers_agree_on_every_pattern_feature() -> None:
         assert r.apply(u, ctx) is want, f"{p} on {u}"
         if p.op is None or u.op in p.op: assert r.compiled(True)(u, ctx) is want, f"{p} on {u}, op known"
   assert kinds == {"match", "slow"}  # both the generated matchers and the generic fallback were compared
+
+
+def _snapshots(root: UOp, pm: PatternMatcher, bottom_up: bool) -> list[UOp]:
+  got: list[UOp] = []
+  out = graph_rewrite(root, pm, bottom_up=bottom_up, snapshot=lambda current: got.append(current()))
+  assert not got or got[-1] is out, "the graph after the last application is the result"
+  return got
+
+
+def test_snapshots_are_the_rewrite_stopped_at_each_application() -> None:
+  # the graph a snapshot builds from the walk's state is what max_steps = k returns, in both orders, on rules whose
+  # results are rewritten again (nested pending replacements) and on shared subgraphs
+  shared = (x + 0) * 1
+  e = (shared + (shared * 1 + 0)) * ((y + 0) * 1 + 0)
+  pm = PatternMatcher([("wrap_in_mul", UPat(Ops.SUB, src=(UPat.var("a"), UPat.const(None, 0))), lambda a: (a + 0) * 1), ADD0, MUL1])
+  for root in (e, (e - 0) + (x - 0)):
+    for bottom_up in (True, False):
+      snaps = _snapshots(root, pm, bottom_up)
+      assert len(snaps) == count_steps(root, pm, bottom_up=bottom_up) >= 6
+      for k, s in enumerate(snaps, 1):
+        assert s is graph_rewrite(root, pm, bottom_up=bottom_up, max_steps=k), (bottom_up, k)
+
+
+def test_snapshots_of_the_lowering_tables_on_generated_kernels() -> None:
+  from fuzz.generate.strategies import case_for
+  from tinyspec.lower.base import LowerOptions, Trace
+  from tinyspec.lower.kernel_map import map_kernels
+  from tinyspec.lower.simplify import pm_simplify
+  bodies: list[UOp] = []
+  for i in range(12):
+    g = case_for(4, i).root
+    for p in PASSES[:2]: g = p.run(g, LowerOptions(), Trace())
+    map_kernels(g, lambda call, body: bodies.append(body) or body)
+  checked = 0
+  for body in bodies:
+    for bottom_up in (True, False):
+      snaps = _snapshots(body, pm_simplify, bottom_up)
+      for k in sorted({1, max(1, len(snaps) // 2), len(snaps)}) if snaps else ():
+        assert snaps[k - 1] is graph_rewrite(body, pm_simplify, bottom_up=bottom_up, max_steps=k)
+        checked += 1
+  assert checked >= 20

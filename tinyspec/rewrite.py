@@ -256,6 +256,8 @@ class PatternMatcher:
 
 
 Observer = Callable[[Rule, UOp, UOp], None]
+# called after every rule application with a function giving the whole graph as it stands then
+Snapshot = Callable[[Callable[[], UOp]], None]
 
 
 class RewriteCycle(RuntimeError):
@@ -263,13 +265,16 @@ class RewriteCycle(RuntimeError):
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True,
-                  observer: Observer | None = None, max_steps: int | None = None) -> UOp:
+                  observer: Observer | None = None, max_steps: int | None = None, snapshot: Snapshot | None = None) -> UOp:
   """Rewrite the graph under root with pm until no rule applies.
 
   bottom_up: a node's sources are rewritten before the node (post-order). Otherwise top-down: rules are tried on a
   node before its sources, then again once its sources have changed. Either way a rule's result is itself rewritten.
   observer(rule, before, after) is called on every rule application; after max_steps applications no rule is applied
   any more and the partially rewritten graph is returned.
+  snapshot(current) is called after every rule application: current() is the graph this rewrite would return if it
+  stopped there (what max_steps = the applications so far gives), built from the walk's own state, so checking every
+  intermediate graph costs no rerun.
   """
   fast = pm.dispatch()
   steps = 0
@@ -288,16 +293,24 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
 
   done: dict[UOp, UOp] = {}
   busy: set[UOp] = set()
+  pending: dict[UOp, UOp] = {}  # node -> the rule result it becomes, while that result is being rewritten (snapshots only)
   # stack entries: (node, phase, link). phase 0: first visit; 1: sources done; 2: node is done when `link` is
   stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
   pop, push = stack.pop, stack.append
+
+  def rewritten(u: UOp, new: UOp) -> None:
+    push((u, 2, new)); push((new, 0, None))  # noqa: E702
+    if snapshot is not None:
+      pending[u] = new
+      snapshot(lambda: _current(root, done, pending))
+
   while stack:
     u, phase, link = pop()
     if u in done: continue
     if phase == 0:
       if u in busy: raise RewriteCycle(f"rewrite of {u.op.name} reached itself through a rule's result")
       if not bottom_up and (new := step(u)) is not None:
-        push((u, 2, new)); push((new, 0, None))  # noqa: E702
+        rewritten(u, new)
         continue
       busy.add(u)
       push((u, 1, None))
@@ -310,15 +323,43 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
         if done[s] is not s:
           nu = u.replace(src=tuple(done[s] for s in src))
           break
-      if (new := step(nu)) is not None:
-        push((u, 2, new)); push((new, 0, None))  # noqa: E702
+      if (new := step(nu)) is not None: rewritten(u, new)
       else:
         busy.discard(u)
         done[u] = nu
     else:
       busy.discard(u)
       done[u] = done[link]
+      if snapshot is not None: pending.pop(u, None)
   return done[root]
+
+
+def _current(root: UOp, done: dict[UOp, UOp], pending: dict[UOp, UOp]) -> UOp:
+  """The graph under root as a rewrite with this state would return it if no rule applied any more: a finished node
+  is its result, a node being replaced is what its replacement becomes, any other node is rebuilt over its sources.
+  Only the unfinished part above the finished nodes is walked."""
+  if root in done: return done[root]
+  memo: dict[UOp, UOp] = {}
+  seen: set[UOp] = set()
+  stack: list[UOp] = [root]
+  while stack:
+    u = stack[-1]
+    if u not in seen:
+      seen.add(u)
+      for s in (to,) if (to := pending.get(u)) is not None else u.src:
+        if s in done or s in memo: continue
+        # a source seen but not finished is an ancestor: a rule's result that holds the node it replaces (the rewrite
+        # itself reports that cycle); it stands for itself here
+        if s in seen: memo[s] = s
+        else: stack.append(s)
+      continue
+    stack.pop()
+    if u in memo: continue
+    if (to := pending.get(u)) is not None: memo[u] = memo[to] if to in memo else done[to]
+    else:
+      src = tuple([memo[s] if s in memo else done[s] for s in u.src])
+      memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+  return memo[root]
 
 
 def count_steps(root: UOp, pm: PatternMatcher, ctx_factory: Callable[[], Any] = lambda: None, bottom_up: bool = True) -> int:

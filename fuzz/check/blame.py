@@ -46,12 +46,12 @@ class CtxTrace(Trace):
   entries: dict[UOp, list[dict[int, Any]]] | None = None
   slots: list[dict[int, Any]] | None = None
 
-  def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
+  def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True, body: bool = False) -> UOp:
     saved = self.ctx, self.slots
     self.ctx = ctx
     self.slots = self.entries.get(root) if self.entries is not None else None
     try:
-      out = super().rewrite(root, pm, ctx, bottom_up)
+      out = super().rewrite(root, pm, ctx, bottom_up, body)
       if self.entries is not None and self.slots is not None: self.entries.setdefault(out, self.slots)
       return out
     finally: self.ctx, self.slots = saved

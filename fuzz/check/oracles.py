@@ -23,7 +23,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -32,11 +32,12 @@ from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, c
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.opts import every_opt, kernel_spots
 from fuzz.generate.strategies import Case
-from tinyspec.lower.base import LowerOptions, Pass
+from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.rewrite import PatternMatcher
 from tinyspec.runtime.host import Skipped
 from tinyspec.lower.start import start_index
 from tinyspec.spec import Stage, Violation, check
+from tinyspec.spec.engine import check_body
 from tinyspec.uop import UOp, is_value_call
 
 UNSAFE = object()   # the reference of a kernel case fuzz.generate.kernel_safety rejects: it is checked no further
@@ -77,7 +78,6 @@ class Config:
   numeric_gradients: bool = True   # gradients == central differences in float64 (fuzz.check.numeric_grad)
   gradient_rules: PatternMatcher | None = None  # the gradient rule table both gradient oracles use (None: autograd's pm_gradient)
   blame: bool = True
-  max_rewrite_checks: int = 400
   per_rewrite_passes: frozenset[str] | None = None  # the passes checked per rewrite (None: all)
   cc: str | None = None            # C compiler of the cpu backend (None: the runtime's default)
   kernel_timeout: float = 30.0     # seconds the kernels of one case may run in the kernel host before they count as a hang
@@ -102,11 +102,36 @@ class _Timer:
   def __exit__(self, *a): self.stats.phase[self.phase] += time.perf_counter() - self.t
 
 
-def union_violations(root: UOp, a: Stage, b: Stage) -> list[Violation]:
-  """Violations of a graph that is legal neither at a, nor at b, nor at their union (a node flagged by both)."""
-  vb = check(root, b)
+class _Intermediates:
+  """A pass's on_graph hook (tinyspec.lower.base.Trace) that checks the spec of every graph the pass's rewrites hold,
+  after every rule application: each must be legal at the pass's input stage, its output stage, or their union (a node
+  flagged by both). `first` is the first that is not, (k, violations). Verdicts are cached on the interned nodes, so
+  each check only decides the nodes the application created."""
+
+  def __init__(self, p: Pass, stats: Stats):
+    self.a, self.b, self.stats = p.stage_in, p.stage_out, stats
+    self.first: tuple[int, list[Violation]] | None = None
+    self.legal_at = p.stage_out  # the stage the last graph was legal at: tried first, as the next graph is most often legal there too
+
+  def __call__(self, k: int, current: Callable[[], UOp], body: bool) -> None:
+    if self.first is not None: return
+    with _Timer(self.stats, "spec"):
+      check_at = check_body if body else check
+      g = current()
+      if not check_at(g, self.legal_at): return
+      other = self.a if self.legal_at is self.b else self.b
+      if not check_at(g, other):
+        self.legal_at = other
+        return
+      if vs := union_violations(g, self.a, self.b, check_at): self.first = (k, vs)
+
+
+def union_violations(root: UOp, a: Stage, b: Stage, check_at: Callable[[UOp, Stage], list[Violation]] = check) -> list[Violation]:
+  """Violations of a graph that is legal neither at a, nor at b, nor at their union (a node flagged by both).
+  check_at: check, or check_body for one CALL body checked on its own."""
+  vb = check_at(root, b)
   if a is b or not vb: return vb
-  flagged = {id(v.node) for v in check(root, a)}
+  flagged = {id(v.node) for v in check_at(root, a)}
   return [v for v in vb if id(v.node) in flagged]
 
 
@@ -294,14 +319,15 @@ class Checker:
     for p in self.passes[start_index(self.passes, case.root, case.kind):]:
       self.at(p.name)
       def obs(rule, before, after, _p=p.name): st.fired[(_p, rule.name)] += 1
+      watch = _Intermediates(p, st) if full and cfg.per_rewrite and (cfg.per_rewrite_passes is None or p.name in cfg.per_rewrite_passes) else None
+      trace = Trace(observer=obs, on_graph=watch)
       try:
-        with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, obs)
+        with _Timer(st, "lower"): out, steps = run_steps(p, g, lo, None, trace=trace)
       except Exception as e:
         return None, self._crash_finding(p, g, lo, e, opts)
       with _Timer(st, "spec"): vs = check(out, p.stage_out)
       if vs: return None, self._spec_finding(p, g, out, lo, vs, opts, case.inputs)
-      if full and cfg.per_rewrite and (cfg.per_rewrite_passes is None or p.name in cfg.per_rewrite_passes):
-        if (f := self._per_rewrite(p, g, lo, steps, opts)) is not None: return None, f
+      if watch is not None and watch.first is not None: return None, self._per_rewrite(p, g, lo, steps, opts, *watch.first)
       if full:
         try:
           with _Timer(st, "evaluate"): vals = _evaluate(out, case.inputs)
@@ -360,19 +386,11 @@ class Checker:
     rule = b.rule if b is not None else f"spec:{vs[0].rule}"
     return Finding("spec", p.name, rule, f"after {p.name}: {vs[0]}", b, opts, also)
 
-  def _per_rewrite(self, p: Pass, g: UOp, lo: LowerOptions, steps: int, opts: dict) -> Finding | None:
-    """The first intermediate graph (after k rule applications, k = 0 included: what the pass builds outside its
-    rules) that is legal at neither stage of the pass nor at their union."""
-    stride = max(1, steps // self.config.max_rewrite_checks)
-    for k in range(0, steps, stride):
-      with _Timer(self.stats, "spec"):
-        part = run_steps(p, g, lo, k)[0]
-        vs = union_violations(part, p.stage_in, p.stage_out)
-      if vs:
-        b, also = self._blame(lambda k=k: blame_at(p, g, lo, k, steps), opts)
-        where = "before any rule application" if k == 0 else f"after rule application {k}"
-        return Finding("spec", p.name, b.rule if b is not None else f"spec:{vs[0].rule}", f"{where} of {p.name}: {vs[0]}", b, opts, also)
-    return None
+  def _per_rewrite(self, p: Pass, g: UOp, lo: LowerOptions, steps: int, opts: dict, k: int, vs: list[Violation]) -> Finding:
+    """The finding of an intermediate graph of p, after k rule applications, that broke the spec (see _Intermediates)."""
+    b, also = self._blame(lambda: blame_at(p, g, lo, k, steps), opts)
+    where = "before any rule application" if k == 0 else f"after rule application {k}"
+    return Finding("spec", p.name, b.rule if b is not None else f"spec:{vs[0].rule}", f"{where} of {p.name}: {vs[0]}", b, opts, also)
 
   def _parity_finding(self, p: Pass, g: UOp, lo: LowerOptions, prev: Any, case: Case, msg: str, opts: dict, label: str) -> Finding:
     b: Blame | None = None

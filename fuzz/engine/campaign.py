@@ -63,7 +63,7 @@ class CampaignConfig:
   workers: int = 1                      # 0: run cases in this process (kernels still run in a child; no Python-hang guard)
   corpus: str = "corpus"
   backends: tuple[str, ...] = ("reference",)
-  per_rewrite: bool = False
+  per_rewrite: bool = True  # the spec after every rule application (False: after every pass)
   max_cases: int | None = None          # stop after this many cases (in total, resumed ones included)
   case_timeout: float = 30.0            # seconds a step of a case (its check, its kernels) may take before it is a hang
   reduce_seconds: float = 60.0          # budget of one reduction

@@ -28,7 +28,11 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
                  help="comma-separated: reference, cpu, opencl (default reference,cpu for the reference target: every case is "
                  "also compiled with the fastest C compiler present, tcc, else clang or gcc; reference for the others)")
   p.add_argument("--cc", default=None, help="C compiler of the cpu backend (default: the fastest present, tcc, clang, gcc)")
-  p.add_argument("--per-rewrite", action="store_true", help="check the spec after every single rule application")
+  mode = p.add_mutually_exclusive_group()
+  mode.add_argument("--per-rewrite", dest="per_rewrite", action="store_const", const=True, default=None,
+                    help="check the spec after every single rule application (the default of the reference target)")
+  mode.add_argument("--per-pass", dest="per_rewrite", action="store_const", const=False,
+                    help="check the spec only after every pass (faster, sees less)")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
   p.add_argument("--fresh", action="store_true", help="start from case 0 instead of resuming the seed's saved state")
@@ -88,13 +92,13 @@ def fuzz_main(args: argparse.Namespace) -> int:
     if depth < 1:
       print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
       return 2
-    if backends != ("reference",) or args.per_rewrite:
-      print("tinyspec fuzz: --backends and --per-rewrite are options of the reference target, not of symbolic", file=sys.stderr)
+    if backends != ("reference",) or args.per_rewrite is not None:
+      print("tinyspec fuzz: --backends, --per-rewrite and --per-pass are options of the reference target, not of symbolic", file=sys.stderr)
       return 2
     options = {"depth": depth, "z3_timeout_ms": z3_timeout_ms}
   if name == "tinygrad":
-    if backends != ("reference",) or args.per_rewrite:
-      print("tinyspec fuzz: --backends and --per-rewrite are options of the reference target, not of tinygrad", file=sys.stderr)
+    if backends != ("reference",) or args.per_rewrite is not None:
+      print("tinyspec fuzz: --backends, --per-rewrite and --per-pass are options of the reference target, not of tinygrad", file=sys.stderr)
       return 2
     from fuzz.engine.tinygrad_target import unavailable
     if (why := unavailable()) is not None:
@@ -115,7 +119,8 @@ def fuzz_main(args: argparse.Namespace) -> int:
   from fuzz.engine.campaign import ConfigError, StateError, validate
   from fuzz.engine.corpus_dir import CorpusBusy
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
-                       per_rewrite=args.per_rewrite, max_cases=args.max_cases, case_timeout=args.case_timeout, resume=not args.fresh,
+                       per_rewrite=args.per_rewrite is not False and name == "reference", max_cases=args.max_cases, case_timeout=args.case_timeout,
+                       resume=not args.fresh,
                        report=args.report, target=get_target(name, **options), cc=cc, scheduler=getattr(args, "scheduler", None))
   try:
     validate(cfg)

@@ -13,19 +13,30 @@ from tinyspec.uop import UOp
 @dataclass
 class Trace:
   """The hooks of one pass run: an observer of every rule application and a step limit shared by all of the
-  pass's graph_rewrite calls (so blame can bisect over the pass's rule applications as one sequence)."""
+  pass's graph_rewrite calls (so blame can bisect over the pass's rule applications as one sequence).
+
+  on_graph(k, current, body) sees every graph a rewrite of the pass holds: the graph handed to it (k = the applications
+  made before it; what the pass built outside its rules) and the graph after each of its rule applications (k counts
+  that one). current() builds the graph: the rewrite's root as it stands then, the whole graph or (body true) one CALL
+  body the pass rewrites on its own."""
   observer: Observer | None = None
   max_steps: int | None = None
   steps: int = 0
+  on_graph: Callable[[int, Callable[[], UOp], bool], None] | None = None
 
-  def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
-    """graph_rewrite with this trace's observer, counting steps against the shared limit."""
+  def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True, body: bool = False) -> UOp:
+    """graph_rewrite with this trace's observer, counting steps against the shared limit. body: root is one CALL body
+    (a kernel, or one being built), not the pass's whole graph."""
     if self.max_steps is not None and self.steps >= self.max_steps: return root
     def obs(rule: Rule, before: UOp, after: UOp) -> None:
       self.steps += 1
       if self.observer is not None: self.observer(rule, before, after)
     left = None if self.max_steps is None else self.max_steps - self.steps
-    return graph_rewrite(root, pm, ctx, bottom_up, observer=obs, max_steps=left)
+    snap = None
+    if (on_graph := self.on_graph) is not None:
+      on_graph(self.steps, lambda: root, body)
+      def snap(current: Callable[[], UOp]) -> None: on_graph(self.steps, current, body)
+    return graph_rewrite(root, pm, ctx, bottom_up, observer=obs, max_steps=left, snapshot=snap)
 
   @property
   def exhausted(self) -> bool:

@@ -83,7 +83,7 @@ def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], o
   except LoopOrderError as e: raise LinearizeError(str(e)) from e
   idt = index_dtype_for(body, options.int_dtype if options else None)
   trace = trace or Trace()
-  body = trace.rewrite(body, tables["pm_lower_index"], idt)
+  body = trace.rewrite(body, tables["pm_lower_index"], idt, body=True)
   if trace.exhausted and not _lowered(body): return body
   try: order = schedule(body)
   except LoopOrderError as e: raise LinearizeError(str(e)) from e

@@ -43,7 +43,7 @@ pm_lower_reduce = PatternMatcher([
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   pm = tables["pm_lower_reduce"]
-  return map_kernels(root, lambda call, body: trace.rewrite(body, pm))
+  return map_kernels(root, lambda call, body: trace.rewrite(body, pm, body=True))
 
 
 LOWER_REDUCE = Pass("lower_reduce", Stage.KERNEL, Stage.KERNEL, run, (pm_lower_reduce,))

@@ -201,15 +201,15 @@ def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternM
   if kind == "split":
     f = opt[2]
     if not (1 < f < n and n % f == 0): return body
-    return trace.rewrite(body, tables["pm_split"], OptCtx(axis, f, max_axis(body) + 1))
+    return trace.rewrite(body, tables["pm_split"], OptCtx(axis, f, max_axis(body) + 1), body=True)
   if kind == "unroll":
     if not 1 <= n <= UNROLL_LIMIT or _encloses_global(body, r): return body
-    return trace.rewrite(body, tables["pm_unroll"], OptCtx(axis, new_axis=max_axis(body) + 1))
+    return trace.rewrite(body, tables["pm_unroll"], OptCtx(axis, new_axis=max_axis(body) + 1), body=True)
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
     if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
     if iteration_conflicts(body, r): return body  # a loop whose iterations share data stays a loop
-    return trace.rewrite(body, tables["pm_global"], OptCtx(axis))
+    return trace.rewrite(body, tables["pm_global"], OptCtx(axis), body=True)
   raise ValueError(f"unknown opt {opt!r}")
 
 

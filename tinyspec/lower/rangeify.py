@@ -261,7 +261,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     sink = UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,))
-    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves, tuple(args)), bottom_up=False)
+    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves, tuple(args)), bottom_up=False, body=True)
     if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:

@@ -266,7 +266,8 @@ def simplify_body(body: UOp, tables: Mapping[str, PatternMatcher], trace: Trace 
   kept after the effects its value read through (tables "pin_order" and "unpin_order", lower.ordering): folding may
   drop the loads that carried that order. tables: a pass's Tables holding those three (SIMPLIFY.tables)."""
   trace = trace or Trace()
-  return trace.rewrite(trace.rewrite(trace.rewrite(body, tables["pm_pin_order"]), tables["pm_simplify"]), tables["pm_unpin_order"])
+  pinned = trace.rewrite(body, tables["pm_pin_order"], body=True)
+  return trace.rewrite(trace.rewrite(pinned, tables["pm_simplify"], body=True), tables["pm_unpin_order"], body=True)
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:

@@ -276,3 +276,51 @@ def bounds_rule(u: UOp) -> Interval:
   if fn is None: return dt.min, dt.max
   if u.op in INTERVALS and any(s.dtype.kind not in "iuxb" for s in u.src[-2:]): return dt.min, dt.max  # float operands
   return fn(u)
+
+
+# ---- bounds where a condition holds (a gated LOAD or STORE addresses memory only where its gate is true) ----
+def gate_bounds(gate: UOp) -> dict[UOp, Interval] | None:
+  """Tighter bounds of the integer nodes a condition compares with a constant, where the condition holds: an AND of
+  `x < c` and `c < x` atoms narrows x (anything else in it narrows nothing). None: the condition never holds."""
+  if gate.op is Ops.CONST: return None if not gate.arg else {}
+  known: dict[UOp, Interval] = {}
+  stack = [gate]
+  while stack:
+    g = stack.pop()
+    if g.op is Ops.AND and g.dtype.kind == "b":
+      stack.extend(g.src)
+      continue
+    if g.op is not Ops.CMPLT or len(g.src) != 2: continue
+    a, b = g.src
+    if a.dtype.kind not in "iux": continue
+    if b.op is Ops.CONST: x, lo, hi = a, a.vmin, b.arg - 1   # a < c
+    elif a.op is Ops.CONST: x, lo, hi = b, a.arg + 1, b.vmax  # c < b
+    else: continue
+    old = known.get(x, (x.vmin, x.vmax))
+    lo, hi = max(lo, old[0]), min(hi, old[1])
+    if lo > hi: return None
+    known[x] = (lo, hi)
+  return known
+
+
+def bounds_given(e: UOp, known: dict[UOp, Interval]) -> Interval:
+  """(vmin, vmax) of integer e when the nodes of `known` lie in their given ranges: the interval rules recomputed on
+  the nodes between e and them. A node whose rule is not recomputed here keeps its own bounds, which hold anyway."""
+  if not known: return e.vmin, e.vmax
+  memo: dict[UOp, Interval] = {}
+  for u in e.toposort():
+    if u in known:
+      memo[u] = known[u]
+      continue
+    ivs = [memo.get(s) for s in u.src]
+    if all(s not in known and memo.get(s) == (s.vmin, s.vmax) for s in u.src) or u.dtype.kind not in "iuxb":
+      memo[u] = (u.vmin, u.vmax)
+    elif u.op in INTERVALS and all(s.dtype.kind in "iuxb" for s in u.src[-2:]):
+      res = interval(u.op, u.src[-1].dtype, *ivs)
+      memo[u] = (bool(res[0]), bool(res[1])) if u.dtype.kind == "b" else res
+    elif u.op is Ops.CAST: memo[u] = cast_interval(u.src[0].dtype, u.dtype, ivs[0])
+    elif u.op in (Ops.AFTER, Ops.DETACH, Ops.CONTIGUOUS, Ops.BIND): memo[u] = ivs[0]
+    else: memo[u] = (u.vmin, u.vmax)
+    lo, hi = memo[u]
+    memo[u] = (max(lo, u.vmin), min(hi, u.vmax))  # both hold: the tighter of the two
+  return memo[e]

@@ -247,14 +247,31 @@ def check(root: UOp, stage: Stage | str) -> list[Violation]:
     return [Violation(root, (), stage, NODE_ROOT, f"the root is {type(root).__name__}, not a UOp; check takes the root UOp of a graph")]
   try: cx = root_ctx(root, stage)
   except Exception: cx = {Stage.TENSOR: T_TOP, Stage.KERNEL_GRAPH: G_TOP[None], Stage.KERNEL: K, Stage.PROGRAM: P}[stage]
+  return _check_in(root, stage, cx, root_rules=True)
+
+
+def _check_in(root: UOp, stage: Stage, cx: Ctx, root_rules: bool) -> list[Violation]:
   vs: list[Violation] = []
   try:
-    if not wellformed(root): vs = _root_rules(root, stage, cx)
+    if root_rules and not wellformed(root): vs = _root_rules(root, stage, cx)
     if not clean(root, cx): vs += collect(root, cx)
   except Exception as e:  # the last guard of the contract: what no rule could judge is a violation, never an exception
     vs.append(Violation(root, (), stage, "node.malformed", f"the graph could not be checked ({type(e).__name__}: {safe_str(e, 200)}); at "
                         f"{stage.name} it is malformed in a way no rule names"))
   return vs
+
+
+_TOPS = {Stage.TENSOR: T_TOP, Stage.KERNEL_GRAPH: G_TOP[None], Stage.KERNEL: G_TOP[Stage.KERNEL], Stage.PROGRAM: G_TOP[Stage.PROGRAM]}
+
+
+def check_body(body: UOp, stage: Stage) -> list[Violation]:
+  """Every violation of a CALL body checked on its own, as the body of a CALL in a graph at stage is checked: at
+  TENSOR a kernel body may still be under construction, at KERNEL a kernel body is a kernel, and so on. For a pass that
+  rewrites one body at a time (the fuzzer checks the body after each rule application)."""
+  if not isinstance(body, UOp): return check(body, stage)
+  try: cx = _TOPS[stage].body_ctx(body)
+  except Exception: cx = root_ctx(body, stage)  # a body too malformed to classify is checked as a root
+  return _check_in(body, stage, cx, root_rules=False)
 
 
 def verify(root: UOp, stage: Stage | str) -> UOp:

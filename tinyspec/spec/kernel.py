@@ -5,6 +5,7 @@ import math
 
 from tinyspec import smt
 from tinyspec.dtype import dtypes
+from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
@@ -134,8 +135,13 @@ def _index_parts(u: UOp) -> tuple[UOp, UOp, int, UOp | None] | None:
 
 
 def _in_bounds(e: UOp, size: int, gate: UOp | None = None) -> smt.BoundsResult:
-  """Whether 0 <= e < size where gate holds: the interval bounds first, z3 when they cannot decide."""
+  """Whether 0 <= e < size where gate holds: the interval bounds first (narrowed by the gate's comparisons with
+  constants), z3 when they cannot decide."""
   if 0 <= e.vmin and e.vmax < size: return smt.BoundsResult("proved")
+  if gate is not None:
+    if (known := gate_bounds(gate)) is None: return smt.BoundsResult("proved")  # never accessed
+    lo, hi = bounds_given(e, known)
+    if 0 <= lo and hi < size: return smt.BoundsResult("proved")
   return smt.prove_in_bounds(e, size, gate)
 
 
@@ -144,14 +150,17 @@ def _example(res: smt.BoundsResult) -> str:
 
 
 def _bounds_result(u: UOp) -> tuple[smt.BoundsResult, UOp, UOp, int] | None:
-  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE."""
+  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE, and on the INDEX per gate: a STORE
+  rebuilt over a new value (every step of a rewrite of the value it stores) asks the same question again."""
   c = u._cache
   if "spec:bounds" in c: return c["spec:bounds"]
   parts = _index_parts(u)
   ret = None
   if parts is not None:
     idx, e, size, gate = parts
-    ret = (_in_bounds(e, size, gate), idx, e, size)
+    key = ("spec:bounds", gate)
+    if (res := idx._cache.get(key)) is None: res = idx._cache[key] = _in_bounds(e, size, gate)
+    ret = (res, idx, e, size)
   c["spec:bounds"] = ret
   return ret
 
