@@ -141,8 +141,9 @@ def _lowered(g: UOp) -> list[tuple[UOp, Stage]]:
 
 # kernel bodies on their own (builders' kernels, their LINEARs and PROGRAMs) and in kernel graphs
 KERNELS = (k_add, k_2d, k_acc, k_reduce, k_pad, k_gated_store, k_divmod, k_group, k_special, k_cast, k_where_idx, k_tri, k_max_clamp)
-# a program's integers are concrete (int32), a kernel's may still be index
-BODIES = [(k(), Stage.KERNEL) for k in KERNELS] + [(f(k(dtypes.int32)), Stage.PROGRAM) for k in KERNELS for f in (linear, program)]
+# a program's integers are concrete (int32), a kernel's may still be index (a program of index integers is a violation per node)
+BODIES = [(k(), Stage.KERNEL) for k in KERNELS] + [(f(k(it)), Stage.PROGRAM) for k in KERNELS for f in (linear, program)
+                                                   for it in (dtypes.int32, dtypes.index)]
 
 
 @st.composite
@@ -184,7 +185,8 @@ def test_fused_agree_with_rules_on_corrupted_kernels(data):
 
 def test_fused_kernel_and_program_accept_builders():
   """Every builder kernel is legal at KERNEL, and the fused accepts decide some of its nodes at KERNEL and at PROGRAM (where
-  the kernels not yet through lower_reduce are not legal: the two paths agree on those violations too)."""
+  the kernels not yet through lower_reduce, and those of index integers, are not legal: the two paths agree on those
+  violations too)."""
   for root, stage in BODIES:
     if stage is Stage.KERNEL: assert check(root, stage) == [], f"{stage.name}: {check(root, stage)}"
     assert _compare(root, stage)[stage] > 0
