@@ -177,6 +177,18 @@ def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: dict | Non
   return Table((op, tuple(rs)) for op, rs in out.items())
 
 
+class _HoldsBind:
+  """The verdict of a clean node whose subgraph holds a BIND (a clean BIND-free one's is True, an unclean one's False):
+  truthy, so a verdict reads as clean or not, and distinct from True, so a SINK whose entries are all True has no BIND
+  under it and bind.one_value has nothing to compare (spec/fast.py's SINK accept reads that)."""
+  __slots__ = ()
+  def __bool__(self) -> bool: return True
+  def __repr__(self) -> str: return "HOLDS_BIND"
+
+
+HOLDS_BIND = _HoldsBind()
+
+
 class Ctx:
   """Where in a graph a node is checked: its stage's rule table and what its sources are checked as.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinyspec.spec.base import Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
+from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
 from tinyspec.spec.fast import fused_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
@@ -135,10 +135,10 @@ def clean(root: UOp, cx: Ctx) -> bool:
   A depth-first walk, deciding each node after its sources: the fused accept of its op (spec/fast.py) decides the
   common legal node in one step; anything it cannot accept goes through the stage's rules. The walk runs in frames,
   one context each: a CALL body (or the tensor value of a view INDEX) checked in another context gets a frame of its own, run
-  to the end before the node that holds it."""
+  to the end before the node that holds it. A clean node's verdict is True when no BIND is under it, HOLDS_BIND when one is."""
   key = cx.key
   v = root._cache.get(key)
-  if v is not None: return v
+  if v is not None: return bool(v)
   _refresh_fused()
   call = Ops.CALL
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
@@ -172,17 +172,20 @@ def clean(root: UOp, cx: Ctx) -> bool:
         if r is not None:
           uc[k] = r
           continue
-      ok = not local_findings(u, x)
+      v = ok = not local_findings(u, x)
       if ok:
+        if op is Ops.BIND: v = HOLDS_BIND
         for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) or (binds and op is Ops.BIND) else
                       ((s, x) for s in u.src if isinstance(s, UOp))):
-          if not s._cache[sx.key]:
-            ok = False
-            break
-      uc[k] = ok
+          if (sv := s._cache[sx.key]) is not True:
+            if not sv:
+              v = False
+              break
+            v = HOLDS_BIND
+      uc[k] = v
     else:
       frames.pop()
-  return root._cache[key]
+  return bool(root._cache[key])
 
 
 def collect(root: UOp, cx: Ctx) -> list[Violation]:

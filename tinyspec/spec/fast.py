@@ -3,9 +3,11 @@
 The rules of a stage are the spec; checking a node through them is a dispatch loop over several rule functions, a
 well-formedness check and a shape derivation. Most nodes the checker sees are legal, so for the frequent ops a fused
 test runs first. It reads the verdicts of the node's sources (already checked: the walk is post-order) and returns
-  True   the node is legal and so is its whole subgraph (its shape is cached on it, as the rules would derive it),
+  True   the node is legal and so is its whole subgraph, which holds no BIND (its shape is cached on it, as the rules
+         would derive it),
   False  a source's subgraph is not clean (so neither is the node's),
-  None   it cannot tell: the rules decide, and write the messages.
+  None   it cannot tell: the rules decide, and write the messages. A source that is clean but holds a BIND (verdict
+         engine.HOLDS_BIND) is such a case: the rules decide the node, so a verdict True always means BIND-free.
 A fused test only ever accepts what every rule of the op accepts: it is a conjunction of sufficient conditions, each
 no weaker than the rule it stands for, and it declares the exact rule tuple it covers. When a stage's table holds
 other rules for that op (a rule added later), the fused test is not used. tests/test_spec_fast.py compares the two
@@ -21,9 +23,11 @@ from typing import Callable
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Rule, Stage, Table
-from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, value_source, where_cond
+from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, value_source, where_cond
+from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
+from tinyspec.spec.program import no_index_dtype
 from tinyspec.spec.tensor import elementwise_shape, movement_arg, reduce_axes, reduce_form, sink_entry
-from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, UOp
+from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
 
@@ -59,7 +63,8 @@ def _binary(kinds: str, cmp: bool) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     a, b = u.src
     ac, bc = a._cache, b._cache
-    if not (ac[k] and bc[k]): return False
+    va, vb = ac[k], bc[k]
+    if va is not True or vb is not True: return None if va and vb else False
     d = a.dtype
     if b.dtype is not d or u.arg is not None or d.kind not in kinds or u.dtype is not (_BOOL if cmp else d): return None
     sh = ac.get("shape")
@@ -73,7 +78,8 @@ def _where(kinds: str) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     c, a, b = u.src
     cc, ac, bc = c._cache, a._cache, b._cache
-    if not (cc[k] and ac[k] and bc[k]): return False
+    vc, va, vb = cc[k], ac[k], bc[k]
+    if vc is not True or va is not True or vb is not True: return None if vc and va and vb else False
     d = a.dtype
     if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
     sh = ac.get("shape")
@@ -86,7 +92,7 @@ def _where(kinds: str) -> FastFn:
 def _cast(u: UOp, k: str) -> bool | None:
   (s,) = u.src
   sc = s._cache
-  if not sc[k]: return False
+  if (v := sc[k]) is not True: return None if v else False
   d, sd = u.dtype, s.dtype
   if u.arg is not None or id(d) not in _VALUE_IDS or sd.kind == "v": return None
   if u.op is Ops.BITCAST and (d.kind in "bx" or sd.kind in "bx" or d.itemsize != sd.itemsize): return None
@@ -107,7 +113,7 @@ def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _V
   def fn(u: UOp, k: str) -> bool | None:
     (s,) = u.src
     sc = s._cache
-    if not sc[k]: return False
+    if (v := sc[k]) is not True: return None if v else False
     d = s.dtype
     if u.dtype is not d or d.kind not in kinds: return None
     sh = sc.get("shape")
@@ -149,7 +155,7 @@ def _permute(a: object, sh: tuple) -> tuple | None:
   for x in a:
     if type(x) is not int or not 0 <= x < r: return None
     seen |= 1 << x
-  return tuple([sh[i] for i in a]) if seen == (1 << r) - 1 else None
+  return tuple(map(sh.__getitem__, a)) if seen == (1 << r) - 1 else None
 
 
 def _expand(a: object, sh: tuple) -> tuple | None:
@@ -207,10 +213,11 @@ def _buffer(u: UOp, k: str) -> bool | None:
 
 
 def _sink(u: UOp, k: str) -> bool | None:
-  """A SINK of values: every entry clean with a value dtype (so, being well formed, a value)."""
+  """A SINK of values: every entry clean with a value dtype (so, being well formed, a value), and no BIND under any (so
+  bind.one_value has no two BINDs to compare)."""
   if u.dtype is not _VOID or u.arg is not None: return None
   for s in u.src:
-    if not s._cache[k]: return False
+    if (v := s._cache[k]) is not True: return None if v else False
     if s.dtype is _VOID: return None
   return True
 
@@ -230,11 +237,59 @@ def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   out[Ops.COPY] = ((value_source, dtype_passthrough), _single(_device_arg))
   out[Ops.CONST] = ((), _const)
   out[Ops.BUFFER] = ((), _buffer)
-  out[Ops.SINK] = ((sink_entry,), _sink)
+  out[Ops.SINK] = ((sink_entry, bind_one_value), _sink)
   return out
 
 
-FUSED: dict[Stage, dict[Ops, tuple[tuple[Rule, ...], FastFn]]] = {Stage.TENSOR: _tensor()}
+def _param(u: UOp, k: str) -> bool | None:
+  a = u.arg
+  if u.src or type(a) is not ParamArg or id(u.dtype) not in _VALUE_IDS: return None
+  n, slot = a.size, a.slot
+  if type(slot) is not int or slot < 0 or type(n) is not int or n < 0 or type(a.device) is not str or type(a.addrspace) is not AddrSpace:
+    return None
+  u._cache["shape"] = (n,)
+  return True
+
+
+def _scalar_srcs(fn: FastFn) -> FastFn:
+  """fn, for a kernel: no source is storage (kernel.scalar_values, which rejects only storage ops used as values)."""
+  def scalar(u: UOp, k: str) -> bool | None:
+    for s in u.src:
+      if s.op in STORAGE_OPS: return None
+    return fn(u, k)
+  return scalar
+
+
+def _concrete(fn: FastFn) -> FastFn:
+  """fn, for a program: the node's dtype is not index (program.no_index_dtype)."""
+  def concrete(u: UOp, k: str) -> bool | None:
+    return None if u.dtype is dtypes.index else fn(u, k)
+  return concrete
+
+
+def _kernel() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
+  """KERNEL's scalar ALUs, casts and sources. SHL and SHR also have kernel.shift_count (a bounds question), so their rules
+  differ from the declared tuple and fused_for leaves them to the rules."""
+  alu = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
+  out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
+  for op in GroupOp.Unary: out[op] = (alu, _scalar_srcs(_single(_no_arg, _kinds(op))))
+  for op in GroupOp.Binary: out[op] = (alu, _scalar_srcs(_binary(_kinds(op), op in GroupOp.Comparison)))
+  out[Ops.WHERE] = ((*alu, where_cond), _scalar_srcs(_where(_kinds(Ops.WHERE))))
+  for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, scalar_values), _scalar_srcs(_cast))
+  out[Ops.CONST] = ((), _const)
+  out[Ops.PARAM] = ((), _param)
+  return out
+
+
+def _program(kernel: dict[Ops, tuple[tuple[Rule, ...], FastFn]]) -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
+  """PROGRAM's: the kernel's, each with program.no_index_dtype, the rule PROGRAM adds to every op."""
+  return {op: ((*rules, no_index_dtype), _concrete(fn)) for op, (rules, fn) in kernel.items()}
+
+
+_KERNEL = _kernel()
+FUSED: dict[Stage, dict[Ops, tuple[tuple[Rule, ...], FastFn]]] = {Stage.TENSOR: _tensor(), Stage.KERNEL: _KERNEL, Stage.PROGRAM: _program(_KERNEL)}
+# a verdict True says no BIND is under the node (engine.clean): a fused accept never decides a BIND
+assert all(Ops.BIND not in f for f in FUSED.values())
 
 
 def fused_for(cx: Ctx | None) -> list[FastFn | None]:
