@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -116,10 +117,48 @@ def test_the_cli_flag_runs_a_campaign_on_the_cluster(cluster, tmp_path, capsys):
   assert state["cases"] == 6 and state["done_in_epoch"] == list(range(6))
 
 
+class HangOnce(DieOnce):
+  """A pass that changes nothing, except that the first process to reach its DIE_AT-th run while `marker` does not
+  exist writes its pid there and never returns: a case that hangs in Python on a worker, once in the whole cluster."""
+
+  def __call__(self, root, options, trace, tables):
+    self.runs += 1
+    if self.runs >= DIE_AT and not os.path.exists(self.marker):
+      try: fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+      except FileExistsError: return root
+      os.write(fd, str(os.getpid()).encode())
+      os.close(fd)
+      threading.Event().wait()  # forever
+    return root
+
+
+def test_a_case_that_hangs_on_a_worker_is_a_hang_finding_and_the_worker_is_restarted(cluster, tmp_path):
+  marker = tmp_path / "hung"
+  passes = [Pass("hang_once", Stage.TENSOR, Stage.TENSOR, HangOnce(str(marker))), *broken_pipeline(BUG)]
+  cfg = CampaignConfig(seconds=300, seed=SEED, corpus=str(tmp_path / "corpus"), max_cases=CASES, passes=passes, weights=WEIGHTS,
+                       backends=("reference", "cpu"), cc="tcc", batch=4, reduce_seconds=0, prove_changed=False, case_timeout=2.0,
+                       scheduler=cluster.scheduler_address)
+  s = run_campaign(cfg, io.StringIO())
+  assert marker.exists(), "no case hung: the test tested nothing"
+  hangs = [f for f in s.findings if f.signature[0] == "hang"]
+  assert [f.signature for f in hangs] == [("hang", "hang_once", "timeout")]
+  assert "hung in hang_once (killed after 2 s)" in Path(hangs[0].path).read_text()
+  # the seeded bug is still found, and every case ran exactly once in the count, the hung one included
+  assert ("parity", "rangeify", "index_through_pad") in {f.signature for f in s.findings}
+  assert s.cases == CASES and _state(tmp_path / "corpus")["done_in_epoch"] == list(range(CASES))
+  with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+    client.wait_for_workers(2, timeout=60)
+    pids = set(client.run(os.getpid).values())
+  assert len(pids) == 2 and int(marker.read_text()) not in pids  # the hung process was replaced
+
+
+# the campaign's process: the cluster's worker processes, started later, inherit this and have other pids
+os.environ.setdefault("TINYSPEC_TEST_CAMPAIGN_PID", str(os.getpid()))
+
+
 def _die_on_a_worker(root, options, trace, tables):
   """A pass that kills every Dask worker process that runs it (and nothing else: the campaign draws the case again)."""
-  try: distributed.get_worker()
-  except ValueError: return root
+  if os.getpid() == int(os.environ["TINYSPEC_TEST_CAMPAIGN_PID"]): return root
   os.kill(os.getpid(), 9)
 
 

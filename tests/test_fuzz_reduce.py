@@ -132,6 +132,7 @@ def test_campaign_reduces_seeded_bugs(tmp_path, name, kernel, per_rewrite, oracl
   assert oracle in (None, hit.signature[0]) and entry.per_rewrite is per_rewrite
   assert node_count(entry.case.root) == hit.nodes <= min(max_nodes, hit.found_nodes)
   assert max(_view_dims(entry.case.root), default=0) <= max_dim
+  assert s.phase["reduce"] > 0  # the runner's reduction time reaches the campaign's phases
 
 
 @pytest.mark.slow

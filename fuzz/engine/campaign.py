@@ -23,8 +23,9 @@ time left, and work still running at the end is killed (its cases run again on r
 
 With --scheduler ADDRESS the batches run on a Dask cluster instead (fuzz.engine.dask_runner): they come back as the
 same messages, handled here the same way; a batch of a lost worker runs again elsewhere, and one that Dask gives up
-on (its workers kept dying) runs case by case, the case that still kills them being a crash finding. The per-step
-deadlines are the local workers' only: a task on a cluster cannot be killed from here.
+on (its workers kept dying) runs case by case, the case that still kills them being a crash finding. A step of a case
+past its deadline on a worker is a hang finding as here: the worker's task comes back with it, and the worker, whose
+runner never returns, is restarted.
 """
 from __future__ import annotations
 
@@ -131,8 +132,7 @@ class _Worker:
     self.conn.send((batch, weights, best, stop_at))
 
   def overdue(self, now: float) -> bool:
-    p = self.progress
-    return p.index != IDLE and now - p.since > p.limit + GRACE
+    return self.progress.overdue(now, GRACE)
 
   def kill(self) -> str:
     """Kill it and everything it started; how it ended (signalN, exitN)."""
@@ -335,6 +335,7 @@ class Campaign:
       for res in results: self.finish(res)
     elif msg[0] == "reduced":
       self.reduced(msg[1], msg[2])
+      self.phase["reduce"] += msg[3]
 
   # ---- status ----
   def status_text(self, elapsed: float) -> str:
@@ -530,7 +531,12 @@ class Campaign:
         if now > self.stop_at + GRACE: break  # the time is up: what still runs is dropped; its cases run again on resume
         for b, msgs in cluster.finished(TICK):
           if msgs is None: self._given_up(b.indices, b.weights, b.alone)
-          for msg in msgs or (): self.handle(msg)
+          for msg in msgs or ():
+            if msg[0] == "hung":  # a step outlived its deadline on the worker (fuzz.engine.dask_runner: the worker is restarted)
+              _, index, reducing, where = msg
+              checked = any(m[0] == "checked" for m in msgs)
+              self.lost_batch(b.indices, b.weights, checked, index, reducing, where, "timeout")
+            else: self.handle(msg)
           self.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
         self.status(time.monotonic() - t0)
     except ClusterLost as e:  # the campaign ends as on ^C: its state saved, its summary printed
@@ -583,8 +589,12 @@ class Campaign:
     index, reducing, where = int(p.index), bool(p.reducing), p.place
     batch, weights, checked = w.batch or [], w.weights, w.checked
     end = w.kill()
-    why = why or end
     w.batch = None
+    self.lost_batch(batch, weights, checked, index, reducing, where, why or end)
+
+  def lost_batch(self, batch: list[int], weights: dict, checked: bool, index: int, reducing: bool, where: str, why: str) -> None:
+    """A batch whose runner died or hung (why "timeout") at a step of case index (IDLE: before it started, BATCH: a
+    step of the whole batch), in a reduction or not, at where; checked when its cases' results had come back."""
     if checked:  # the cases are done; a reduction died: the finding keeps its unreduced entry, and this is a finding too
       if reducing: self.worker_crash(index, weights, why, "reduce", count=False)
       return

@@ -10,7 +10,11 @@ worker's. A task never writes anything, so a batch run twice stores nothing twic
 signature's lowest case as always. Case i is drawn from the seed and i alone, so the cases are those of a local run.
 
 A worker runs one batch at a time (its kernels run in the process's one kernel host), and it checks that it runs the
-same code as the campaign: the same seed gives the same cases only with the same code.
+same code as the campaign: the same seed gives the same cases only with the same code. The task watches its batch as
+the campaign watches a local worker: the batch runs in a thread of its own, and a step of a case that outlives its
+deadline (Progress, fuzz.engine.runner) ends the task at once with what the batch sent so far and a ("hung", case,
+reducing, where) message, which the campaign handles as a local worker's hang. The thread cannot be stopped, so the
+process refuses any further batch (Dask's Reschedule) and the campaign has the worker restarted by its nanny.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from fuzz.engine.campaign import ConfigError
+from fuzz.engine.campaign import GRACE, TICK, ConfigError
 
 CONNECT_SECONDS = 10.0   # how long the campaign tries to reach the scheduler before it says it cannot
 # what a call to the scheduler raises once the connection is gone: a broken comm, or the client's cancelling every
@@ -62,12 +66,17 @@ def code_fingerprint() -> str:
 _LOCK = threading.Lock()               # one batch at a time per worker process
 _RUNNER: dict[str, Any] = {}           # campaign token -> its CaseRunner, kept between that campaign's batches
 _FINGERPRINT: list[str] = []
+_HUNG: list[str] = []                  # set once a batch of this process hung: its runner's thread never returns
 
 
 def run_batch_task(token: str, fingerprint: str, cfg_bytes: bytes, existing: frozenset[str], indices: Sequence[int],
                    weights: dict[str, float], best: dict, stop_wall: float) -> list[tuple]:
-  """A batch on a Dask worker: the runner's messages, in the order a local worker sends them."""
+  """A batch on a Dask worker: the runner's messages, in the order a local worker sends them; the last one
+  ("hung", case, reducing, where, worker address) when a step outlived its deadline."""
+  from distributed import Reschedule
+  if _HUNG: raise Reschedule()  # this process waits for its restart: the batch goes to another worker
   with _LOCK:
+    if _HUNG: raise Reschedule()
     if not _FINGERPRINT: _FINGERPRINT.append(code_fingerprint())
     if _FINGERPRINT[0] != fingerprint:
       import socket
@@ -76,9 +85,30 @@ def run_batch_task(token: str, fingerprint: str, cfg_bytes: bytes, existing: fro
     runner = _runner(token, cfg_bytes, existing)
     # stop_at is on this machine's monotonic clock; the campaign sends it as wall time (clocks agree to NTP's precision)
     stop_at = time.monotonic() + (stop_wall - time.time())
-    out: list[tuple] = []
-    runner.run_batch(list(indices), weights, out.append, best, stop_at)
-    return out
+    return _watched(runner, list(indices), weights, best, stop_at)
+
+
+def _watched(runner: Any, indices: list[int], weights: dict[str, float], best: dict, stop_at: float) -> list[tuple]:
+  """runner.run_batch in a thread of its own, watched here: its messages, or those sent until a step outlived its
+  deadline and a "hung" message."""
+  out: list[tuple] = []
+  failed: list[BaseException] = []
+
+  def work() -> None:
+    try: runner.run_batch(indices, weights, out.append, best, stop_at)
+    except BaseException as e: failed.append(e)  # re-raised in the task, as the runner raised it
+
+  t = threading.Thread(target=work, name="tinyspec-batch", daemon=True)
+  t.start()
+  p = runner.progress
+  while t.is_alive():
+    t.join(TICK)
+    if t.is_alive() and p.overdue(time.monotonic(), GRACE):
+      from distributed import get_worker
+      _HUNG.append(get_worker().address)
+      return [*list(out), ("hung", int(p.index), bool(p.reducing), p.place, _HUNG[0])]
+  if failed: raise failed[0]
+  return out
 
 
 def _runner(token: str, cfg_bytes: bytes, existing: frozenset[str]) -> Any:
@@ -172,13 +202,29 @@ class DaskBatches:
     except (TimeoutError, asyncio.TimeoutError): return  # distinct classes before Python 3.11
     for b in [b for b in self.pending if b.future in done]:
       self.pending.remove(b)
-      try: yield b, b.future.result()
-      except KilledWorker: yield b, None
+      try: msgs = b.future.result()
+      except KilledWorker:
+        yield b, None
+        continue
       except _GONE[1:] as e: raise self._lost(e) from None
       except CodeMismatch as e: raise ConfigError(f"--scheduler: {e}") from None
       except Exception as e:
         raise ConfigError(f"--scheduler: a Dask worker could not run cases {b.indices[0]}..{b.indices[-1]} ({type(e).__name__}: "
                           f"{str(e)[:300]}); every worker needs this project installed, as the campaign has it") from None
+      if msgs and msgs[-1][0] == "hung":
+        self._restart(msgs[-1][4])
+        msgs = [*msgs[:-1], msgs[-1][:4]]
+      yield b, msgs
+
+  def _restart(self, address: str) -> None:
+    """A worker whose batch hung: its nanny starts a fresh process (the hung thread cannot be stopped). A worker
+    without a nanny cannot be restarted: it is closed, and the campaign goes on with the others."""
+    with self._talking():
+      try: self.client.restart_workers([address], raise_for_error=True)
+      except Exception as e:  # no nanny (dask worker --no-nanny), or it did not come back in time
+        print(f"fuzz: the Dask worker {address} hung and could not be restarted ({type(e).__name__}: {str(e)[:200]}); it is closed",
+              file=sys.stderr, flush=True)
+        self.client.retire_workers([address], close_workers=True)
 
   @contextmanager
   def _talking(self) -> Iterator[None]:

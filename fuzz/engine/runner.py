@@ -6,8 +6,9 @@ A runner never writes the corpus: it sends what it found to the campaign, which 
 
   ("checked", results, found)   every case's coverage, and every finding's corpus entry as found (unreduced), so a
                                 finding is stored before anything else can go wrong with it
-  ("reduced", signature, found) one per new finding, once reduced: the entry to replace the unreduced one of signature
-                                (or, when reducing raised, a finding of that failure, and the unreduced entry stays)
+  ("reduced", signature, found, seconds)  one per new finding, once reduced: the entry to replace the unreduced one
+                                of signature (or, when reducing raised, a finding of that failure, and the unreduced
+                                entry stays), and the time the reduction took (the campaign's "reduce" phase)
 
 A finding is new unless its entry existed when the campaign started, or the campaign stored it from a case with a
 lower number (`best`): so the entry kept for a signature is the one of its lowest case, however many workers run.
@@ -47,6 +48,10 @@ class Progress(ctypes.Structure):
     self.limit, self.reducing = float(limit), int(reducing)
     self.since = time.monotonic()
     self.index = index
+
+  def overdue(self, now: float, grace: float) -> bool:
+    """Whether the step in progress has outlived its limit by more than grace seconds (never between batches)."""
+    return self.index != IDLE and now - self.since > self.limit + grace
 
   def at(self, where: str) -> None:
     self.where = where.encode("utf-8", "replace")[:95]
@@ -129,7 +134,9 @@ class CaseRunner:
       budget = min(self.cfg.reduce_seconds, left - 1.0)
       if budget < 1.0: continue  # the campaign's time is up: the finding stays as found
       p.step(i, budget + timeout, reducing=True, where="reduce")
-      emit(("reduced", tuple(f.signature), self._reduce(case, i, f, fd, budget)))
+      t = time.perf_counter()
+      reduced = self._reduce(case, i, f, fd, budget)
+      emit(("reduced", tuple(f.signature), reduced, time.perf_counter() - t))
     p.step(IDLE, 0.0)
     return [{**r, "found": [fd for fd in found if fd.reported.case == r["index"]]} for r in results]
 
