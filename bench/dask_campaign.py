@@ -14,6 +14,7 @@ time it was found) and the two state files the same cases, results and weights. 
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import json
 import re
@@ -51,6 +52,15 @@ def show(name: str, s, wall: float) -> None:
     print(f"  {'/'.join(f.signature)}  case {f.case}  {f.found_nodes} -> {f.nodes} nodes  {Path(f.path).name}")
 
 
+def show_difference(got: dict[str, str], want: dict[str, str]) -> None:
+  """The files only one run stored, and a diff of each file that differs."""
+  for name in sorted(set(got) ^ set(want)): print(f"  only in the {'Dask' if name in got else 'local'} run: {name}")
+  for name in sorted(set(got) & set(want)):
+    if got[name] != want[name]:
+      diff = difflib.unified_diff(want[name].splitlines(), got[name].splitlines(), "local/" + name, "dask/" + name, lineterm="", n=1)
+      print("\n".join("  " + line for line in list(diff)[:40]))
+
+
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--cases", type=int, default=6000)
@@ -78,6 +88,7 @@ def main() -> int:
     print(f"seeded bug {a.bug} ({bug.pass_name}/{bug.rule}) found on the cluster: {'yes' if seeded else 'NO'}")
     print(f"same findings (signature, case, reduced size): {same_findings}")
     print(f"same corpus entries ({len(entries(dask_dir))} files): {same_entries}")
+    if not same_entries: show_difference(entries(dask_dir), entries(local_dir))
     print(f"same state (cases done, their results, weights): {same_state}")
     return 0 if seeded and same_findings and same_entries and same_state else 1
 

@@ -229,3 +229,21 @@ def test_snapshots_of_the_lowering_tables_on_generated_kernels() -> None:
         assert snaps[k - 1] is graph_rewrite(body, pm_simplify, bottom_up=bottom_up, max_steps=k)
         checked += 1
   assert checked >= 20
+
+
+def test_a_rule_and_a_pass_sent_by_value_keep_their_locations():
+  """cloudpickle (how a campaign's passes reach Dask workers) sends a lambda by value and drops its file: the location
+  a blame names is taken where the rule and the pass are made, and travels with them."""
+  cloudpickle = pytest.importorskip("cloudpickle", reason="cloudpickle comes with the dask extra")
+  rule = Rule("neg_neg", UPat(Ops.NEG, src=(UPat(Ops.NEG, name="x"),)), lambda x: x.src[0])
+  p = PASSES[1].replace_rule(PASSES[1].rules()[0].name, lambda **kw: None)
+  here = f"tests/test_rewrite.py:{rule.fn.__code__.co_firstlineno}"
+  got_rule, got_pass = cloudpickle.loads(cloudpickle.dumps((rule, p)))
+  assert got_rule.fn.__code__.co_filename == "<dynamic-code>"  # what the function alone would say
+  assert rule.location.endswith(here) and got_rule.location == rule.location
+  assert got_pass.location == p.location == PASSES[1].location and "<dynamic-code>" not in p.location
+  # the replaced rule names the function put in its place, here, after the journey too
+  name = PASSES[1].rules()[0].name
+  changed = next(r for r in got_pass.rules() if r.name == name)
+  assert changed.fn.__code__.co_filename == "<dynamic-code>"
+  assert changed.location == f"tests/test_rewrite.py:{p.rules()[0].fn.__code__.co_firstlineno}"

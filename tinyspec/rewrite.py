@@ -75,20 +75,17 @@ class Rule:
   pat: UPat
   fn: Callable[..., UOp | None] = field(compare=False)
   examples: tuple[UPat, ...] = field(default=(), compare=False)
+  # file:line of the rule's function, so a report can point at the code; taken where the rule is made and carried with
+  # it, because a function sent to another process by value (cloudpickle) no longer knows its file
+  location: str = field(default="", compare=False)
 
   def __post_init__(self):
     object.__setattr__(self, "takes_ctx", _takes_ctx(self.fn))
-
-  @property
-  def location(self) -> str:
-    """file:line of the rule's function, so a report can point at the code."""
-    code = getattr(self.fn, "__code__", None)
-    if code is None: return "<unknown>"
-    return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
+    if not self.location: object.__setattr__(self, "location", code_location(self.fn))
 
   def __repr__(self) -> str: return f"Rule({self.name} @ {self.location})"
   # pickled as what it is made of: its compiled functions are rebuilt where it is loaded (a table sent to another process)
-  def __reduce__(self): return (Rule, (self.name, self.pat, self.fn, self.examples))
+  def __reduce__(self): return (Rule, (self.name, self.pat, self.fn, self.examples, self.location))
 
   def apply(self, u: UOp, ctx: Any) -> UOp | None:
     """fn on every binding under which the pattern matches u, in order; the first result that is not None nor u."""
@@ -101,6 +98,13 @@ class Rule:
       f = _compile_rule(self, op_known)
       object.__setattr__(self, key, f)
     return f
+
+
+def code_location(fn: Any) -> str:
+  """file:line of a function's code, the file relative to the working directory ("<unknown>" without code)."""
+  code = getattr(fn, "__code__", None)
+  if code is None: return "<unknown>"
+  return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
 
 
 def _takes_ctx(fn: Callable) -> bool:

@@ -109,9 +109,9 @@ def bisect(p: Pass, root: UOp, options: LowerOptions, broken: Callable[[UOp], bo
 
 
 def blame_at(p: Pass, root: UOp, options: LowerOptions, k: int, total: int) -> Blame:
-  if k == 0: return Blame(p.name, "<outside rules>", _pass_location(p), 0, total)
+  if k == 0: return Blame(p.name, "<outside rules>", p.location, 0, total)
   app = application(p, root, options, k)
-  if app is None: return Blame(p.name, "<outside rules>", _pass_location(p), k, total)
+  if app is None: return Blame(p.name, "<outside rules>", p.location, k, total)
   rule, before, after = app
   return Blame(p.name, rule.name, rule.location, k, total, before, after)
 
@@ -182,7 +182,7 @@ def crash_blame(p: Pass, root: UOp, options: LowerOptions, exc: type[BaseExcepti
   if (rule := crash_rule(p, tbs.get(m, tbs[-1]))) is not None:
     r = next(x for x in p.rules() if x.name == rule)
     return Blame(p.name, rule, r.location, m, total)
-  return blame_at(p, root, options, m, total) if m <= total else Blame(p.name, "<outside rules>", _pass_location(p), m, total)
+  return blame_at(p, root, options, m, total) if m <= total else Blame(p.name, "<outside rules>", p.location, m, total)
 
 
 def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
@@ -213,8 +213,3 @@ def crash_site(tb: TracebackType | None) -> str:
   return site or last or "?"
 
 
-def _pass_location(p: Pass) -> str:
-  code = getattr(p.fn, "__code__", None)
-  if code is None: return "<unknown>"
-  import os
-  return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from tinyspec.dtype import DType
-from tinyspec.rewrite import Observer, PatternMatcher, Rule, graph_rewrite
+from tinyspec.rewrite import Observer, PatternMatcher, Rule, code_location, graph_rewrite
 from tinyspec.spec import Stage
 from tinyspec.uop import UOp
 
@@ -106,9 +106,13 @@ class Pass:
   stage_out: Stage
   fn: RunFn
   tables: Tables = field(default_factory=Tables)
+  # file:line of fn, taken here and carried with it when pickled, as Rule.location (not an argument: a Pass made with
+  # another fn, dataclasses.replace included, takes that fn's)
+  location: str = field(default="", init=False, compare=False)
 
   def __post_init__(self):
     if not isinstance(self.tables, Tables): object.__setattr__(self, "tables", Tables(self.tables))
+    object.__setattr__(self, "location", code_location(self.fn))
 
   def run(self, root: UOp, options: LowerOptions, trace: Trace | None = None) -> UOp:
     """The pass on root, rewriting with this pass's tables."""
