@@ -230,3 +230,41 @@ def test_fused_not_used_when_a_rule_is_added():
     TENSOR_TABLE[Ops.NEG] = old
   assert check(UOp(Ops.SINK, dtypes.void, (-UOp.buffer(dtypes.float32, 4),)), Stage.TENSOR) == []
   assert engine.T_TOP.fused[Ops.NEG.value] is not None
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_walk_agrees_with_rules_on_corrupted_tensor_graphs(data):
+  """One node of a random legal tensor graph changed: the walk with its inline tests (engine._run_frame) reports what the
+  rules alone do, with the same verdicts and shapes on every node."""
+  g = data.draw(tensor_graphs())
+  _compare(data.draw(corrupted(g)))
+
+
+def test_inline_views_near_misses():
+  """The RESHAPE and PERMUTE forms the walk decides inline, and their near misses: a permutation of more axes than the
+  walk's table holds, axis numbers that are equal to ints but are not ints, sizes that are bools; and long chains of
+  views and of ALUs on one shared source (x + x), which the walk descends without the stack."""
+  t = next(_tags)
+  x = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(1 << 40, 128), t)
+  x7 = x.reshape((2,) * 7)
+  y = x.reshape((8, 16))
+  empty = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(1 << 40, 0), t)
+  legal = [x7.permute((6, 5, 4, 3, 2, 1, 0)), x7.permute(tuple(range(7))), y.permute((1, 0)), y.reshape((128,)), y.reshape((2, 64, 1)),
+           empty.reshape((2, 0, 3)).reshape((0,))]
+  f32, perm, resh = dtypes.float32, Ops.PERMUTE, Ops.RESHAPE
+  # each tagged apart: args that are equal ((1.0, 0) == (True, False) == (1, 0)) would otherwise intern to one node
+  bad = [UOp(op, dt, src, a, (t, i)) for i, (op, dt, src, a) in enumerate([
+    (perm, f32, (y,), (1.0, 0)), (perm, f32, (y,), (True, False)), (perm, f32, (y,), (1, 0, 2)), (perm, f32, (y,), (0, 0)),
+    (perm, f32, (x7,), (6, 5, 4, 3, 2, 1, 1)), (perm, f32, (x7,), (6, 5, 4, 3, 2, 1, 0.0)), (perm, f32, (y,), (1, 0, None)), (perm, f32, (y,), "ab"),
+    (resh, f32, (y,), (True, 128)), (resh, f32, (y,), (2.0, 64)), (resh, f32, (y,), (-2, -64)), (resh, f32, (y,), (127,)),
+    (resh, dtypes.int32, (y,), (128,)), (resh, f32, (y, y), (128,)), (resh, f32, (y,), 128)])]
+  for u in legal + bad:
+    g = UOp(Ops.SINK, dtypes.void, (u,))
+    _compare(g)
+    assert bool(check(g, Stage.TENSOR)) is any(u is b for b in bad), f"{u.op.name} {u.arg!r}"
+  z = y
+  for _ in range(300): z = ((z + z).permute((1, 0)).reshape((128,)).reshape((16, 8)) * z.permute((1, 0))).permute((1, 0))
+  g = UOp(Ops.SINK, dtypes.void, (z, (-z).cast(dtypes.int32)))
+  assert _compare(g)[Stage.TENSOR] > 1000
+  assert check(g, Stage.TENSOR) == []

@@ -196,7 +196,8 @@ class Ctx:
   body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says).
   view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself).
   var_ctx: where the sources of a BIND (its DEFINE_VAR and CONST) are checked (None: in this context itself)."""
-  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "fused_version", "view_ctx", "var_ctx")
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "plan", "fused_version", "view_ctx",
+               "var_ctx")
 
   def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
     self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
@@ -206,6 +207,7 @@ class Ctx:
     self.var_ctx: Ctx | None = None
     # fused accepts by op value (see spec/fast.py), valid for table version fused_version; the engine fills them in
     self.fused: list = []
+    self.plan: list = []  # how the walk runs each fused accept (spec/fast.py plan_for)
     self.fused_version = -1
 
   def __repr__(self) -> str: return f"Ctx({self.name})"

@@ -7,10 +7,12 @@ sits (inside a call body or not, which stage a call body is at) is carried by th
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
+from tinyspec.dtype import dtypes
 from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
-from tinyspec.spec.fast import fused_for
+from tinyspec.spec.fast import BINARY, CALL, PERMUTE, RESHAPE, SINGLE, fused_for, plan_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -123,6 +125,7 @@ def _refresh_fused() -> None:
   for x in CTXS:
     if x.table.version != x.fused_version:
       x.fused = fused_for(x if _use_fused else None)
+      x.plan = plan_for(x.fused)
       x.fused_version = x.table.version
 
 
@@ -140,52 +143,128 @@ def clean(root: UOp, cx: Ctx) -> bool:
   v = root._cache.get(key)
   if v is not None: return bool(v)
   _refresh_fused()
-  call = Ops.CALL
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
-    k, fused, views, binds = x.key, x.fused, x.view_ctx is not None, x.var_ctx is not None
-    pop, push = stack.pop, stack.append
-    while stack:
-      u = pop()
-      if u is not _POST:
-        if k in u._cache: continue
+    if _run_frame(x, stack, frames): frames.pop()
+  return bool(root._cache[key])
+
+
+def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
+  """Decide the nodes of one frame's stack in x; False when it stopped to run a frame it added first (it resumes after).
+
+  One loop, with the fused tests of spec/fast.py's _single and _binary written out in it (and the shapes of RESHAPE and
+  PERMUTE), so the common node costs no Python call: on a fresh graph the calls, not the tests, were most of the time.
+  Each inline test is its fast.py function's, line for line. A node they do not accept goes through _decide."""
+  k, plan = x.key, x.plan
+  views, binds = x.view_ctx is not None, x.var_ctx is not None
+  pop, push = stack.pop, stack.append
+  post, call, bind, uop, ops, boolean, prod = _POST, Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod
+  while stack:
+    u = pop()
+    if u is not post:
+      if k in u._cache: continue
+      while True:  # down a chain of single sources without a trip through the stack
         push(u)
-        push(_POST)
-        if u.op is call or (views and is_view_index(u)) or (binds and u.op is Ops.BIND):  # a source checked in another context
-          for s, sx in _children(u, x):
-            if sx.key in s._cache: continue
-            if sx is x: push(s)
-            else: frames.append((sx, [s]))
-          if frames[-1][0] is not x: break  # run the body's frame first; this one resumes after it
-        else:
-          for s in u.src:
-            if (type(s) is UOp or isinstance(s, UOp)) and k not in s._cache: push(s)
-        continue
-      u = pop()
-      uc = u._cache
-      if k in uc: continue
-      op = u.op
-      if type(op) is Ops and (fn := fused[op._value_]) is not None:
-        try: r = fn(u, k)
-        except Exception: r = None  # a form the fused test does not know: the rules decide
-        if r is not None:
+        push(post)
+        op = u.op
+        if op is call or (binds and op is bind) or (views and is_view_index(u)):  # a source checked in another context
+          if _push_children(u, x, push, frames): return False  # run the body's frame first
+          break
+        src = u.src
+        if len(src) != 1:
+          for s in src:
+            if (type(s) is uop or isinstance(s, uop)) and k not in s._cache: push(s)
+          break
+        s = src[0]
+        if (type(s) is not uop and not isinstance(s, uop)) or k in s._cache: break
+        u = s
+      continue
+    u = pop()  # its sources are decided (and it is not: a decided node is never pushed)
+    uc = u._cache
+    op = u.op
+    if type(op) is ops:
+      form, p1, p2 = plan[op._value_]
+      try:  # a form the fused test does not know raises here: the rules decide
+        if form <= SINGLE:  # fast._single(shape_of, p2: kinds)
+          (s,) = u.src
+          sc = s._cache
+          if (v := sc[k]) is True:
+            d = s.dtype
+            if u.dtype is d and d.kind in p2:
+              sh, a = sc["shape"], u.arg
+              if type(sh) is tuple:
+                if form == RESHAPE:  # fast._reshape
+                  if type(a) is tuple:
+                    n = 1
+                    for y in a:
+                      if type(y) is not int or y < 0: break
+                      n *= y
+                    else:
+                      if n == prod(sh):
+                        uc["shape"] = a
+                        uc[k] = True
+                        continue
+                elif form == PERMUTE:  # fast._permute, p1 its table of permutations
+                  if type(a) is tuple and len(a) == len(sh) and (get := p1.get(a)) is not None:
+                    for y in a:
+                      if type(y) is not int: break
+                    else:
+                      uc["shape"] = get(sh)
+                      uc[k] = True
+                      continue
+                elif (out := p1(a, sh)) is not None:
+                  uc["shape"] = out
+                  uc[k] = True
+                  continue
+          elif not v:
+            uc[k] = False
+            continue
+        elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison)
+          a, b = u.src
+          ac, bc = a._cache, b._cache
+          va, vb = ac[k], bc[k]
+          if va is True and vb is True:
+            d = a.dtype
+            if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 else d):
+              sh = ac["shape"]
+              if type(sh) is tuple and (sh is (sb := bc["shape"]) or sh == sb):
+                uc["shape"] = sh
+                uc[k] = True
+                continue
+          elif not (va and vb):
+            uc[k] = False
+            continue
+        elif form == CALL and (r := p1(u, k)) is not None:
           uc[k] = r
           continue
-      v = ok = not local_findings(u, x)
-      if ok:
-        if op is Ops.BIND: v = HOLDS_BIND
-        for s, sx in (_children(u, x) if op is call or (views and is_view_index(u)) or (binds and op is Ops.BIND) else
-                      ((s, x) for s in u.src if isinstance(s, UOp))):
-          if (sv := s._cache[sx.key]) is not True:
-            if not sv:
-              v = False
-              break
-            v = HOLDS_BIND
-      uc[k] = v
+      except Exception: pass
+    uc[k] = _decide(u, x)
+  return True
+
+
+def _push_children(u: UOp, x: Ctx, push: Callable[[UOp], None], frames: list) -> bool:
+  """Push u's undecided sources: those checked in x onto x's stack, each other one as a frame of its own. True when a
+  frame was added."""
+  added = False
+  for s, sx in _children(u, x):
+    if sx.key in s._cache: continue
+    if sx is x: push(s)
     else:
-      frames.pop()
-  return bool(root._cache[key])
+      frames.append((sx, [s]))
+      added = True
+  return added
+
+
+def _decide(u: UOp, x: Ctx) -> object:
+  """u's verdict in x by the rules, its sources decided: False, or (clean) True / HOLDS_BIND by whether a BIND is under it."""
+  if local_findings(u, x): return False
+  v: object = HOLDS_BIND if u.op is Ops.BIND else True
+  for s, sx in _children(u, x):
+    if (sv := s._cache[sx.key]) is not True:
+      if not sv: return False
+      v = HOLDS_BIND
+  return v
 
 
 def collect(root: UOp, cx: Ctx) -> list[Violation]:

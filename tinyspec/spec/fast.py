@@ -13,12 +13,19 @@ no weaker than the rule it stands for, and it declares the exact rule tuple it c
 other rules for that op (a rule added later), the fused test is not used. tests/test_spec_fast.py compares the two
 paths node by node on random legal and broken graphs.
 
+The walk (engine._run_frame) runs the tests _single and _binary make written out in its loop, not by a call (plan_for
+says which form each op's test has): what each test accepts is the same either way, and tests/test_spec_fast.py checks
+the walk against the rules alone.
+
 A source with a True verdict is well formed (its local findings, which start with well-formedness, were empty), so a
 source of a non-void dtype is a value (not a void op) with a known dtype, and a dtype shared with it by identity is
 known too.
 """
 from __future__ import annotations
 
+import itertools
+import math
+from operator import itemgetter
 from typing import Callable
 
 from tinyspec.dtype import dtypes
@@ -30,6 +37,12 @@ from tinyspec.spec.tensor import elementwise_shape, movement_arg, reduce_axes, r
 from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
+
+# how the walk (engine.clean) runs an op's fused test: the forms of _single and _binary it runs inline (RESHAPE and PERMUTE,
+# _single's most frequent, with the shape written out too), any other by a call
+# (numbered so that one comparison, form <= SINGLE, tells the forms of _single)
+RESHAPE, PERMUTE, SINGLE, BINARY, CALL = 1, 2, 3, 4, 5
+NO_PLAN = (6, None, None)
 
 _BOOL, _VOID = dtypes.bool, dtypes.void
 _VALUE_DTYPES = tuple(d for d in dtypes.all if d is not _VOID)
@@ -71,6 +84,7 @@ def _binary(kinds: str, cmp: bool) -> FastFn:
     if type(sh) is not tuple or (sh is not (sb := bc.get("shape")) and sh != sb): return None
     u._cache["shape"] = sh
     return True
+  fn.form = (BINARY, kinds, cmp)  # type: ignore[attr-defined]
   return fn
 
 
@@ -120,6 +134,7 @@ def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _V
     if type(sh) is not tuple or (out := shape_of(u.arg, sh)) is None: return None
     u._cache["shape"] = out
     return True
+  fn.form = (SINGLE, shape_of, kinds)  # type: ignore[attr-defined]
   return fn
 
 
@@ -140,17 +155,27 @@ def _reduce(a: object, sh: tuple) -> tuple | None:
 
 def _reshape(a: object, sh: tuple) -> tuple | None:
   if type(a) is not tuple: return None
-  n = m = 1
   for x in a:
     if type(x) is not int or x < 0: return None
-    n *= x
-  for x in sh: m *= x
-  return a if n == m else None
+  return a if math.prod(a) == math.prod(sh) else None
+
+
+# the permutations of up to 6 axes, each with the getter that applies it to a shape (an itemgetter of one item returns the
+# item, not a tuple: tuple stands in for ranks 0 and 1, where the permutation is the identity)
+_PERMS = {p: itemgetter(*p) if len(p) > 1 else tuple for r in range(7) for p in itertools.permutations(range(r))}
 
 
 def _permute(a: object, sh: tuple) -> tuple | None:
+  if type(a) is not tuple or len(a) != len(sh): return None
+  get = _PERMS.get(a)
+  if get is None: return _permute_any(a, sh)
+  for x in a:
+    if type(x) is not int: return None  # (True, False) and (1.0, 0) are equal to (1, 0), and are no axis numbers
+  return get(sh)
+
+
+def _permute_any(a: tuple, sh: tuple) -> tuple | None:
   r = len(sh)
-  if type(a) is not tuple or len(a) != r: return None
   seen = 0
   for x in a:
     if type(x) is not int or not 0 <= x < r: return None
@@ -290,6 +315,23 @@ _KERNEL = _kernel()
 FUSED: dict[Stage, dict[Ops, tuple[tuple[Rule, ...], FastFn]]] = {Stage.TENSOR: _tensor(), Stage.KERNEL: _KERNEL, Stage.PROGRAM: _program(_KERNEL)}
 # a verdict True says no BIND is under the node (engine.clean): a fused accept never decides a BIND
 assert all(Ops.BIND not in f for f in FUSED.values())
+
+
+def plan_for(fused: list[FastFn | None]) -> list[tuple]:
+  """Per op value, how the walk runs the op's fused test: (SINGLE, shape_of, kinds) and (BINARY, kinds, is_comparison) are
+  the tests _single and _binary make, which the walk runs inline, with no call per node; (RESHAPE, _reshape, kinds) and
+  (PERMUTE, _PERMS, kinds) are _single's with the shape of _reshape / _permute inline too; (CALL, fn, None) calls fn;
+  NO_PLAN leaves the node to the rules."""
+  return [_plan(fn) for fn in fused]
+
+
+def _plan(fn: FastFn | None) -> tuple:
+  if fn is None: return NO_PLAN
+  form = getattr(fn, "form", None)
+  if form is None: return (CALL, fn, None)
+  if form[0] == SINGLE and form[1] is _reshape: return (RESHAPE, _reshape, form[2])
+  if form[0] == SINGLE and form[1] is _permute: return (PERMUTE, _PERMS, form[2])
+  return form
 
 
 def fused_for(cx: Ctx | None) -> list[FastFn | None]:
