@@ -7,11 +7,15 @@ lookup) and cold (a freshly built graph each time, so no cached verdict or deriv
 fuzzer pays for the new nodes of every intermediate graph). tinygrad caches nothing: its one figure is type_verify
 over the node list (its toposort is done outside the timing; tinyspec's cold figure includes its own walk).
 
+The two sides are timed in turns, one rep of tinyspec's cold check, then one of tinygrad's in its own process (which
+waits, its graph built, for the word to go), and so on: on a shared machine the speed drifts by more than the
+difference measured, and turns put both sides under the same drift. The ratio is of the two minimums.
+
 tinygrad is not a dependency of tinyspec: it runs in its own venv, by default .venv-peer next to this repo's .venv:
     python3 -m venv .venv-peer && .venv-peer/bin/pip install tinygrad==0.14.0
 (or set TINYSPEC_PEER_PYTHON to a python that has it). Without it the script prints tinyspec's figures alone.
 
-Run:  .venv/bin/python bench/spec_check.py [--ops 4000] [--reps 5]   (bench/spec_check.txt: --reps 10)
+Run:  .venv/bin/python bench/spec_check.py [--ops 4000] [--reps 30]   (bench/spec_check.txt: --reps 30)
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 from timing import best
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +33,8 @@ PEER_PYTHON = Path(os.environ.get("TINYSPEC_PEER_PYTHON", ROOT / ".venv-peer" / 
 INSTALL = f"python3 -m venv {ROOT / '.venv-peer'} && {ROOT / '.venv-peer' / 'bin' / 'pip'} install tinygrad==0.14.0"
 
 
-def tinyspec_figures(n_ops: int, reps: int) -> dict:
+def tinyspec_graphs(n_ops: int, count: int) -> tuple[list, Callable[[], float], int]:
+  """count freshly built graphs (only the check is timed), a timer of the warm check, and the node count."""
   sys.path.insert(0, str(ROOT))
   from tinyspec import Ops, Stage, UOp, check, dtypes
 
@@ -40,57 +46,70 @@ def tinyspec_figures(n_ops: int, reps: int) -> dict:
     return UOp(Ops.SINK, dtypes.void, (x,))
 
   root = build(0)
-  n = len(root.toposort())
   assert check(root, Stage.TENSOR) == [], "the benchmark graph must be legal"
-  warm = best(lambda: check(root, Stage.TENSOR), reps)
-  fresh = iter([build(i + 1) for i in range(reps)])  # built ahead: only the check is timed
-  cold = best(lambda: check(next(fresh), Stage.TENSOR), reps)
-  return {"nodes": n, "warm_us_per_node": warm / n * 1e6, "cold_us_per_node": cold / n * 1e6}
+  return [build(i + 1) for i in range(count)], lambda: best(lambda: check(root, Stage.TENSOR), 1), len(root.toposort())
 
 
-def peer_figures(n_ops: int, reps: int) -> dict:
-  """Run inside the peer venv: tinygrad's spec check on the same graph shape."""
+def cold_once(root) -> float:
+  from tinyspec import Stage, check
+  return best(lambda: check(root, Stage.TENSOR), 1)
+
+
+def peer_serve(n_ops: int) -> None:
+  """Inside the peer venv: build tinygrad's graph, then time one type_verify per line read, each time printed."""
   from tinygrad import Tensor
   from tinygrad.uop.spec import spec_tensor, type_verify
   x = Tensor.empty(4, 4)
   for _ in range(n_ops // 4):
     x = (x + x).permute(1, 0)
     x = (x * x).reshape(16).reshape(4, 4)
-  sink = x.uop.sink()
-  nodes = list(sink.toposort())
+  nodes = list(x.uop.sink().toposort())
   type_verify(nodes, spec_tensor)
-  warm = best(lambda: type_verify(nodes, spec_tensor), reps)
   import tinygrad
-  return {"nodes": len(nodes), "warm_us_per_node": warm / len(nodes) * 1e6, "version": getattr(tinygrad, "__version__", "0.14")}
+  print(json.dumps({"nodes": len(nodes), "version": getattr(tinygrad, "__version__", "0.14")}), flush=True)
+  for _ in sys.stdin: print(best(lambda: type_verify(nodes, spec_tensor), 1), flush=True)
 
 
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--ops", type=int, default=4000)
-  ap.add_argument("--reps", type=int, default=5)
-  ap.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
+  ap.add_argument("--reps", type=int, default=30)
+  ap.add_argument("--peer-serve", action="store_true", help=argparse.SUPPRESS)
   a = ap.parse_args()
-  if a.peer_only:
-    print(json.dumps(peer_figures(a.ops, a.reps)))
+  if a.peer_serve:
+    peer_serve(a.ops)
     return 0
-  cmd = " ".join([sys.executable, *sys.argv])
-  ours = tinyspec_figures(a.ops, a.reps)
-  print(f"command: {cmd}")
-  print(f"tinyspec check(root, Stage.TENSOR): {ours['nodes']} nodes, warm {ours['warm_us_per_node']:.4f} us/node, "
-        f"cold {ours['cold_us_per_node']:.3f} us/node (min of {a.reps})")
-  if not PEER_PYTHON.exists():
-    print(f"tinygrad peer not found at {PEER_PYTHON}; install it with:\n  {INSTALL}")
-    return 0
-  r = subprocess.run([str(PEER_PYTHON), __file__, "--peer-only", "--ops", str(a.ops), "--reps", str(a.reps)],
-                     capture_output=True, text=True, timeout=600)
-  if r.returncode != 0:
-    print(f"tinygrad peer failed:\n{r.stderr.strip()[-2000:]}\ninstall it with:\n  {INSTALL}")
-    return 0
-  peer = json.loads(r.stdout.strip().splitlines()[-1])
-  tg = peer["warm_us_per_node"]
-  print(f"tinygrad {peer['version']} type_verify(nodes, spec_tensor): {peer['nodes']} nodes, {tg:.3f} us/node (min of {a.reps})")
-  print(f"tinyspec cold / tinygrad: {ours['cold_us_per_node'] / tg:.2f}x the time per node (target: at most 0.67x, 1.5x faster)")
-  print(f"tinyspec warm / tinygrad: {ours['warm_us_per_node'] / tg:.5f}x the time per node ({tg / ours['warm_us_per_node']:.0f}x faster)")
+  print(f"command: {' '.join([sys.executable, *sys.argv])}")
+  graphs, warm_once, n = tinyspec_graphs(a.ops, a.reps)
+  peer = None
+  if not PEER_PYTHON.exists(): print(f"tinygrad peer not found at {PEER_PYTHON}; install it with:\n  {INSTALL}")
+  else:
+    peer = subprocess.Popen([str(PEER_PYTHON), __file__, "--peer-serve", "--ops", str(a.ops)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = peer.stdout.readline()
+    if not line:
+      print(f"tinygrad peer failed:\n{peer.stderr.read().strip()[-2000:]}\ninstall it with:\n  {INSTALL}")
+      peer = None
+  info = json.loads(line) if peer else {}
+  cold, theirs = [], []
+  for g in graphs:  # in turns: one of ours, one of theirs
+    cold.append(cold_once(g))
+    if peer:
+      peer.stdin.write("go\n")
+      peer.stdin.flush()
+      theirs.append(float(peer.stdout.readline()))
+  warm = min(warm_once() for _ in range(a.reps))
+  if peer:
+    peer.stdin.close()
+    peer.wait(timeout=60)
+  ours_cold, ours_warm = min(cold) / n * 1e6, warm / n * 1e6
+  print(f"tinyspec check(root, Stage.TENSOR): {n} nodes, warm {ours_warm:.4f} us/node, cold {ours_cold:.3f} us/node (min of {a.reps})")
+  if not peer: return 0
+  tg = min(theirs) / info["nodes"] * 1e6
+  print(f"tinygrad {info['version']} type_verify(nodes, spec_tensor): {info['nodes']} nodes, {tg:.3f} us/node (min of {a.reps}, "
+        "timed in turns with tinyspec's cold check)")
+  print(f"tinyspec cold / tinygrad: {ours_cold / tg:.2f}x the time per node (target: at most 0.67x, 1.5x faster)")
+  print(f"tinyspec warm / tinygrad: {ours_warm / tg:.5f}x the time per node ({tg / ours_warm:.0f}x faster)")
   return 0
 
 
