@@ -9,13 +9,15 @@ over the node list (its toposort is done outside the timing; tinyspec's cold fig
 
 The two sides are timed in turns, one rep of tinyspec's cold check, then one of tinygrad's in its own process (which
 waits, its graph built, for the word to go), and so on: on a shared machine the speed drifts by more than the
-difference measured, and turns put both sides under the same drift. The ratio is of the two minimums.
+difference measured, and turns put both sides under the same drift. Both processes are bound to one CPU (--cpu, the last
+one this process may use by default): two cores of a shared machine drift apart, one core drifts for both. The ratio is of
+the two minimums.
 
 tinygrad is not a dependency of tinyspec: it runs in its own venv, by default .venv-peer next to this repo's .venv:
     python3 -m venv .venv-peer && .venv-peer/bin/pip install tinygrad==0.14.0
 (or set TINYSPEC_PEER_PYTHON to a python that has it). Without it the script prints tinyspec's figures alone.
 
-Run:  .venv/bin/python bench/spec_check.py [--ops 4000] [--reps 30]   (bench/spec_check.txt: --reps 30)
+Run:  .venv/bin/python bench/spec_check.py [--ops 4000] [--reps 30] [--cpu N]   (bench/spec_check.txt: --reps 30)
 """
 from __future__ import annotations
 
@@ -74,12 +76,17 @@ def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--ops", type=int, default=4000)
   ap.add_argument("--reps", type=int, default=30)
+  ap.add_argument("--cpu", type=int, default=None, help="the CPU both sides run on (default: the last one allowed)")
   ap.add_argument("--peer-serve", action="store_true", help=argparse.SUPPRESS)
   a = ap.parse_args()
   if a.peer_serve:
     peer_serve(a.ops)
     return 0
   print(f"command: {' '.join([sys.executable, *sys.argv])}")
+  if hasattr(os, "sched_setaffinity"):  # set before the peer starts, which inherits it
+    cpu = max(os.sched_getaffinity(0)) if a.cpu is None else a.cpu
+    os.sched_setaffinity(0, {cpu})
+    print(f"both sides bound to CPU {cpu}")
   graphs, warm_once, n = tinyspec_graphs(a.ops, a.reps)
   peer = None
   if not PEER_PYTHON.exists(): print(f"tinygrad peer not found at {PEER_PYTHON}; install it with:\n  {INSTALL}")

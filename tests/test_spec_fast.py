@@ -5,6 +5,7 @@ every derived shape and every violation must agree; and a fused accept given the
 never accept a node the rules reject, nor cache a shape other than the one the shape rules derive."""
 from __future__ import annotations
 
+import enum
 import itertools
 
 import pytest
@@ -244,7 +245,8 @@ def test_walk_agrees_with_rules_on_corrupted_tensor_graphs(data):
 def test_inline_views_near_misses():
   """The RESHAPE and PERMUTE forms the walk decides inline, and their near misses: a permutation of more axes than the
   walk's table holds, axis numbers that are equal to ints but are not ints, sizes that are bools; and long chains of
-  views and of ALUs on one shared source (x + x), which the walk descends without the stack."""
+  views and of ALUs on one shared source (x + x), which the walk descends without the stack, and chains above a
+  rejected node or over a source decided on another path."""
   t = next(_tags)
   x = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(1 << 40, 128), t)
   x7 = x.reshape((2,) * 7)
@@ -263,6 +265,29 @@ def test_inline_views_near_misses():
     g = UOp(Ops.SINK, dtypes.void, (u,))
     _compare(g)
     assert bool(check(g, Stage.TENSOR)) is any(u is b for b in bad), f"{u.op.name} {u.arg!r}"
+  # a chain node is read from the one accepted just before it (engine._run_frame keeps its verdict and shape at hand): a
+  # chain above a rejected node, and x + c and c + x where c was decided on another path before the chain reached x
+  for u in legal + bad:
+    c = UOp(Ops.EXP2, u.dtype, (u,), None, (t, "c"))
+    above = UOp(Ops.NEG, u.dtype, (u,), None, t)
+    for g in (UOp(Ops.SINK, dtypes.void, (above.reshape((4, 32)).reshape((128,)),)),
+              UOp(Ops.SINK, dtypes.void, (c, UOp(Ops.ADD, u.dtype, (-c, c)), UOp(Ops.MUL, u.dtype, (c, UOp(Ops.EXP2, u.dtype, (c,))))))):
+      _compare(g)
+  # x + bad on a chain, bad rejected on another path and x the node accepted last, above an earlier x + w on the chain
+  # (w legal, decided on another path too)
+  bad = UOp(Ops.NEG, dtypes.float32, (y,), "not an arg", t)
+  e, e2, w = (UOp(Ops.EXP2, dtypes.float32, (y,), None, (t, i)) for i in range(3))
+  x_bad = UOp(Ops.ADD, dtypes.float32, (UOp(Ops.NEG, dtypes.float32, (e + w,)), bad))
+  bad_x = UOp(Ops.ADD, dtypes.float32, (bad, UOp(Ops.NEG, dtypes.float32, (w + e2,))))
+  g = UOp(Ops.SINK, dtypes.void, (x_bad, bad_x, bad, w))
+  _compare(g)
+  assert [v.rule for v in check(g, Stage.TENSOR)] == [v.rule for v in check(UOp(Ops.SINK, dtypes.void, (bad,)), Stage.TENSOR)] != []
+  # a node whose op is a member of another Enum with the value of an op the walk decides inline: the rules reject it
+  foreign = enum.Enum("Foreign", {op.name: op.value for op in (Ops.NEG, Ops.ADD, Ops.RESHAPE, Ops.PERMUTE)})
+  for op, srcs, a in ((foreign.NEG, (e,), None), (foreign.ADD, (e, w), None), (foreign.RESHAPE, (e,), (128,)), (foreign.PERMUTE, (e,), (1, 0))):
+    g = UOp(Ops.SINK, dtypes.void, (UOp(Ops.NEG, dtypes.float32, (UOp(op, dtypes.float32, srcs, a, t),)),))
+    _compare(g)
+    assert [v.rule for v in check(g, Stage.TENSOR)] == ["node.op"]
   z = y
   for _ in range(300): z = ((z + z).permute((1, 0)).reshape((128,)).reshape((16, 8)) * z.permute((1, 0))).permute((1, 0))
   g = UOp(Ops.SINK, dtypes.void, (z, (-z).cast(dtypes.int32)))

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
-from tinyspec.spec.fast import BINARY, CALL, PERMUTE, RESHAPE, SINGLE, fused_for, plan_for
+from tinyspec.spec.fast import BINARY, CALL, NO_PLAN, PERMUTE, RESHAPE, SINGLE, fused_for, plan_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -129,9 +129,6 @@ def _refresh_fused() -> None:
       x.fused_version = x.table.version
 
 
-_POST = object()  # on a walk stack, above the node whose sources are all decided once it is popped
-
-
 def clean(root: UOp, cx: Ctx) -> bool:
   """Whether the subgraph of root, checked in cx, has no findings. Iterative; cached per node and context.
 
@@ -150,49 +147,100 @@ def clean(root: UOp, cx: Ctx) -> bool:
   return bool(root._cache[key])
 
 
+_NO_NODE = object()  # no source is this
+
+
 def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
   """Decide the nodes of one frame's stack in x; False when it stopped to run a frame it added first (it resumes after).
 
-  One loop, with the fused tests of spec/fast.py's _single and _binary written out in it (and the shapes of RESHAPE and
-  PERMUTE), so the common node costs no Python call: on a fresh graph the calls, not the tests, were most of the time.
-  Each inline test is its fast.py function's, line for line. A node they do not accept goes through _decide."""
+  The stack holds nodes to visit and lists of nodes to decide. A visit goes down from an undecided node while it has
+  exactly one undecided source (x + x has one: the same node twice), gathering the path; where the path ends on a node
+  whose sources are all decided, the path is decided at once, bottom up; where it ends on a node with more undecided
+  sources, or one checked in another context, the path goes on the stack to be decided after them. A chain costs one
+  list append per node, not a trip through the stack.
+
+  Decisions run with the fused tests of spec/fast.py's _single and _binary written out in the loop (and the shapes of
+  RESHAPE and PERMUTE), so the common node costs no Python call: on a fresh graph the calls, not the tests, were most
+  of the time. Each inline test is its fast.py function's, line for line. A node they do not accept goes through
+  _decide. A chain node's source is the node accepted just before it, so its verdict and shape are at hand, not read
+  back from its cache.
+
+  No node is decided twice: what is pushed after a waiting path lies below the path's last node (its sources and what is
+  under them), so it never holds a node of that path, which all lie above that last node."""
   k, plan = x.key, x.plan
   views, binds = x.view_ctx is not None, x.var_ctx is not None
   pop, push = stack.pop, stack.append
-  post, call, bind, uop, ops, boolean, prod = _POST, Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod
+  call, bind, uop, ops, boolean, prod, lst = Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod, list
   while stack:
-    u = pop()
-    if u is not post:
+    path = pop()
+    if type(path) is not lst:  # a node to visit
+      u = path
       if k in u._cache: continue
-      while True:  # down a chain of single sources without a trip through the stack
-        push(u)
-        push(post)
+      path = [u]
+      while True:  # down the path while one source is undecided
         op = u.op
         if op is call or (binds and op is bind) or (views and is_view_index(u)):  # a source checked in another context
+          push(path)
           if _push_children(u, x, push, frames): return False  # run the body's frame first
+          path = None
           break
         src = u.src
-        if len(src) != 1:
-          for s in src:
-            if (type(s) is uop or isinstance(s, uop)) and k not in s._cache: push(s)
-          break
-        s = src[0]
-        if (type(s) is not uop and not isinstance(s, uop)) or k in s._cache: break
-        u = s
-      continue
-    u = pop()  # its sources are decided (and it is not: a decided node is never pushed)
-    uc = u._cache
-    op = u.op
-    if type(op) is ops:
-      form, p1, p2 = plan[op._value_]
+        if len(src) == 1:  # the common case, without the loop
+          s = src[0]
+          if (type(s) is not uop and not isinstance(s, uop)) or k in s._cache: break
+          u = s
+          path.append(u)
+          continue
+        if len(src) == 2:  # most ALUs, written out: the loop below costs more
+          a, b = src
+          a_open = (type(a) is uop or isinstance(a, uop)) and k not in a._cache
+          b_open = b is not a and (type(b) is uop or isinstance(b, uop)) and k not in b._cache
+          if a_open:
+            if b_open:  # two undecided sources: the path waits on the stack for both
+              push(path)
+              push(a)
+              push(b)
+              path = None
+              break
+            u = a
+          elif b_open: u = b
+          else: break  # every source decided: decide the path now
+          path.append(u)
+          continue
+        nxt = None
+        for s in src:
+          if (type(s) is uop or isinstance(s, uop)) and k not in s._cache and s is not nxt:
+            if nxt is not None:  # a second undecided source: the path waits on the stack for both
+              push(path)
+              for s in src:
+                if (type(s) is uop or isinstance(s, uop)) and k not in s._cache: push(s)
+              path = None
+              break
+            nxt = s
+        else:
+          if nxt is None: break  # every source decided: decide the path now
+          u = nxt
+          path.append(u)
+          continue
+        break
+      if path is None: continue
+    last, last_shape = _NO_NODE, None  # the node accepted last on this path, and its shape
+    for u in reversed(path):  # bottom up: each node's sources are decided
+      uc = u._cache
+      op = u.op
       try:  # a form the fused test does not know raises here: the rules decide
+        form, p1, p2 = plan[op._value_] if type(op) is ops else NO_PLAN  # another Enum's member has a _value_ too
         if form <= SINGLE:  # fast._single(shape_of, p2: kinds)
           (s,) = u.src
-          sc = s._cache
-          if (v := sc[k]) is True:
+          if s is last: v, sh = True, last_shape
+          else:
+            sc = s._cache
+            v = sc[k]
+            sh = sc.get("shape")
+          if v is True:
             d = s.dtype
             if u.dtype is d and d.kind in p2:
-              sh, a = sc["shape"], u.arg
+              a = u.arg
               if type(sh) is tuple:
                 if form == RESHAPE:  # fast._reshape
                   if type(a) is tuple:
@@ -202,35 +250,44 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
                       n *= y
                     else:
                       if n == prod(sh):
-                        uc["shape"] = a
+                        uc["shape"] = last_shape = a
                         uc[k] = True
+                        last = u
                         continue
                 elif form == PERMUTE:  # fast._permute, p1 its table of permutations
                   if type(a) is tuple and len(a) == len(sh) and (get := p1.get(a)) is not None:
                     for y in a:
                       if type(y) is not int: break
                     else:
-                      uc["shape"] = get(sh)
+                      uc["shape"] = last_shape = get(sh)
                       uc[k] = True
+                      last = u
                       continue
                 elif (out := p1(a, sh)) is not None:
-                  uc["shape"] = out
+                  uc["shape"] = last_shape = out
                   uc[k] = True
+                  last = u
                   continue
           elif not v:
             uc[k] = False
             continue
         elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison)
           a, b = u.src
-          ac, bc = a._cache, b._cache
-          va, vb = ac[k], bc[k]
+          if a is last: va, sh = True, last_shape
+          else:
+            ac = a._cache
+            va, sh = ac[k], ac.get("shape")
+          if b is last: vb, sb = True, last_shape
+          else:
+            bc = b._cache
+            vb, sb = bc[k], bc.get("shape")
           if va is True and vb is True:
             d = a.dtype
             if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 else d):
-              sh = ac["shape"]
-              if type(sh) is tuple and (sh is (sb := bc["shape"]) or sh == sb):
-                uc["shape"] = sh
+              if type(sh) is tuple and (sh is sb or sh == sb):
+                uc["shape"] = last_shape = sh
                 uc[k] = True
+                last = u
                 continue
           elif not (va and vb):
             uc[k] = False
@@ -239,7 +296,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
           uc[k] = r
           continue
       except Exception: pass
-    uc[k] = _decide(u, x)
+      uc[k] = _decide(u, x)
   return True
 
 
