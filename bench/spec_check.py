@@ -84,7 +84,9 @@ def main() -> int:
     return 0
   print(f"command: {' '.join([sys.executable, *sys.argv])}")
   if hasattr(os, "sched_setaffinity"):  # set before the peer starts, which inherits it
-    cpu = max(os.sched_getaffinity(0)) if a.cpu is None else a.cpu
+    allowed = os.sched_getaffinity(0)
+    cpu = max(allowed) if a.cpu is None else a.cpu
+    if cpu not in allowed: ap.error(f"--cpu {cpu} is not one this process may run on ({', '.join(map(str, sorted(allowed)))})")
     os.sched_setaffinity(0, {cpu})
     print(f"both sides bound to CPU {cpu}")
   graphs, warm_once, n = tinyspec_graphs(a.ops, a.reps)
