@@ -35,6 +35,8 @@ class Ops(Enum):
   LINEAR = auto(); PROGRAM = auto(); SOURCE = auto()  # noqa: E702
   # bounded variables: an integer scalar known only by its bounds, and its binding to a value at a call site
   DEFINE_VAR = auto(); BIND = auto()  # noqa: E702
+  # an atomic read-modify-write store in a kernel body: ATOMIC(index, value[, gate]), arg the combining op (ADD, MAX)
+  ATOMIC = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -56,8 +58,10 @@ class GroupOp:
   Reduce = frozenset({Ops.REDUCE})
   ReduceOps = frozenset({Ops.ADD, Ops.MAX, Ops.MUL})  # the ops a REDUCE may combine with
   Call = frozenset({Ops.CALL, Ops.TUPLE, Ops.GETTUPLE})
-  Effect = frozenset({Ops.STORE, Ops.GROUP, Ops.END})  # what a GROUP may hold
-  Order = frozenset({Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
+  Effect = frozenset({Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.END})  # what a GROUP may hold
+  Writes = frozenset({Ops.STORE, Ops.ATOMIC})  # the effects that write memory: a plain store and an atomic update
+  AtomicOps = frozenset({Ops.ADD, Ops.MAX})  # the ops an ATOMIC may combine with
+  Order = frozenset({Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
   RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL})
   Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
   Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
@@ -277,6 +281,7 @@ class UOp(metaclass=UOpMetaClass):
   def index(self, idx: UOp) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, idx))
   def load(self, *rest: UOp) -> UOp: return UOp(Ops.LOAD, self.dtype, (self, *rest))
   def store(self, value: UOp, *gate: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, value, *gate))
+  def atomic(self, op: Ops, value: UOp, *gate: UOp) -> UOp: return UOp(Ops.ATOMIC, dtypes.void, (self, value, *gate), op)
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self, *deps))
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self, *ranges))
   def gettuple(self, i: int) -> UOp:
@@ -306,16 +311,16 @@ class UOp(metaclass=UOpMetaClass):
 
 
 # ---- what a CALL body is: the one classification the spec, the evaluator, the lowering and the runtimes share ----
-_KERNEL_EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP})
+_KERNEL_EFFECTS = frozenset({Ops.STORE, Ops.ATOMIC, Ops.END, Ops.GROUP})
 _GRAPH_ENTRIES = frozenset({Ops.AFTER, Ops.BUFFER, Ops.PARAM})
 
 
 def _stores_into_index(sink: UOp) -> bool:
-  # every STORE reached through GROUP and END addresses an element (INDEX): a kernel, not a tensor-level assign
+  # every STORE (or ATOMIC) reached through GROUP and END addresses an element (INDEX): a kernel, not a tensor-level assign
   stack = list(sink.src)
   while stack:
     u = stack.pop()
-    if u.op is Ops.STORE:
+    if u.op in GroupOp.Writes:
       if not u.src or u.src[0].op is not Ops.INDEX: return False
     elif u.op in (Ops.GROUP, Ops.END): stack.extend(u.src[:1] if u.op is Ops.END else u.src)
     else: return False
