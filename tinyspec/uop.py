@@ -62,7 +62,7 @@ class GroupOp:
   Writes = frozenset({Ops.STORE, Ops.ATOMIC})  # the effects that write memory: a plain store and an atomic update
   AtomicOps = frozenset({Ops.ADD, Ops.MAX})  # the ops an ATOMIC may combine with
   Order = frozenset({Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
-  RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL})
+  RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.ATOMIC})  # kernel-body ops
   Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
   Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
   groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import Ops
+from tinyspec.uop import GroupOp, Ops
 
 # the combining ops an ATOMIC takes, and the element dtypes it updates: what C11 atomics and OpenCL (32-bit natively,
 # 64-bit with cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics) do on global memory, floats by compare-and-swap
-ATOMIC_OPS: tuple[Ops, ...] = (Ops.ADD, Ops.MAX)
+ATOMIC_OPS: tuple[Ops, ...] = tuple(sorted(GroupOp.AtomicOps, key=lambda o: o.value))
 ATOMIC_DTYPES: tuple[DType, ...] = (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float32, dtypes.float64)
 
 

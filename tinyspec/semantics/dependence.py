@@ -17,6 +17,10 @@ iteration, a vectorized loop's iterations already shown independent), the analys
      from buffers L does not write are read from memory, which L leaves unchanged). L conflicts when an element with
      a write is touched by two iterations. An index or gate that depends on a value loaded from a buffer L writes
      cannot be computed ahead: L runs sequentially.
+An ATOMIC of L's body reads and writes its element; updates of one element by two iterations with the same combining
+op commute (tinyspec.ops.atomic), so they are no conflict, but an element one iteration updates and another loads,
+stores, or updates with another op is. Run in lockstep, a vectorized ATOMIC applies its iterations' updates in
+iteration order (numpy's ufunc.at), the order a sequential run gives.
 If L conflicts it runs sequentially and the question is asked again of each inner loop. So a reduction's accumulator
 loop runs sequentially inside vectorized outer loops (matmul: one numpy step per reduce iteration), a loop that
 reads what an earlier iteration wrote runs in order, and the worst case is fully sequential. A GPU thread index
@@ -41,6 +45,7 @@ MAX_CHECK = 1 << 22  # elements of one access's index array the analysis compare
 SMALL_LOOP = 48  # iterations x body nodes under which a loop runs in order without being analysed
 HOIST_FROM = 8  # iterations from which a sequential loop computes part of its body ahead
 GUARDED = (TypeError, ValueError, IndexError, AttributeError, KeyError, OverflowError)
+ACCESSES = frozenset({Ops.LOAD, Ops.STORE, Ops.ATOMIC})  # the nodes that touch memory through an INDEX
 
 
 class LArr:
@@ -100,13 +105,22 @@ def private_space(u: UOp) -> bool:
   return u.op is Ops.BUFFER and u.arg.addrspace in (AddrSpace.REG, AddrSpace.LOCAL)
 
 
+_READS, _STORES = 0, 1
+
+
+def _kind(w: bool | Ops) -> int:
+  """An access's kind as a number the conflict check compares: a read, a store, or (above them) an atomic op's own."""
+  return _STORES if w is True else _READS if w is False else _STORES + 1 + w.value
+
+
 class LoopInfo:
   """What the analysis needs of one loop, computed once: every node of its body, its memory accesses, its loops."""
   __slots__ = ("nodes", "accesses", "loops", "declared", "touched", "uniform_write", "opaque")
 
   def __init__(self, loop: Loop):
     self.nodes: set[UOp] = set()
-    self.accesses: list[tuple[UOp, UOp, UOp, bool]] = []  # (LOAD or STORE, its INDEX, storage node, writes)
+    # (LOAD, STORE or ATOMIC, its INDEX, storage node, how it writes: False reads, True stores, an ATOMIC's combining op)
+    self.accesses: list[tuple[UOp, UOp, UOp, bool | Ops]] = []
     self.loops: list[Loop] = [loop]
     self.declared: set[UOp] = set()
     self.opaque = False  # an access whose storage cannot be named: the loop always runs sequentially
@@ -120,13 +134,14 @@ class LoopInfo:
         continue
       self.nodes.add(it)
       if it.op is Ops.BUFFER: self.declared.add(it)
-      if it.op in (Ops.LOAD, Ops.STORE):
+      if it.op in ACCESSES:
         idx = it.src[0] if it.src else None
         if idx is None or idx.op is not Ops.INDEX or not idx.src or storage_of(idx.src[0]).op not in (Ops.PARAM, Ops.BUFFER): self.opaque = True
-        else: self.accesses.append((it, idx, storage_of(idx.src[0]), it.op is Ops.STORE))
+        else: self.accesses.append((it, idx, storage_of(idx.src[0]), it.arg if it.op is Ops.ATOMIC else it.op is Ops.STORE))
     self.touched = {b for _, _, b, _ in self.accesses} | self.declared
-    # storage some STORE writes at an index that does not use the loop's range: every iteration writes one element
-    self.uniform_write = {b for u, idx, b, w in self.accesses if w and (len(idx.src) < 2 or loop.range not in walk((idx.src[1],)))}
+    # storage some STORE writes at an index that does not use the loop's range: every iteration writes one element (atomic
+    # updates of one element commute, so they are left to the conflict check)
+    self.uniform_write = {b for u, idx, b, w in self.accesses if w is True and (len(idx.src) < 2 or loop.range not in walk((idx.src[1],)))}
 
 
 def at_iteration(v: object, key: int, i: int) -> object:
@@ -202,7 +217,7 @@ class LoopAnalysis:
         if n <= 0: continue
         return self._kills_first(it.body, b)
       if it is b: return True
-      if it.op in (Ops.LOAD, Ops.STORE) and it.src and it.src[0].op is Ops.INDEX and it.src[0].src and storage_of(it.src[0].src[0]) is b:
+      if it.op in ACCESSES and it.src and it.src[0].op is Ops.INDEX and it.src[0].src and storage_of(it.src[0].src[0]) is b:
         return it.op is Ops.STORE and len(it.src) == 2 and len(it.src[0].src) == 2
     return False
 
@@ -248,7 +263,7 @@ class LoopAnalysis:
     info, ahead = self.ahead_info, self.ahead
     for n in walk((u,), lambda x: () if x in ahead or x not in info.nodes else value_srcs(x)):
       if n in ahead or n not in info.nodes: continue
-      if n.op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK, Ops.BUFFER): raise NotAhead
+      if n.op in (Ops.STORE, Ops.ATOMIC, Ops.END, Ops.GROUP, Ops.SINK, Ops.BUFFER): raise NotAhead
       if n.op is Ops.LOAD and n.src and n.src[0].op is Ops.INDEX and n.src[0].src and storage_of(n.src[0].src[0]) in self.written: raise NotAhead
       ahead[n] = self._eval(n)
     return ahead[u] if u in ahead else self._get(u, u)
@@ -274,14 +289,21 @@ class LoopAnalysis:
         mult *= self.bounds[k]
       elems.append(e[mask])
       iters.append(np.broadcast_to(it, shape)[mask])
-      writes.append(np.full(elems[-1].shape, w))
+      writes.append(np.full(elems[-1].shape, _kind(w), dtype=np.int32))
     e, i, w = np.concatenate(elems), np.concatenate(iters), np.concatenate(writes)
     lo, hi = np.full(total, np.iinfo(np.int64).max), np.full(total, -1, dtype=np.int64)
     np.minimum.at(lo, e, i)
     np.maximum.at(hi, e, i)
-    has_write = np.zeros(total, dtype=bool)
-    has_write[e[w]] = True
-    return bool((has_write & (lo < hi)).any())
+    # an element two iterations touch conflicts when one stores it, or when one updates it atomically and another reads it
+    # or updates it with another op; atomic updates with one op commute (tinyspec.ops.atomic)
+    def touched(kind: int) -> np.ndarray:
+      out = np.zeros(total, dtype=bool)
+      out[e[w == kind]] = True
+      return out
+    bad = touched(_STORES)
+    if kinds := [touched(int(k)) for k in np.unique(w) if k > _STORES]:
+      bad = bad | (np.logical_or.reduce(kinds) & touched(_READS)) | (np.sum(kinds, axis=0) > 1)
+    return bool((bad & (lo < hi)).any())
 
   def _grid(self, k: int, axes: tuple[int, ...]) -> np.ndarray:
     shape = [1] * len(axes)

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from tinyspec.ops import atomic
 from tinyspec.semantics.alu import EvalError, elementwise
 from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell, LArr, LoopAnalysis, LoopInfo, Ptr, at_iteration, union_axes
 from tinyspec.semantics.loops import Item, Loop, kernel_items
@@ -282,6 +283,14 @@ class KernelEval(LoopAnalysis):
       return None
     if not set(value.axes) <= where and gate is None:
       raise EvalError(u, "is run for several iterations that write one element at once (an evaluator fault)")
+    at, val = self._written(u, p, gate, value)
+    cell.data[at] = val
+    return None
+
+  def _written(self, u: UOp, p: Ptr, gate: LArr | None, value: LArr) -> tuple[tuple, np.ndarray]:
+    """(where in p's cell, values) of a write of value through p for every iteration now running where gate holds, its
+    indices checked in bounds: the copy axes of the cell and the element index, each flat over the iterations."""
+    cell = p.cell
     axes = union_axes(cell.labels, p.idx.axes, value.axes, gate.axes if gate is not None else ())
     shape = self._shape(axes)
     idx = np.broadcast_to(p.idx.to(axes), shape)
@@ -290,7 +299,19 @@ class KernelEval(LoopAnalysis):
     grids = [np.broadcast_to(self._grid(k, axes), shape) for k in cell.labels]
     val = np.broadcast_to(value.to(axes), shape)
     if g is not None: grids, idx, val = [x[g] for x in grids], idx[g], val[g]
-    cell.data[(*grids, idx)] = val
+    return (*grids, idx), val
+
+  def _atomic(self, u: UOp) -> None:
+    """ATOMIC: where its gate holds, storage[idx] = op(storage[idx], value), every iteration's update applied in turn (one
+    order of the ones the threads may take; tinyspec.ops.atomic)."""
+    if len(u.src) not in (2, 3): raise EvalError(u, f"takes (index, value[, gate]), has {len(u.src)} sources")
+    p = self._ptr(u)
+    gate, cell, value = p.gate, p.cell, self._val(u, u.src[1])
+    if len(u.src) == 3: gate = self._and(gate, self._val(u, u.src[2]))
+    if u.src[1].dtype.np != cell.data.dtype: raise EvalError(u, f"updates storage of numpy dtype {cell.data.dtype} with {u.src[1].dtype.name}")
+    if (why := atomic.atomic_error(u.arg, u.src[1].dtype)) is not None: raise EvalError(u, why)
+    at, val = self._written(u, p, gate, value)
+    atomic.apply(u.arg, u.src[1].dtype, cell.data, at, val)
     return None
 
   def _effect(self, u: UOp) -> None:
@@ -304,6 +325,7 @@ _HANDLERS = {
   Ops.CONST: KernelEval._const, Ops.DEFINE_VAR: KernelEval._var, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param,
   Ops.BUFFER: KernelEval._buffer,
   Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load, Ops.STORE: KernelEval._store,
+  Ops.ATOMIC: KernelEval._atomic,
   Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,
   Ops.CONTIGUOUS: KernelEval._pass, Ops.DETACH: KernelEval._pass,
 }

@@ -1,10 +1,11 @@
-"""The KERNEL stage: a kernel body, SINK of STORE/GROUP/END over scalar values, with every INDEX proven in bounds."""
+"""The KERNEL stage: a kernel body, SINK of STORE/ATOMIC/GROUP/END over scalar values, with every INDEX proven in bounds."""
 from __future__ import annotations
 
 import math
 
 from tinyspec import smt
 from tinyspec.dtype import dtypes
+from tinyspec.ops.atomic import atomic_error
 from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
@@ -12,10 +13,10 @@ from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, d
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
-KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
+KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
   | GroupOp.Elementwise | GroupOp.RangeForm
 STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
-EFFECT_OPS = frozenset({Ops.STORE, Ops.GROUP, Ops.END})
+EFFECT_OPS = GroupOp.Effect
 
 
 def range_name(r: UOp) -> str:
@@ -29,7 +30,7 @@ no_movement = forbid("kernel.no_movement", "No movement op (view) in a kernel bo
 no_bind = forbid("kernel.no_bind", "No BIND in a kernel body: a kernel reads its variables as DEFINE_VARs, and the kernel-graph CALL that runs "
                  "it binds them (a BIND arg).", "in a kernel body; at {stage} a kernel reads a variable as its DEFINE_VAR and its CALL binds it")
 op_allowed = forbid("kernel.op_allowed", "A kernel body holds only CONST, PARAM, BUFFER, DEFINE_VAR, ALUs, casts, REDUCE, STORE, AFTER, GROUP, "
-                    "SINK and the range-form ops (RANGE, END, INDEX, LOAD, SPECIAL).",
+                    "SINK and the range-form ops (RANGE, END, INDEX, LOAD, SPECIAL, ATOMIC).",
                     "in a kernel body; at {stage} a kernel holds scalar computation, range-form ops and stores (no calls, tuples or realizes)")
 
 
@@ -39,7 +40,7 @@ def buffer_local(u: UOp, cx: Ctx) -> str | None:
   return f"GLOBAL BUFFER {u.arg.id} inside a kernel body; at {cx.sname} global storage is reached through PARAMs (kernel args)"
 
 
-_SCALAR_SRCS = {Ops.REDUCE: (0,), Ops.STORE: (1, 2), Ops.LOAD: (1, 2), Ops.INDEX: (1,), Ops.RANGE: (0,), Ops.SPECIAL: (0,)}
+_SCALAR_SRCS = {Ops.REDUCE: (0,), Ops.STORE: (1, 2), Ops.ATOMIC: (1, 2), Ops.LOAD: (1, 2), Ops.INDEX: (1,), Ops.RANGE: (0,), Ops.SPECIAL: (0,)}
 
 
 @rule("kernel.scalar_values", "Every value in a kernel has shape (): storage (PARAM, BUFFER, AFTER) is never used as a value, only addressed "
@@ -80,7 +81,29 @@ def store_dtype(u: UOp, cx: Ctx) -> str | None:
   return f"STORE of {v.dtype.name} through a {t.dtype.name} INDEX; at {cx.sname} the value has the element dtype of its storage"
 
 
-@rule("kernel.gate_bool", "The gate of a LOAD or STORE (its last source when it has one) is a bool.")
+@rule("kernel.atomic_target", "An ATOMIC updates global storage: its target is INDEX(storage, idx) of a GLOBAL PARAM (or an AFTER of one). "
+      "Kernel-local buffers belong to one thread or work-group and take plain STOREs.")
+def atomic_target(u: UOp, cx: Ctx) -> str | None:
+  t = u.src[0]
+  if t.op is not Ops.INDEX or is_view_index(t): return f"ATOMIC on {what(t)}; at {cx.sname} an ATOMIC updates INDEX(storage, idx)"
+  base = storage_base(t.src[0]) if t.src else None
+  if base is None or base.op is Ops.PARAM and getattr(base.arg, "addrspace", None) is AddrSpace.GLOBAL: return None
+  space = getattr(getattr(base, "arg", None), "addrspace", None)
+  return (f"ATOMIC into {what(base)} ({space.name if space else '?'}); at {cx.sname} an ATOMIC updates global storage, a GLOBAL PARAM "
+          "(kernel-local buffers take plain STOREs)")
+
+
+@rule("kernel.atomic_dtype", "An ATOMIC's value has the element dtype of the INDEX it updates, and its arg (ADD or MAX) and that dtype are an "
+      "atomic update tinyspec.ops.atomic defines (int32, uint32, int64, uint64, float32, float64).")
+def atomic_dtype(u: UOp, cx: Ctx) -> str | None:
+  t, v = u.src[0], u.src[1]
+  if t.op is Ops.INDEX and t.dtype != v.dtype:
+    return f"ATOMIC of {v.dtype.name} into a {t.dtype.name} INDEX; at {cx.sname} the value has the element dtype of its storage"
+  why = atomic_error(u.arg, v.dtype)
+  return None if why is None else f"ATOMIC {getattr(u.arg, 'name', u.arg)}: {why}; at {cx.sname} an ATOMIC is one tinyspec.ops.atomic defines"
+
+
+@rule("kernel.gate_bool", "The gate of a LOAD, STORE or ATOMIC (its last source when it has one) is a bool.")
 def gate_bool(u: UOp, cx: Ctx) -> str | None:
   if len(u.src) < 3: return None
   g = u.src[2]
@@ -165,7 +188,7 @@ def _bounds_result(u: UOp) -> tuple[smt.BoundsResult, UOp, UOp, int] | None:
   return ret
 
 
-@rule("kernel.index_bounds", "Every INDEX is proven within [0, size) of its storage wherever the gate of the LOAD or STORE using it is true "
+@rule("kernel.index_bounds", "Every INDEX is proven within [0, size) of its storage wherever the gate of the LOAD, STORE or ATOMIC using it is true "
       "(interval bounds first, z3 when they cannot decide).")
 def index_bounds(u: UOp, cx: Ctx) -> str | None:
   r = _bounds_result(u)
@@ -175,7 +198,7 @@ def index_bounds(u: UOp, cx: Ctx) -> str | None:
   got = f" gives index {res.value}" if res.value is not None else " goes out of bounds"
   gated = " where its gate is true" if len(u.src) == 3 else ""
   return (f"{u.op.name} through an INDEX that can leave [0, {size}): {ex}{got}{gated}; at {cx.sname} every INDEX is in bounds "
-          f"under the gate of the LOAD or STORE using it")
+          f"under the gate of the {u.op.name} using it")
 
 
 @rule("kernel.index_bounds_timeout", "When z3 cannot decide an in-bounds proof within smt.TIMEOUT_MS, the INDEX is unproven: a violation.")
@@ -191,11 +214,20 @@ def thread_ranges(body: UOp) -> list[UOp]:
   return [u for u in body_nodes(body) if u.op is Ops.SPECIAL or (u.op is Ops.RANGE and getattr(u.arg, "kind", None) is AxisType.GLOBAL)]
 
 
+_ACCESSES = frozenset({Ops.LOAD, Ops.STORE, Ops.ATOMIC})
+
+
+def _commute(a: UOp, b: UOp) -> bool:
+  """Whether two accesses of one element by different threads give one result in either order: two atomic updates with
+  the same combining op (ADD wraps, MAX is exact; a float sum's order is within tinyspec.ops.atomic.sum_tolerance)."""
+  return a.op is Ops.ATOMIC and b.op is Ops.ATOMIC and a.arg is b.arg
+
+
 def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
-  """Every LOAD and STORE of global storage in body by the storage it addresses: (LOAD or STORE, index, gate)."""
+  """Every LOAD, STORE and ATOMIC of global storage in body by the storage it addresses: (the access, index, gate)."""
   out: dict[UOp, list[tuple[UOp, UOp, UOp | None]]] = {}
   for u in body_nodes(body):
-    if u.op not in (Ops.LOAD, Ops.STORE) or (parts := _index_parts(u)) is None: continue
+    if u.op not in _ACCESSES or (parts := _index_parts(u)) is None: continue
     idx, e, _, gate = parts
     base = storage_base(idx.src[0])
     if base is not None and getattr(base.arg, "addrspace", None) is AddrSpace.GLOBAL: out.setdefault(base, []).append((u, e, gate))
@@ -283,16 +315,19 @@ def iterations_apart(r: UOp, a: tuple[UOp, UOp | None], b: tuple[UOp, UOp | None
 
 
 def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsResult]]:
-  """(STORE, access, verdict) for every pair of a STORE and another access of the same global storage in body that is
-  not proven to stay apart across iterations of r (violated, or unknown when z3 gives no answer)."""
+  """(STORE or ATOMIC, access, verdict) for every pair of a write (STORE, ATOMIC) and another access of the same global
+  storage in body that is not proven to stay apart across iterations of r (violated, or unknown when z3 gives no
+  answer). Two ATOMICs with one combining op commute, so they may meet; an ATOMIC and a LOAD or STORE may not, since
+  no order between the threads is assumed."""
   c = body._cache.setdefault("spec:conflicts", {})
   if r in c: return c[r]
   out = []
   for accs in _global_accesses(body).values():
-    stores = [x for x in accs if x[0].op is Ops.STORE]
-    for i, (st, se, sg) in enumerate(stores):
-      # a pair of stores is one question whichever comes first; a store against itself is asked too
-      for (x, xe, xg) in stores[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
+    writes = [x for x in accs if x[0].op in GroupOp.Writes]
+    for i, (st, se, sg) in enumerate(writes):
+      # a pair of writes is one question whichever comes first; a write against itself is asked too
+      for (x, xe, xg) in writes[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
+        if _commute(st, x): continue
         if xe is se and injective_in(se, r): continue  # one index, one element per iteration: apart
         res = iterations_apart(r, (se, sg), (xe, xg))
         if res.status != "proved": out.append((st, x, res))
@@ -300,8 +335,13 @@ def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsRes
   return out
 
 
+def _verb(u: UOp) -> str:
+  return "loads" if u.op is Ops.LOAD else "stores" if u.op is Ops.STORE else f"updates ({getattr(u.arg, 'name', u.arg)})"
+
+
 @rule("kernel.thread_independent", "The iterations of a GLOBAL RANGE or a SPECIAL run as parallel threads: no element of global storage that "
-      "one iteration stores is loaded or stored by another (proven with z3 for every pair of accesses).")
+      "one iteration stores or updates atomically is loaded, stored or updated by another (proven with z3 for every pair of accesses), "
+      "except that ATOMICs with one combining op may update one element from several threads.")
 def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
   out: list[Finding] = []
   # the first conflict of each STORE per thread range tells enough
@@ -309,11 +349,11 @@ def thread_independent(u: UOp, cx: Ctx) -> list[Finding] | None:
   paths = find_paths(u, {st for _, (st, _, _) in conflicts}) if conflicts else {}
   for r, (st, x, res) in conflicts:
     name = f"GLOBAL {range_name(r)}" if r.op is Ops.RANGE else f"SPECIAL {r.arg}"
-    other = "stores" if x.op is Ops.STORE else "loads"
+    mine, other = _verb(st), _verb(x)
     if res.status == "violated":
       ex = res.example or {}
-      why = f"iteration {ex.get('first')} of {name} stores element {res.value} and iteration {ex.get('second')} {other} it"
-    else: why = f"z3 could not prove within {smt.TIMEOUT_MS} ms that the iterations of {name} store apart from where others {other[:-1]}"
+      why = f"iteration {ex.get('first')} of {name} {mine} element {res.value} and iteration {ex.get('second')} {other} it"
+    else: why = f"z3 could not prove within {smt.TIMEOUT_MS} ms that where one iteration of {name} {mine}, no other {other}"
     out.append((paths.get(st, ()), st, "kernel.thread_independent", f"{why}; at {cx.sname} the iterations of a thread range are independent"))
   return out or None
 
@@ -398,9 +438,10 @@ def range_bound(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("kernel.end_form", "END(effect, RANGE, ...): it closes one or more RANGEs around an effect (STORE, GROUP or END).")
+@rule("kernel.end_form", "END(effect, RANGE, ...): it closes one or more RANGEs around an effect (STORE, ATOMIC, GROUP or END).")
 def end_form(u: UOp, cx: Ctx) -> str | None:
-  if u.src[0].op not in EFFECT_OPS: return f"END around {what(u.src[0])}; at {cx.sname} an END closes ranges around an effect (STORE, GROUP, END)"
+  if u.src[0].op not in EFFECT_OPS:
+    return f"END around {what(u.src[0])}; at {cx.sname} an END closes ranges around an effect (STORE, ATOMIC, GROUP, END)"
   bad = [i for i, r in enumerate(u.src) if i > 0 and r.op is not Ops.RANGE]
   if bad: return f"END source {bad[0]} is {what(u.src[bad[0]])}; at {cx.sname} END closes RANGEs"
   return None
@@ -412,21 +453,22 @@ def after_storage(u: UOp, cx: Ctx) -> str | None:
   return f"AFTER on {what(u.src[0])}; at {cx.sname} AFTER is on storage (PARAM, BUFFER, or AFTER of one)"
 
 
-@rule("kernel.after_deps", "The dependencies of a kernel AFTER are effects (STORE, GROUP, END) or the RANGEs it is placed in.")
+@rule("kernel.after_deps", "The dependencies of a kernel AFTER are effects (STORE, ATOMIC, GROUP, END) or the RANGEs it is placed in.")
 def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
   out = [((i,), d, "kernel.after_deps", f"AFTER dependency {i - 1} is {what(d)}; at {cx.sname} AFTER waits for effects or is placed in RANGEs")
          for i, d in enumerate(u.src) if i > 0 and d.op not in EFFECT_OPS and d.op is not Ops.RANGE]
   return out or None
 
 
-@rule("kernel.sink_effects", "A kernel SINK (the body root) holds only effects: STORE, GROUP, END.")
+@rule("kernel.sink_effects", "A kernel SINK (the body root) holds only effects: STORE, ATOMIC, GROUP, END.")
 def sink_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
-  out = [((i,), s, "kernel.sink_effects", f"kernel SINK entry {i} is {what(s)}; at {cx.sname} a kernel SINK holds effects (STORE, GROUP, END)")
+  out = [((i,), s, "kernel.sink_effects",
+          f"kernel SINK entry {i} is {what(s)}; at {cx.sname} a kernel SINK holds effects (STORE, ATOMIC, GROUP, END)")
          for i, s in enumerate(u.src) if s.op not in EFFECT_OPS]
   return out or None
 
 
-@rule("kernel.range_closed", "Every RANGE a STORE depends on is closed by an END around that STORE (reduce ranges by their REDUCE).")
+@rule("kernel.range_closed", "Every RANGE a STORE or ATOMIC depends on is closed by an END around it (reduce ranges by their REDUCE).")
 def range_closed(u: UOp, cx: Ctx) -> list[Finding] | None:
   left = open_ranges(u)
   if not left: return None
@@ -437,10 +479,10 @@ def range_closed(u: UOp, cx: Ctx) -> list[Finding] | None:
     x, path, closed = stack.pop()
     if x in seen: continue
     seen.add(x)
-    if x.op is Ops.STORE and (miss := open_ranges(x) - closed):
+    if x.op in GroupOp.Writes and (miss := open_ranges(x) - closed):
       axes = ", ".join(sorted(range_name(r) for r in miss))
-      out.append((path, x, "kernel.range_closed", f"STORE depends on RANGE {axes} but no END around it closes it; at {cx.sname} every "
-                  "RANGE a STORE depends on is closed by an END around that STORE"))
+      out.append((path, x, "kernel.range_closed", f"{x.op.name} depends on RANGE {axes} but no END around it closes it; at {cx.sname} every "
+                  f"RANGE the {x.op.name} depends on is closed by an END around it"))
     if x.op is Ops.END: closed = closed | frozenset(x.src[1:])
     for i, s in enumerate(x.src):
       if isinstance(s, UOp) and s not in seen and open_ranges(s) - closed: stack.append((s, path + (i,), closed))
@@ -487,6 +529,7 @@ KERNEL_TABLE = table(
   (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
   (Ops.BUFFER, (buffer_local,)),
   (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
+  (Ops.ATOMIC, (atomic_target, atomic_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
   (Ops.LOAD, (load_index, load_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout, local_read_after_write)),
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),

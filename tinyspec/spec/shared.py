@@ -11,7 +11,7 @@ from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Op
                           union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
-VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
+VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
 STORAGE = GroupOp.Storage
 # arg of the view INDEX(x, i0, ..., in-1): element (i0, ...) of the tensor value x (docs/ir.md, "rangeify's view INDEX")
 VIEW_INDEX = "view"
@@ -41,7 +41,7 @@ def what(u: Any) -> str:
 
 
 def is_effect(u: UOp) -> bool:
-  """STORE, GROUP, END, and opaque (non-TUPLE body) CALLs: what a GROUP may hold."""
+  """STORE, ATOMIC, GROUP, END, and opaque (non-TUPLE body) CALLs: what a GROUP may hold."""
   op = u.op
   if op in GroupOp.Effect: return True
   return op is Ops.CALL and len(u.src) > 0 and not is_value_call(u)
@@ -90,7 +90,7 @@ def srcs_shape_ok(u: UOp) -> bool:
 declare("node.op", "The op is a member of Ops.")
 declare("node.src_type", "Every source is a UOp.")
 declare("node.dtype", "The dtype is one of the dtypes of tinyspec.dtype (bool, the ints, the floats, void, index).")
-declare("node.dtype_void", "Effects and containers (CALL TUPLE STORE GROUP SINK END LINEAR PROGRAM SOURCE) are void; every other op "
+declare("node.dtype_void", "Effects and containers (CALL TUPLE STORE ATOMIC GROUP SINK END LINEAR PROGRAM SOURCE) are void; every other op "
         "has a value dtype.")
 declare("node.src_count", "The number of sources fits the op (e.g. 2 for a binary ALU, 1 or 3 for LOAD).")
 declare("node.arg", "The arg has the form of the op (None for ALUs, a shape tuple for RESHAPE, ParamArg for PARAM, ...).")
@@ -103,7 +103,7 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
   **{op: (1, 1) for op in GroupOp.Movement | GroupOp.Unary | GroupOp.Cast},
   **{op: (1, 1) for op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.RANGE, Ops.SPECIAL, Ops.GETTUPLE)},
   **{op: (2, 2) for op in GroupOp.Binary}, Ops.INDEX: (1, None), Ops.WHERE: (3, 3),
-  Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.AFTER: (2, None),
+  Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.ATOMIC: (2, 3), Ops.AFTER: (2, None),
   Ops.GROUP: _ANY, Ops.SINK: _ANY, Ops.END: (2, None), Ops.LOAD: (1, 3), Ops.LINEAR: _ANY, Ops.PROGRAM: (2, 3),
 }
 
@@ -172,6 +172,7 @@ _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
   Ops.PROGRAM: _arg(lambda a: a is None or isinstance(a, str), "a name (str)"),
   Ops.RANGE: _arg(lambda a: isinstance(a, RangeArg) and _is_int(a.axis) and isinstance(a.kind, AxisType), "RangeArg(axis int, kind AxisType)"),
   Ops.SOURCE: _arg(lambda a: isinstance(a, SourceArg) and all(isinstance(x, str) for x in (a.lang, a.name, a.text)), "SourceArg(lang, name, text)"),
+  Ops.ATOMIC: _arg(lambda a: isinstance(a, Ops) and a in GroupOp.AtomicOps, "its combining op, ADD or MAX"),
   Ops.DEFINE_VAR: _arg(_var_arg_ok, "VarArg(name, min, max): an ASCII identifier and int bounds with min <= max"),
 }
 
@@ -287,9 +288,9 @@ def cast_rule(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("group.effects", "GROUP holds only effects (STORE, GROUP, END, or an opaque CALL), never values.")
+@rule("group.effects", "GROUP holds only effects (STORE, ATOMIC, GROUP, END, or an opaque CALL), never values.")
 def group_effects(u: UOp, cx: Ctx) -> list[Finding] | None:
-  out = [((i,), s, "group.effects", f"GROUP entry {i} is {what(s)}; at {cx.sname} a GROUP holds only effects (STORE, GROUP, END, opaque CALL)"
+  out = [((i,), s, "group.effects", f"GROUP entry {i} is {what(s)}; at {cx.sname} a GROUP holds only effects (STORE, ATOMIC, GROUP, END, opaque CALL)"
           " and values go in a SINK") for i, s in enumerate(u.src) if not is_effect(s)]
   return out or None
 

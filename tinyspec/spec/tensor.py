@@ -25,9 +25,9 @@ def tensor_storage(u: UOp) -> bool:
   return u.op in T_STORAGE
 
 
-no_range_ops = forbid("tensor.no_range_ops", "No range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) in a tensor graph; they appear only in kernel "
-                      "bodies.", "in a tensor graph; at TENSOR range-form ops (RANGE, END, INDEX, LOAD, SPECIAL) do not exist yet, only in "
-                      "kernel bodies")
+no_range_ops = forbid("tensor.no_range_ops", "No range-form ops (RANGE, END, INDEX, LOAD, SPECIAL, ATOMIC) in a tensor graph; they appear only in "
+                      "kernel bodies.", "in a tensor graph; at TENSOR range-form ops (RANGE, END, INDEX, LOAD, SPECIAL, ATOMIC) do not exist yet, "
+                      "only in kernel bodies")
 no_program_ops = forbid("tensor.no_program_ops", "No LINEAR, PROGRAM or SOURCE in a tensor graph except as (part of) the body of an opaque CALL.",
                         "outside a CALL body; at TENSOR program ops appear only as the body of an opaque CALL")
 
