@@ -190,14 +190,14 @@ def test_no_finding_on_generated_cases_with_the_real_rules():
 
 
 def test_a_tie_is_skipped_not_reported():
-  # a frontend composition (a layout step, then a scan) over whole numbers in float32 is full of ties: moving one input
+  # a frontend composition (a gather, a max pool and a scan) over whole numbers in float32 is full of ties: moving one input
   # by h either way leaves the loss flat while the rule, at the tie itself, sends a gradient down one branch. The
   # comparisons and MAXes that change outcome under the move mark the point as a tie, and it is not compared
   import random
   from fuzz.check import numeric_grad
   from fuzz.generate.compositions import composition_case
   from fuzz.generate.strategies import default_weights
-  c = composition_case(random.Random("g:21"), default_weights())
+  c = composition_case(random.Random("g:18"), default_weights())
   assert {"compose:scan", "dtype:float32"} <= c.features
   got = numeric_grad.numeric_gradient_check(c.root, c.inputs, seed=0)
   assert got.mismatches == [] and got.skipped > 0

@@ -337,7 +337,8 @@ def test_generators_make_bounded_variables(many):
 # ---- frontend compositions ----
 def test_campaign_cases_include_every_frontend_composition():
   from fuzz.generate.strategies import COMPOSITION_NAMES
-  comps = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0}) for i in range(160)) if "kind:compose" in c.features]
+  comps = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0, "kind:scatter": 0.0}) for i in range(160))
+           if "kind:compose" in c.features]
   assert len(comps) > 100
   seen = {f.split(":", 1)[1] for c in comps for f in c.features if f.startswith("compose:")}
   assert seen == {*COMPOSITION_NAMES, "call", "cast"}
@@ -352,7 +353,8 @@ def test_campaign_cases_include_every_frontend_composition():
              for c in comps)
   # the same seed and index give the same composition; off by weight: none, and the tensor cases they do not replace
   # stay the cases they were
-  again = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0}) for i in range(40)) if "kind:compose" in c.features]
+  again = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0, "kind:scatter": 0.0}) for i in range(40))
+           if "kind:compose" in c.features]
   assert all(a.root is b.root and a.inputs.keys() == b.inputs.keys() for a, b in zip(comps, again))
   assert not any("kind:compose" in case_for(5, i, {"kind:compose": 0.0}).features for i in range(60))
   assert any("kind:compose" in case_for(5, i).features for i in range(60))  # on by default

@@ -22,7 +22,7 @@ from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.lower.start import start_index
 from tinyspec.runtime.cpu import match_shapes
 from tinyspec.semantics import evaluate
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import AxisType, Ops, RangeArg, UOp
 
 f32, f64, i32, u32, u8, idx = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint32, dtypes.uint8, dtypes.index
 NAN = float("nan")
@@ -53,6 +53,25 @@ def kernel(n: int, out_dt: Any, value: Callable[..., UOp], ins: tuple[np.ndarray
 
 
 def ic(v: int, dt: Any = idx) -> UOp: return UOp.const(dt, v)
+
+
+def scatter_case(form: str, k: int = 0, with_base: bool = False) -> Case:
+  """form "onehot": out[o] = (base[o] +) SUM_r WHERE(o + k == idx[r], v[r], 0), the scatter pass's one-hot sum; "count":
+  out[o] = SUM_r WHERE(3 < r + o, 1, 0), a count it folds."""
+  n, rows = 6, 5
+  o, r = UOp.range(rows, 0), UOp(Ops.RANGE, idx, (ic(n),), RangeArg(1, AxisType.REDUCE))
+  ix, v, base = UOp.param(1, i32, n), UOp.param(2, f32, n), UOp.param(3, f32, rows)
+  if form == "count": val = UOp(Ops.REDUCE, i32, ((ic(3) < r + o).where(UOp.const(i32, 1), UOp.const(i32, 0)), r), Ops.ADD)
+  else:
+    hot = UOp(Ops.CMPEQ, dtypes.bool, ((o + k if k else o).cast(i32), ix.index(r).load()))
+    val = UOp(Ops.REDUCE, f32, (hot.where(v.index(r).load(), UOp.const(f32, 0.0)), r), Ops.ADD)
+    if with_base: val = val + base.index(o).load()
+  out = UOp.buffer(val.dtype, rows)
+  bufs = [UOp.buffer(i32, n), UOp.buffer(f32, n), UOp.buffer(f32, rows)]
+  body = sink(UOp.param(0, val.dtype, rows).index(o).store(val).end(o))
+  call = UOp(Ops.CALL, dtypes.void, (body, out, *bufs), "scatter")
+  ins = [np.array([0, 3, 3, 1, 4, 2], np.int32) + k, np.arange(1, n + 1, dtype=np.float32), np.full(rows, 10.0, np.float32)]
+  return Case(sink(out.after(call)), {b.arg.id: a for b, a in zip(bufs, ins)}, dict(OPTS), "kernel", index=0)
 def as_i32(e: UOp) -> UOp: return e.cast(i32)
 def twice(x: UOp) -> UOp: return x.alu(Ops.MUL, UOp.const(x.dtype, 2.0).expand(x.shape))
 def ones(shape: tuple) -> UOp: return UOp.const(f32, 1.0).expand(shape)
@@ -130,6 +149,9 @@ WITNESS: dict[str, Callable[[], Case]] = {
   "unroll_reduce_adds": lambda: unary(A4, lambda x: x.reduce(Ops.MAX, 1)),   # the heuristic unrolls a reduce of 4
   "max_acc_starts_at_zero": lambda: unary(A8 - 10, lambda x: x.reduce(Ops.MAX, 1)),
   "acc_init_once": lambda: unary(-np.arange(1, 16, dtype=np.float32), lambda x: x.reduce(Ops.ADD, 1), (5, 3)),
+  "count_misses_one": lambda: scatter_case("count"),
+  "scatter_row_plus_k": lambda: scatter_case("onehot", k=2),
+  "scatter_init_drops_base": lambda: scatter_case("onehot", with_base=True),
   "drop_sign_cast": lambda: kernel(4, u32, lambda r, a: a.cast(u32).alu(Ops.IDIV, UOp.const(u32, 2)), (np.array([-2, 4, -7, 9], np.int32),)),
   # (r * 2**32 | r) // 2**32 needs int64 index arithmetic
   "index_always_int32": lambda: kernel(4, i32, lambda r: as_i32((r * ic(2**32)).alu(Ops.OR, r).alu(Ops.IDIV, ic(2**32)))),

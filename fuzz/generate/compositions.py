@@ -93,6 +93,19 @@ def _scatter(rng: random.Random, x: Tensor) -> Tensor:
   return x.scatter_reduce(dim, idx, src, reduce, include_self=rng.random() < 0.5)
 
 
+def _embedding(rng: random.Random, x: Tensor) -> Tensor:
+  """x as an embedding table of N*C*H rows of W: rows looked up at data indices (the forward), or the table plus an
+  embedding's backward written as its one-hot sum, the gradient of sum(embedding(idx, x) * g) (the scatter pass makes it
+  an atomic scatter-add; the frontend's backward is only for floats, this form is the same for every dtype)."""
+  n, c, h, w = x.shape
+  table = x.reshape(n * c * h, w)
+  idx = _index(rng, (rng.randint(1, 6),), n * c * h)
+  if rng.random() < 0.5: return idx.embedding(table).reshape(1, 1, idx.shape[0], w)
+  g = _ints(rng, (idx.shape[0], w), x.dtype)
+  hot = Tensor.arange(n * c * h) == idx.unsqueeze(-1)
+  return x + hot.unsqueeze(-1).where(g.unsqueeze(1), 0).sum(0, dtype=x.dtype).reshape(n, c, h, w)
+
+
 def _layout(rng: random.Random, x: Tensor) -> Tensor:
   pick = rng.randrange(5)
   if pick == 0: return x.cat(_ints(rng, x.shape, x.dtype), dim=rng.randrange(4))
@@ -124,7 +137,7 @@ def _contract(rng: random.Random, x: Tensor) -> Tensor:
 
 
 COMPOSITIONS: dict[str, Callable[[random.Random, Tensor], Tensor]] = dict(zip(COMPOSITION_NAMES, (
-  _conv, _max_pool, _pad, _gather, _scatter, _layout, _window, _scan, _contract)))
+  _conv, _max_pool, _pad, _gather, _scatter, _layout, _window, _scan, _contract, _embedding)))
 
 
 def _largest(t: Tensor) -> int:

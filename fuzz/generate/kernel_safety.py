@@ -6,8 +6,10 @@ bound over every execution, not over one expression. The screen runs the kernels
 - every value gets an `Abs`: |v| <= c * W + m, v in [lo, hi], d denominator bits (floats). W bounds the float storage
   the kernel writes (a load of it is c=1, m=0); storage the kernel only reads has the bound the kernels before it left.
 - every float STORE into written storage has c <= 1, so each store execution raises W by at most its m: after the
-  kernel's T store executions W <= W0 + T * max m. Every float value, with that W, is exact (its bits fit the
-  mantissa, so any summation order gives the same result) and far from overflow.
+  kernel's T store executions W <= W0 + T * max m. An ATOMIC is a STORE of op(element, value): its value has c == 0
+  (it loads nothing the kernel writes), so the element it updates is the one written value in it. Every float value,
+  with that W, is exact (its bits fit the mantissa, so any summation order gives the same result) and far from
+  overflow.
 - a point C leaves undefined is unsafe only where tinyspec leaves it open too (tinyspec.ops.scalar.left_open): a
   division or modulo by a range holding 0, MIN by -1, a shift by a count past the width and a cast of NaN, an infinity
   or an out-of-range float to an int have the registry's values, which the renderers must implement, so cases reach
@@ -230,7 +232,7 @@ class KernelAbs:
 
 # ---- a kernel, a graph ----
 def _multiplicities(body: UOp) -> dict[UOp, int]:
-  """How often each STORE of a kernel body runs: the product of the bounds of the ENDs around it."""
+  """How often each STORE (or ATOMIC) of a kernel body runs: the product of the bounds of the ENDs around it."""
   out: dict[UOp, int] = {}
   stack: list[tuple[UOp, int]] = [(s, 1) for s in body.src]
   seen: set[tuple[UOp, int]] = set()
@@ -238,7 +240,7 @@ def _multiplicities(body: UOp) -> dict[UOp, int]:
     u, k = stack.pop()
     if (u, k) in seen: continue
     seen.add((u, k))
-    if u.op is Ops.STORE: out[u] = max(out.get(u, 0), k)
+    if u.op in GroupOp.Writes: out[u] = max(out.get(u, 0), k)
     elif u.op is Ops.GROUP: stack.extend((s, k) for s in u.src)
     elif u.op is Ops.END and u.src:
       n = k
@@ -280,7 +282,7 @@ def _enclosing(body: UOp) -> dict[UOp, set[UOp]]:
   stack: list[tuple[UOp, frozenset]] = [(s, frozenset()) for s in body.src]
   while stack:
     u, rs = stack.pop()
-    if u.op is Ops.STORE: out.setdefault(u, set()).update(rs)
+    if u.op in GroupOp.Writes: out.setdefault(u, set()).update(rs)
     elif u.op is Ops.GROUP: stack.extend((x, rs) for x in u.src)
     elif u.op is Ops.END and u.src: stack.append((u.src[0], rs | frozenset(u.src[1:])))
   return out
@@ -289,7 +291,8 @@ def _enclosing(body: UOp) -> dict[UOp, set[UOp]]:
 def check_order(body: UOp, stores: list[UOp]) -> None:
   """The meaning of a kernel does not hang on an order the lowering picks: a STORE depends on every range of the ENDs
   around it (linearize hoists it out of a loop it does not depend on), and of two accesses to one storage, one a
-  STORE, one depends on the other (the schedule orders nothing else)."""
+  STORE or an ATOMIC, one depends on the other (the schedule orders nothing else), except two ATOMICs of one op: they
+  commute."""
   deps = {s: set(s.toposort(lambda n: n.op is not Ops.CALL)) for s in stores}
   for s, rs in _enclosing(body).items():
     if not rs <= deps[s]:
@@ -307,6 +310,7 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
   for ws in by_base.values():
     for i, a in enumerate(ws):
       for b in ws[i + 1:]:
+        if a.op is Ops.ATOMIC and b.op is Ops.ATOMIC and a.arg is b.arg: continue
         if a not in deps[b] and b not in deps[a]: raise KernelUnsafe("two STOREs to one storage with no dependency ordering them")
 
 
@@ -314,7 +318,7 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
   """Screen one kernel body whose PARAM slot k holds values with bounds[k]; the bounds of the slots it writes after it."""
   if body.op is not Ops.SINK: raise KernelUnsafe(f"kernel body {body.op.name} is not analysed")
   nodes = body.toposort(lambda n: n.op is not Ops.CALL)
-  stores = [u for u in nodes if u.op is Ops.STORE]
+  stores = [u for u in nodes if u.op in GroupOp.Writes]
   if any(s.src[0].op is not Ops.INDEX for s in stores): raise KernelUnsafe("STORE not through an INDEX")
   written = {storage_of(s.src[0].src[0]) for s in stores}
   _check_reg_loads(nodes)
@@ -339,6 +343,7 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
       rounded.add(target)
       continue
     if dt.is_float:
+      if s.op is Ops.ATOMIC and a.c > 0: raise KernelUnsafe("a float ATOMIC's value loads storage the kernel writes")
       if a.c > 1: raise KernelUnsafe(f"a float STORE adds {a.c:g} copies of written values: repeated runs may grow past exactness")
       # storage the kernel loads again must stay short dyadic; other storage carries the stored values' bits on
       if a.d > STORED_DBITS and target in loaded: raise KernelUnsafe(f"a float STORE of values with {a.d} denominator bits")

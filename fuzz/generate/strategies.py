@@ -35,13 +35,15 @@ INT_SHARE = 0.1      # the share of cases that are integer kernels (fuzz.generat
                      # "kind:kernel", steering leaves alone): simplify's rules on signed and unsigned values and wrap points
 EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.edge_kernels; weight "kind:edge"): the points the
                      # spec defines where C does not, and special floats, through the constructs the renderers must guard
+SCATTER_SHARE = 0.05  # the share of cases that are scatter kernels (fuzz.generate.scatters; weight "kind:scatter"): atomics and
+                      # the one-hot sums over data indices the scatter pass turns into them
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 ALIAS_SHARE = 0.1  # the share of tensor cases about aliasing (fuzz.generate.aliasing; weight "kind:alias"): a buffer read and
                    # written by one kernel, stores through views, versions read unordered, assign chains across calls
 ALIAS_FORMS = ("inplace", "target_view", "two_versions", "old_read", "call")  # its write forms, each a feature alias:<form>
 # the frontend compositions of fuzz.generate.compositions, each a feature compose:<name> with its weight
-COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract")
+COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout", "window", "scan", "contract", "embedding")
 MAX_DIM = 4
 MAX_RANK = 3
 
@@ -646,6 +648,13 @@ def edge_share(weights: dict[str, float] | None) -> float:
   return EDGE_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
 
 
+def scatter_share(weights: dict[str, float] | None) -> float:
+  """The share of scatter kernel cases: weight "kind:scatter", else SCATTER_SHARE, none when kernel graphs are off ("kind:kernel" 0)."""
+  w = weights or {}
+  if "kind:scatter" in w: return w["kind:scatter"]
+  return SCATTER_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
@@ -660,6 +669,13 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     if edge.random() < min(0.95, edge_share(weights)):
       from fuzz.generate.edge_kernels import edge_kernel_case
       c = edge_kernel_case(edge, weights)
+      c.seed, c.index = seed, index
+      return c
+    # scatter kernels (data-dependent indices: atomics and the one-hot sums that become them) too: weight "kind:scatter"
+    sc = random.Random(f"tinyspec-fuzz-scatter:{seed}:{index}")
+    if sc.random() < min(0.95, scatter_share(weights)):
+      from fuzz.generate.scatters import scatter_kernel_case
+      c = scatter_kernel_case(sc, weights)
       c.seed, c.index = seed, index
       return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")

@@ -354,6 +354,30 @@ def _reduce_init_once(red: UOp) -> UOp | None:
   return _reduce_acc(red, identity, per_outer=False)  # initialized once, not per outer iteration: sums run on across outputs
 
 
+# ================================================================ scatter
+def _count_misses_one(red: UOp) -> UOp | None:
+  from tinyspec.lower.scatter import count_where, linear_condition, sum_of_count
+  if (lc := linear_condition(red)) is None: return None
+  c, R, t, f = lc
+  n = red.src[1].src[0]
+  # r > -R counted from -R, not from 1 - R: one iteration too many where the bound is inside the range
+  return sum_of_count(red, count_where(c, R - 1 if c == 1 else R, n), t, f)
+
+
+def _scatter_row_plus_k(call: UOp) -> UOp | None:
+  from tinyspec.lower.scatter import hot_row, init_call, one_hot_sum, scatter_call
+  if (m := one_hot_sum(call)) is None: return None
+  init = init_call(m, m.base if m.base is not None else UOp.const(m.v.dtype, 0))
+  t = hot_row(m) + UOp.const(dtypes.index, 2 * m.k)  # the row of o + k == x taken as x + k, not x - k
+  return scatter_call(m, t, init)
+
+
+def _scatter_init_drops_base(call: UOp) -> UOp | None:
+  from tinyspec.lower.scatter import hot_row, init_call, one_hot_sum, scatter_call
+  if (m := one_hot_sum(call)) is None: return None
+  return scatter_call(m, hot_row(m), init_call(m, UOp.const(m.v.dtype, 0)))  # base + sum loses its base
+
+
 # ================================================================ linearize
 def _drop_int_cast_same_size(c: UOp, x: UOp) -> UOp | None:
   if c.dtype is x.dtype: return x
@@ -500,6 +524,13 @@ MUTANTS: list[Mutant] = [
          "a MAX accumulator starts at 0, not at the dtype's minimum"),
   Mutant("acc_init_once", PASS_RULE, "lower_reduce", "reduce_to_accumulator", _reduce_init_once,
          "the accumulator is initialized once, not in every iteration of the outer ranges"),
+  # scatter
+  Mutant("count_misses_one", PASS_RULE, "scatter", "reduce_count", _count_misses_one,
+         "a sum over the iterations where r > -R counts from -R, not from 1 - R: one iteration too many"),
+  Mutant("scatter_row_plus_k", PASS_RULE, "scatter", "one_hot_sum_to_scatter", _scatter_row_plus_k,
+         "the row of a one-hot mask o + k == x is taken as x + k, not x - k"),
+  Mutant("scatter_init_drops_base", PASS_RULE, "scatter", "one_hot_sum_to_scatter", _scatter_init_drops_base,
+         "a scatter-add into base + sum initializes its output to 0, losing the base"),
   # linearize
   Mutant("drop_sign_cast", PASS_RULE, "linearize", "drop_noop_cast", _drop_int_cast_same_size,
          "a CAST between integers of one width (int32 <-> uint32) is dropped as a no-op"),

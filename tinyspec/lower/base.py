@@ -51,6 +51,7 @@ class LowerOptions:
   opts: tuple | None = None        # optimize actions, e.g. (("split", axis, factor), ("unroll", axis), ("global", axis))
   backend: str = "c"               # c | opencl: which renderer the render pass uses
   int_dtype: DType | None = None   # what `index` becomes at linearize (None: int32 when bounds fit, else int64)
+  scatter: str = "atomic"          # atomic | dense: whether a one-hot sum over data indices becomes an atomic scatter-add
 
 
 class Tables(Mapping[str, PatternMatcher]):

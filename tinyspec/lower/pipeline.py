@@ -13,11 +13,12 @@ from tinyspec.lower.lower_reduce import LOWER_REDUCE
 from tinyspec.lower.optimize import OPTIMIZE
 from tinyspec.lower.rangeify import RANGEIFY
 from tinyspec.lower.render import RENDER
+from tinyspec.lower.scatter import SCATTER
 from tinyspec.lower.simplify import SIMPLIFY
 from tinyspec.spec import SpecError, verify
 from tinyspec.uop import UOp
 
-PASSES: list[Pass] = [CALLIFY, RANGEIFY, SIMPLIFY, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
+PASSES: list[Pass] = [CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
 
 
 class PassError(Exception):
