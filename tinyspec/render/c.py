@@ -63,7 +63,9 @@ class CRenderer(CStyleRenderer):
     self.helpers[f"ts_bits{bits}"] = BITS_TYPEDEF.format(w=bits)
     self.helpers[f"ts_atomic{bits}"] = PRIMITIVES.format(w=bits, s="l" if bits == 32 else "q")
 
-  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str) -> str:
+  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str, arg: bool) -> str:
+    # a declared buffer is one thread's copy (firstprivate) but still updated atomically: it costs little, and stays
+    # right should threads ever share it
     w = dt.bits
     self.atomic_primitives(w)
     if op is Ops.ADD and not dt.is_float: return f"ts_atomic_add{w}((ts_bits{w}*)({ptr}), (uint{w}_t)({v}));"

@@ -246,8 +246,9 @@ class CStyleRenderer:
     x = UOp.const(dt, 0)  # a stand-in operand: ADD and MAX are spelled from the operand strings and the dtype alone
     return self.render_alu(UOp(op, dt, (x, x)), [a, b])
 
-  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str) -> str:
-    """The statement that replaces the element at pointer ptr by op(element, v) in one indivisible step."""
+  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str, arg: bool) -> str:
+    """The statement that replaces the element at pointer ptr by op(element, v) in one indivisible step. arg: the
+    element is in a kernel argument's storage (a PARAM), not in a buffer the kernel declares."""
     raise RenderError(f"{self.lang} renderer has no rendering for ATOMIC")
 
   def atomic_dtype(self, u: UOp) -> DType:
@@ -343,7 +344,7 @@ class CStyleRenderer:
       elif op is Ops.ATOMIC:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
-        stmt = self.render_atomic(u.arg, self.atomic_dtype(u), f"&{p}", names[u.src[1]])
+        stmt = self.render_atomic(u.arg, self.atomic_dtype(u), f"&{p}", names[u.src[1]], storage_of(u.src[0].src[0]).op is Ops.PARAM)
         emit(stmt if gate is None else f"if ({gate}) {{ {stmt} }}")
       elif op in GroupOp.ALU or op in GroupOp.Cast:
         s = [names[x] for x in u.src]
