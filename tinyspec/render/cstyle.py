@@ -73,7 +73,7 @@ def var_symbol(name: str) -> str:
 
 
 def _trips(r: UOp) -> int:
-  """How many times a RANGE's body runs, at most (its bound's upper bound, 0 when it has none below zero)."""
+  """How many times a RANGE's body runs, at most: the upper bound of its bound (0 when that is no number or negative)."""
   hi = r.src[0].vmax if r.src else 0
   return max(int(hi), 0) if isinstance(hi, (int, float)) and not isinstance(hi, bool) else 0
 
