@@ -1,9 +1,10 @@
 """A renderer for C-like languages: one function per kernel, from a PROGRAM's LINEAR.
 
 Every node of the LINEAR becomes, in order, a local (`T vN = expr;`), a loop opening (RANGE), a closing brace
-(END), a store or a declaration (REG accumulators). Language specifics are class attributes and methods a subclass
+(END), a store, an atomic update or a declaration (REG accumulators). Language specifics are class attributes and methods a subclass
 overrides: type names, the function signature and kernel qualifiers, how a RANGE opens (a GLOBAL one in OpenCL is
-get_global_id), float math function names, bitcasts, and how signed integer arithmetic is made to wrap.
+get_global_id), float math function names, bitcasts, how signed integer arithmetic is made to wrap, and how an
+ATOMIC updates its element (render_atomic; the combining step is spelled by render_alu, so it means what the op means).
 
 Each op is spelled as tinyspec.ops.spelling says, and only on the dtypes its class admits (tinyspec.ops.classes).
 Where C leaves a point undefined the meaning is the registry's (tinyspec.ops.scalar): IDIV by 0 is 0, MOD by 0 is the
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.atomic import atomic_error
 from tinyspec.ops.classes import accepts, class_name
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.ops.spelling import BOOL_INFIX, INFIX, MATH_FN, PREFIX, WRAPPING
@@ -70,6 +72,38 @@ def var_symbol(name: str) -> str:
   return f"var_{check_identifier(name, 'variable name')}"
 
 
+def _trips(r: UOp) -> int:
+  """How many times a RANGE's body runs, at most: the upper bound of its bound (0 when that is no number or negative)."""
+  hi = r.src[0].vmax if r.src else 0
+  return max(int(hi), 0) if isinstance(hi, (int, float)) and not isinstance(hi, bool) else 0
+
+
+def parallel_ranges(linear: list[UOp], min_work: int = 0) -> dict[UOp, list[UOp]]:
+  """The GLOBAL ranges a renderer may run as parallel threads, each with the REG/LOCAL buffers declared before it
+  (each thread needs its own copy of those). A GLOBAL range's iterations are independent (kernel.thread_independent),
+  so one opened outside every other range qualifies, unless such a buffer is accessed after it closes (that access
+  would read one thread's copy, not what the loop left), or the loop runs fewer than min_work instructions in all
+  (starting and joining threads would cost more than the loop). Nested GLOBAL ranges run inside their thread."""
+  out: dict[UOp, list[UOp]] = {}
+  work: dict[UOp, int] = {}
+  closed: set[UOp] = set()
+  bufs: list[UOp] = []
+  open_: list[tuple[UOp, int]] = []  # the open ranges, outermost first, each with how often its body runs
+  for u in linear:
+    if open_ and open_[0][0] in work: work[open_[0][0]] += open_[-1][1]  # an instruction runs once per run of its block
+    if u.op is Ops.BUFFER: bufs.append(u)
+    elif u.op is Ops.RANGE:
+      if not open_ and u.arg.kind is AxisType.GLOBAL: out[u], work[u] = list(bufs), 0
+      open_.append((u, (open_[-1][1] if open_ else 1) * _trips(u)))
+    elif u.op is Ops.END:
+      closed.update(r for r in u.src[1:] if r in out)
+      open_ = [o for o in open_ if o[0] not in u.src[1:]]
+    elif u.op in (Ops.LOAD, Ops.STORE, Ops.ATOMIC) and u.src and u.src[0].op is Ops.INDEX:
+      base = storage_of(u.src[0].src[0])
+      for r in [r for r in closed if base in out.get(r, ())]: del out[r]
+  return {r: b for r, b in out.items() if work[r] >= min_work}
+
+
 class CStyleRenderer:
   lang = "c"
   kernel_qualifier = ""                  # e.g. "__kernel " in OpenCL
@@ -80,6 +114,10 @@ class CStyleRenderer:
   wrap_via_unsigned = False
   headers: tuple[str, ...] = ()
   infinity, nan = "INFINITY", "NAN"
+  # the line that makes the loop after it run its iterations as parallel threads (None: every range is a loop), and
+  # the fewest instructions a loop runs in all for it to be worth threads
+  parallel_pragma: str | None = None
+  parallel_min_work = 0
 
   # ---- overridable language bits ----
   def type_name(self, dt: DType) -> str:
@@ -114,6 +152,12 @@ class CStyleRenderer:
     """The line that opens a RANGE's block (exactly one `{`). C runs GLOBAL ranges as loops too."""
     t = self.type_name(u.dtype)
     return f"for ({t} {var} = 0; {var} < {bound}; {var}++) {{"
+
+  def render_parallel(self, private: list[str]) -> str:
+    """The line before a loop that runs as parallel threads, each with its own copy of the buffers `private` (copied
+    from the ones declared before the loop, so what the kernel stored there before it is there in every thread)."""
+    assert self.parallel_pragma is not None
+    return self.parallel_pragma + (f" firstprivate({', '.join(private)})" if private else "")
 
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
     fn = f"ts_bitcast_{src.name}_{dst.name}"
@@ -196,6 +240,26 @@ class CStyleRenderer:
     if op in MATH_FN: return f"{self.float_fn(MATH_FN[op], dt)}({s[0]})"
     raise RenderError(f"{op.name} on {dt.name} has no rendering")
 
+  # ---- atomic updates ----
+  def combine(self, op: Ops, dt: DType, a: str, b: str) -> str:
+    """op(a, b) on dt as render_alu spells it: what an atomic update stores is what the op means elementwise."""
+    x = UOp.const(dt, 0)  # a stand-in operand: ADD and MAX are spelled from the operand strings and the dtype alone
+    return self.render_alu(UOp(op, dt, (x, x)), [a, b])
+
+  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str, arg: bool) -> str:
+    """The statement that replaces the element at pointer ptr by op(element, v) in one indivisible step. arg: the
+    element is in a kernel argument's storage (a PARAM), not in a buffer the kernel declares."""
+    raise RenderError(f"{self.lang} renderer has no rendering for ATOMIC")
+
+  def atomic_dtype(self, u: UOp) -> DType:
+    """The element dtype an ATOMIC updates, when it can be updated atomically with its op; RenderError else."""
+    idx = u.src[0] if u.src else None
+    if idx is None or idx.op is not Ops.INDEX or len(u.src) < 2: raise RenderError("ATOMIC of something that is not an INDEX and a value")
+    dt = storage_of(idx.src[0]).dtype
+    if u.src[1].dtype is not dt: raise RenderError(f"ATOMIC of a {u.src[1].dtype.name} value into {dt.name} storage")
+    if (why := atomic_error(u.arg, dt)) is not None: raise RenderError(f"ATOMIC: {why}")
+    return dt
+
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
     if dst.is_bool: return f"({x} != 0)"
     if src.is_float and dst.kind in "iu":
@@ -213,6 +277,8 @@ class CStyleRenderer:
     """The source of one kernel: prelude, helpers it needs, then the function, with one parameter per entry of params."""
     check_identifier(name)
     self.helpers: dict[str, str] = {}
+    self.atomics = {(u.arg, self.atomic_dtype(u)) for u in linear if u.op is Ops.ATOMIC}  # the prelude may need them
+    parallel = parallel_ranges(linear, self.parallel_min_work) if self.parallel_pragma else {}
     names: dict[UOp, str] = {}
     lines: list[str] = []
     depth = 1
@@ -256,6 +322,7 @@ class CStyleRenderer:
         names[u] = "<index>"
       elif op is Ops.RANGE:
         names[u] = fresh("ridx")
+        if u in parallel: emit(self.render_parallel([names[b] for b in parallel[u]]))
         emit(self.render_range(u, names[u], names[u.src[0]], nglobal if u.arg.kind is AxisType.GLOBAL else -1))
         if u.arg.kind is AxisType.GLOBAL: nglobal += 1
         depth += 1
@@ -274,6 +341,11 @@ class CStyleRenderer:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
         emit(f"{p} = {names[u.src[1]]};" if gate is None else f"if ({gate}) {p} = {names[u.src[1]]};")
+      elif op is Ops.ATOMIC:
+        p, gate = ptr(u.src[0])
+        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
+        stmt = self.render_atomic(u.arg, self.atomic_dtype(u), f"&{p}", names[u.src[1]], storage_of(u.src[0].src[0]).op is Ops.PARAM)
+        emit(stmt if gate is None else f"if ({gate}) {{ {stmt} }}")
       elif op in GroupOp.ALU or op in GroupOp.Cast:
         s = [names[x] for x in u.src]
         if op is Ops.CAST: expr = self.render_cast(s[0], u.src[0].dtype, u.dtype)

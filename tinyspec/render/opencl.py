@@ -5,15 +5,44 @@ leaves signed overflow undefined, so signed add/sub/mul/neg run in the unsigned 
 are masked to the width as the evaluator defines them; float -> int casts are convert_<T>_sat_rtz, which truncates,
 saturates and maps NaN to 0 exactly as the evaluator does; float contraction is off so a*b+c rounds twice.
 Bool buffers are uchar in kernel signatures (OpenCL forbids bool kernel arguments); bool values are 0 or 1.
+
+An ATOMIC on a kernel argument's storage is an OpenCL atomic: atomic_add / atomic_max on 32-bit integers (core since
+OpenCL 1.1), atom_add / atom_max on 64-bit ones (cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics), integer
+ADD on the unsigned twin so it wraps as two's complement; float ADD and MAX are a compare-and-swap loop on the
+element's bits (atomic_cmpxchg on as_uint, atom_cmpxchg on as_ulong for float64, which needs cl_khr_fp64 as well)
+computing op(old, v) as render_alu spells it; comparing bits, a NaN element never makes it spin and -0.0 is replaced
+by 0.0. `atomic_extensions` names the extensions a kernel's atomics need; the runtime checks them on the device. A
+buffer the kernel declares is private to its work item in OpenCL C, so an ATOMIC there is a plain update.
 """
 from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.atomic import atomic_error
 from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, register
 from tinyspec.render.program import kernel_source
-from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 MAX_DIMS = 3  # get_global_id dimensions OpenCL guarantees
+
+
+def atomic_extensions(op: Ops, dt: DType) -> tuple[str, ...]:
+  """The OpenCL extensions an atomic update of global dt elements with op needs (32-bit integer atomics are core)."""
+  if dt.bits == 32: return ()
+  base = ("cl_khr_int64_base_atomics",)
+  if dt.is_float: return ("cl_khr_fp64", *base)  # a compare-and-swap of the ulong bits
+  return ("cl_khr_int64_extended_atomics",) if op is Ops.MAX else base
+
+
+def kernel_atomic_extensions(linear: UOp) -> dict[str, list[str]]:
+  """Extension -> the atomic updates of the kernel (as "int64 MAX") that need it, for the ATOMICs on argument storage."""
+  out: dict[str, list[str]] = {}
+  for u in linear.src:
+    if u.op is not Ops.ATOMIC or not u.src or u.src[0].op is not Ops.INDEX: continue
+    if storage_of(u.src[0].src[0]).op is not Ops.PARAM: continue  # a declared buffer: a plain update, no extension
+    dt = storage_of(u.src[0].src[0]).dtype
+    if atomic_error(u.arg, dt) is not None: continue  # the renderer says why
+    for ext in atomic_extensions(u.arg, dt): out.setdefault(ext, []).append(f"{dt.name} {u.arg.name}")
+  return {k: list(dict.fromkeys(v)) for k, v in out.items()}
 
 
 def _loop_ranges_open(linear: UOp) -> list[tuple[UOp, frozenset[UOp]]]:
@@ -38,10 +67,11 @@ def global_dims(linear: UOp) -> dict[UOp, int]:
   for u, open_ in walk:
     if u.op in (Ops.RANGE, Ops.SPECIAL) and not seen_store and open_ <= set(cands) and u.src[0].op is Ops.CONST and len(cands) < MAX_DIMS:
       if u.op is Ops.SPECIAL or u.arg.kind is AxisType.GLOBAL: cands.append(u)
-    if u.op is Ops.STORE: seen_store = True
+    if u.op in GroupOp.Writes: seen_store = True
   keep = set(cands)
   for u, open_ in walk:
-    if u.op is Ops.STORE and not _is_reg(u.src[0]): keep &= open_ | {c for c in cands if c.op is Ops.SPECIAL}
+    # an atomic update writes global memory as a store does: outside a dimension every work item would repeat it
+    if u.op in GroupOp.Writes and not _is_reg(u.src[0]): keep &= open_ | {c for c in cands if c.op is Ops.SPECIAL}
   specials = [c for c in cands if c.op is Ops.SPECIAL]
   if any(s not in keep for s in specials): raise ValueError("a SPECIAL thread index does not enclose every global store")
   # the innermost range is dimension 0, the one work items run along in step (and PoCL vectorizes over): neighbouring
@@ -71,6 +101,7 @@ class OpenCLRenderer(CStyleRenderer):
   def __init__(self) -> None:
     self.dims: dict[UOp, int] = {}
     self.fp64 = False
+    self.extensions: list[str] = []
 
   def scalar_name(self, dt: DType) -> str: return dt.clname
 
@@ -98,12 +129,40 @@ class OpenCLRenderer(CStyleRenderer):
     return super().render_cast(x, src, dst)
 
   def prelude(self) -> list[str]:
-    return (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if self.fp64 else []) + ["#pragma OPENCL FP_CONTRACT OFF"]
+    exts = (["cl_khr_fp64"] if self.fp64 else []) + [e for e in self.extensions if e != "cl_khr_fp64"]
+    return [f"#pragma OPENCL EXTENSION {e} : enable" for e in exts] + ["#pragma OPENCL FP_CONTRACT OFF"]
+
+  def render_atomic(self, op: Ops, dt: DType, ptr: str, v: str, arg: bool) -> str:
+    if not arg: return f"*({ptr}) = {self.combine(op, dt, f'*({ptr})', v)};"  # the work item's own array: no one else sees it
+    wide = dt.bits == 64
+    if not dt.is_float:
+      # ADD on the unsigned twin wraps as two's complement; MAX compares in the element's own signedness
+      t = self.type_name(dt if op is Ops.MAX else dtypes.uint64 if wide else dtypes.uint32)
+      fn = ("atom_" if wide else "atomic_") + op.name.lower()
+      return f"{fn}((volatile __global {t}*)({ptr}), as_{t}({v}));"
+    t, bits = self.type_name(dt), self.type_name(dtypes.uint64 if wide else dtypes.uint32)
+    cas = "atom_cmpxchg" if wide else "atomic_cmpxchg"
+    fn = f"ts_atomic_{op.name.lower()}_{dt.name}"
+    # compare-and-swap until the element still held what op combined with v; nothing to store when op leaves it as it is
+    self.helpers[fn] = "\n".join([
+      f"void {fn}(volatile __global {t}* p, {t} v) {{",
+      f"  volatile __global {bits}* q = (volatile __global {bits}*)p;",
+      f"  {bits} old = *q, prev, upd;",
+      "  do {",
+      "    prev = old;",
+      f"    {t} a = as_{t}(prev);",
+      f"    upd = as_{bits}({self.combine(op, dt, 'a', 'v')});",
+      "    if (upd == prev) return;",
+      f"    old = {cas}(q, prev, upd);",
+      "  } while (old != prev);",
+      "}"])
+    return f"{fn}({ptr}, {v});"
 
   def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
     lin = UOp(Ops.LINEAR, src=tuple(linear))
     self.dims = global_dims(lin)
     self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params)
+    self.extensions = list(kernel_atomic_extensions(lin))
     return super().render(name, linear, params)
 
 

@@ -12,6 +12,11 @@ before it is loaded (an object without one, or with another, is compiled again).
 
 where root is a tensor graph (lowered here with backend "c"), a kernel graph (run through the kernel passes), or
 a kernel graph whose CALL bodies are already rendered C PROGRAMs.
+
+A kernel's outermost GLOBAL loop runs as OpenMP threads where the compiler has OpenMP (openmp_flags: gcc with
+libgomp; clang only with libomp installed, else it runs the loop in one thread; never tcc). Idle OpenMP threads sleep
+(OMP_WAIT_POLICY=PASSIVE unless set), and their pool is freed before this process forks: libgomp's pool does not
+survive a fork, and a forked child (a fuzz worker) that ran a parallel loop with the parent's pool would hang.
 """
 from __future__ import annotations
 
@@ -36,6 +41,10 @@ from tinyspec.render.cstyle import check_identifier, renamed_apart
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, UOp
 
+# read by the OpenMP runtime when the first object linking it loads: idle threads block instead of spinning, so the
+# threads of parallel test workers and fuzz workers do not take each other's cores between kernels
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # -ffp-contract=off: a*b+c must round twice, as the evaluator computes it
 COMPILERS: dict[str, tuple[str, ...]] = {
   # gcc 12's loop vectorizer reorders overlapping stores of last-write-wins loop nests: off, so C's order holds
@@ -44,6 +53,8 @@ COMPILERS: dict[str, tuple[str, ...]] = {
   "tcc": ("-shared", "-fPIC"),  # tcc does not optimize, so signed arithmetic already wraps
 }
 LINK_FLAGS: tuple[str, ...] = ("-lm",)
+# what makes `#pragma omp parallel for` run threads, where the compiler can link an OpenMP runtime (probed once)
+OPENMP_FLAGS: dict[str, tuple[str, ...]] = {"gcc": ("-fopenmp",), "clang": ("-fopenmp",)}
 DEFAULT_COMPILER = os.environ.get("TINYSPEC_CC", "gcc")
 
 
@@ -72,6 +83,50 @@ def fastest_compiler() -> str | None:
   """The known compiler on PATH that compiles fastest (None when there is none): what a fuzz campaign compiles with."""
   found = available_compilers()
   return next((c for c in FASTEST_FIRST if c in found), None)
+
+
+_openmp: dict[str, bool] = {}
+OPENMP_PROBE = "int ts_probe(int n) { int s = 0;\n#pragma omp parallel for reduction(+:s)\nfor (int i = 0; i < n; i++) s += i;\nreturn s; }\n"
+
+
+def openmp_flags(compiler: str) -> tuple[str, ...]:
+  """The flags that make compiler's objects run parallel loops as threads: () when it has none, or when it cannot
+  build and link an OpenMP object here (clang without libomp), so its kernels run their loops in one thread."""
+  flags = OPENMP_FLAGS.get(compiler, ())
+  if not flags: return ()
+  if compiler not in _openmp:
+    exe = shutil.which(compiler)
+    with tempfile.TemporaryDirectory(prefix="tinyspec-omp-") as tmp:
+      src = Path(tmp) / "probe.c"
+      src.write_text(OPENMP_PROBE)
+      try: ok = exe is not None and subprocess.run([exe, *COMPILERS[compiler], *flags, "-o", str(Path(tmp) / "probe.so"), str(src)],
+                                                   capture_output=True, timeout=120).returncode == 0
+      except (OSError, subprocess.SubprocessError): ok = False
+    _openmp[compiler] = ok
+  return flags if _openmp[compiler] else ()
+
+
+def compile_flags(compiler: str) -> tuple[str, ...]:
+  """Every flag compiler is run with (before the output, source and link flags)."""
+  return COMPILERS[compiler] + openmp_flags(compiler)
+
+
+_pause: list[Callable[[], int]] = []
+
+
+def _free_openmp_threads() -> None:
+  for fn in _pause: fn()
+
+
+def _watch_openmp(lib: ctypes.CDLL) -> None:
+  """Once an object linking an OpenMP runtime is loaded, free that runtime's idle threads before every fork (OpenMP
+  5.0's omp_pause_resource_all): the child starts without a pool and makes its own on its first parallel loop."""
+  if _pause: return
+  try: fn = lib.omp_pause_resource_all
+  except AttributeError: return
+  fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+  _pause.append(lambda: fn(1))  # omp_pause_soft: the threads go, the runtime stays loaded
+  os.register_at_fork(before=_free_openmp_threads)
 
 
 _private_dir: list[Path] = []
@@ -126,7 +181,7 @@ _lock = threading.Lock()
 
 
 def _key(compiler: str, source: str) -> str:
-  flags = " ".join(COMPILERS[compiler] + LINK_FLAGS)
+  flags = " ".join(compile_flags(compiler) + LINK_FLAGS)
   return hashlib.sha256(f"{compiler}\0{flags}\0{source}".encode()).hexdigest()[:32]
 
 
@@ -145,7 +200,7 @@ def compile_source(source: str, compiler: str | None = None, use_disk_cache: boo
     src = Path(tmp) / "kernels.c"
     src.write_text(source)
     obj = Path(tmp) / "kernels.so"
-    proc = subprocess.run([exe, *COMPILERS[compiler], "-o", str(obj), str(src), *LINK_FLAGS], capture_output=True, text=True)
+    proc = subprocess.run([exe, *compile_flags(compiler), "-o", str(obj), str(src), *LINK_FLAGS], capture_output=True, text=True)
     if proc.returncode != 0 or not obj.exists(): raise CompileError(compiler, proc.stderr or proc.stdout or f"exit code {proc.returncode}", source)
     STATS.compiled += 1
     os.chmod(obj, 0o700)
@@ -164,6 +219,7 @@ def load_source(source: str, compiler: str | None = None) -> ctypes.CDLL:
       STATS.memory_hits += 1
       return lib
     lib = _libs[key] = ctypes.CDLL(str(compile_source(source, compiler)))
+    if openmp_flags(compiler): _watch_openmp(lib)
     return lib
 
 def compile_programs(prgs: list[UOp], compiler: str | None = None) -> dict[UOp, ctypes._CFuncPtr]:

@@ -24,6 +24,10 @@ class OpenCLUnavailable(RuntimeError):
   """No usable OpenCL platform or device (or pyopencl is missing); the message says why in one line."""
 
 
+class OpenCLUnsupported(RuntimeError):
+  """The device lacks an extension a kernel needs (64-bit atomics, say); raised before the kernel is built."""
+
+
 class OpenCLBuildError(RuntimeError):
   """A kernel did not compile. Carries the source and the compiler's build log."""
   def __init__(self, name: str, source: str, log: str):
@@ -54,8 +58,9 @@ def _open() -> dict[str, Any]:
     return _device
   dev = devices[0]
   ctx = cl.Context(devices=[dev])
-  _device.update(cl=cl, device=dev, context=ctx, queue=cl.CommandQueue(ctx), programs={},
-                 fp64="cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0)
+  fp64 = "cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0
+  _device.update(cl=cl, device=dev, context=ctx, queue=cl.CommandQueue(ctx), programs={}, fp64=fp64,
+                 extensions=frozenset(dev.extensions.split()) | ({"cl_khr_fp64"} if fp64 else set()))
   return _device
 
 
@@ -70,6 +75,17 @@ def _require() -> dict[str, Any]:
   d = _open()
   if "error" in d: raise OpenCLUnavailable(d["error"])
   return d
+
+
+def require_extensions(linear: UOp, name: str) -> None:
+  """OpenCLUnsupported naming what is missing when the device lacks an extension the atomic updates of a kernel's
+  LINEAR need: such a kernel is never built (a device may build it and update non-atomically, or fail later)."""
+  from tinyspec.render.opencl import kernel_atomic_extensions
+  d = _require()
+  missing = {e: what for e, what in kernel_atomic_extensions(linear).items() if e not in d["extensions"]}
+  if missing:
+    why = "; ".join(f"{', '.join(what)} atomic updates need {e}" for e, what in missing.items())
+    raise OpenCLUnsupported(f"kernel {name!r} cannot run on {d['device'].name}: {why}, which the device does not report")
 
 
 def build(source: str, name: str) -> Any:
@@ -188,6 +204,7 @@ class OpenCLRunner:
       a = args[u.arg.slot]
       if a.dtype != u.dtype.np or a.size != u.arg.size:
         raise ValueError(f"kernel {name}: arg {u.arg.slot} is {a.dtype}[{a.size}], PARAM wants {u.dtype.np}[{u.arg.size}]")
+    require_extensions(call.src[0].src[1], name)
     kern = build(text, name)
     linear = call.src[0].src[1].src
     is_var = [a.op in GroupOp.Variable for a in call.src[1:]]
