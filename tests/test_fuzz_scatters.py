@@ -63,3 +63,22 @@ def test_the_campaign_draws_scatter_cases():
   kinds = [case_for(0, i).features for i in range(400)]
   assert 5 <= sum("kind:scatter" in f for f in kinds) <= 60
   assert not any("kind:scatter" in case_for(0, i, {"kind:scatter": 0.0}).features for i in range(200))
+
+
+# ---- the campaign on scatter cases ----
+SCATTER_WEIGHTS = {"kind:scatter": 0.9}
+
+
+def test_a_campaign_on_scatter_cases_finds_nothing_in_the_reference_and_finds_a_broken_scatter(tmp_path):
+  import io
+  from fuzz.engine.campaign import CampaignConfig, run_campaign
+  from fuzz.testbed.mutants import MUTANTS_BY_NAME
+  # bounded by cases, not time; the seconds are a backstop
+  ref = run_campaign(CampaignConfig(seconds=600, seed=3, workers=0, corpus=str(tmp_path / "ref"), max_cases=24, weights=SCATTER_WEIGHTS,
+                                    backends=("reference", "cpu"), cc="gcc"), io.StringIO())
+  assert ref.cases == 24 and [f.signature for f in ref.findings] == []
+  m = MUTANTS_BY_NAME["scatter_row_plus_k"]
+  s = run_campaign(CampaignConfig(seconds=600, seed=3, workers=0, corpus=str(tmp_path / "m"), max_cases=24, weights=SCATTER_WEIGHTS,
+                                  passes=m.pipeline(), prove_changed=False, reduce_seconds=20,
+                                  stop_when=lambda r: r.signature[1:] == ("scatter", m.rule)), io.StringIO())
+  assert any(f.signature[1:] == ("scatter", m.rule) for f in s.findings), [f.signature for f in s.findings]
