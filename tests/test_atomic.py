@@ -12,7 +12,7 @@ from tinyspec.ops import atomic, scalar
 from tinyspec.semantics import kernel as kernel_eval
 from tinyspec.semantics.graph import evaluate
 from tinyspec.semantics.kernel import evaluate_kernel
-from tinyspec.uop import AddrSpace, AxisType, Ops, RangeArg, UOp, kernel_calls
+from tinyspec.uop import AddrSpace, AxisType, Ops, RangeArg, UOp, kernel_calls, walk
 
 IDX = dtypes.index
 
@@ -233,3 +233,47 @@ def test_atomic_kernel_survives_the_python_round_trip():
   from tinyspec.pyrender import render_module
   k = scatter_kernel(dtypes.float32, Ops.MAX, 10, 3)
   assert read_graph(render_module(k)) is k
+
+
+def test_an_atomic_keeps_the_order_its_folded_value_carried():
+  # out[0] = 5, then out[0] += (out[0] & 0) + 3: the load that ordered the update after the store folds away, so simplify
+  # pins the order on the update's target (lower.ordering), as it does for a STORE; the result stays 8, never 5
+  from tinyspec.lower.simplify import SIMPLIFY
+  out = UOp.param(0, dtypes.int32, 1)
+  zero = UOp.const(IDX, 0)
+  st = out.index(zero).store(UOp.const(dtypes.int32, 5))
+  v = (out.after(st).index(zero).load() & UOp.const(dtypes.int32, 0)) + UOp.const(dtypes.int32, 3)
+  body = UOp(Ops.SINK, src=(UOp(Ops.GROUP, src=(st, out.index(zero).atomic(Ops.ADD, v))),))  # ordered by v's load alone
+  new = lower(body, passes=[SIMPLIFY])["simplify"]
+  upd = next(u for u in walk((new,)) if u.op is Ops.ATOMIC)
+  assert upd.src[1].op is Ops.CONST and upd.src[0].src[0].op is Ops.AFTER and st in upd.src[0].src[0].src
+  got = np.zeros(1, np.int32)
+  evaluate_kernel(new, [got])
+  assert got[0] == 8
+
+
+def test_an_atomic_runs_once_per_iteration_of_the_loops_it_is_placed_in():
+  # out[d] += 1 for r < 13, d < 2: the update's index does not use r, its target is placed in r (AFTER(out, r)); run
+  # vectorized or in order, every one of the 13 * 2 runs adds
+  r, d = grange(13, 0, AxisType.LOOP), grange(2, 1, AxisType.LOOP)
+  out = UOp.param(0, dtypes.uint64, 2)
+  upd = out.after(r).index(d).atomic(Ops.ADD, UOp.const(dtypes.uint64, 1))
+  k = UOp(Ops.SINK, src=(upd.end(r, d),))
+  assert check(k, Stage.KERNEL) == []
+  got = np.zeros(2, np.uint64)
+  evaluate_kernel(k, [got])
+  np.testing.assert_array_equal(got, [13, 13])
+  s = UOp(Ops.SPECIAL, IDX, (UOp.const(IDX, 64),), "gidx0")
+  per_thread = UOp(Ops.SINK, src=(UOp.param(0, dtypes.int32, 1).after(s).index(UOp.const(IDX, 0)).atomic(Ops.ADD, UOp.const(dtypes.int32, 2)),))
+  one = np.zeros(1, np.int32)
+  evaluate_kernel(per_thread, [one])
+  assert one[0] == 128
+
+
+def test_an_atomic_depends_on_every_range_it_runs_in():
+  # without the placement the update would run once for all of r where linearize puts it: the spec rejects the form
+  r, d = grange(13, 0, AxisType.LOOP), grange(2, 1, AxisType.LOOP)
+  out = UOp.param(0, dtypes.uint64, 2)
+  k = UOp(Ops.SINK, src=(out.index(d).atomic(Ops.ADD, UOp.const(dtypes.uint64, 1)).end(r, d),))
+  vs = assert_breaks_exactly(k, Stage.KERNEL, {"kernel.atomic_ranges"})
+  assert "axis 0" in vs[0].message

@@ -216,3 +216,14 @@ def test_the_frontend_scatter_reduce_sum_is_a_scatter(dim):
   assert len(atomics(stages["linearize"])) == 1
   got = evaluate(stages["linearize"], inputs_of(root))[0]
   np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_constant_hot_index_adds_every_position():
+  # x folded to a constant (every position hits one row): the scatter's update no longer depends on its positions'
+  # range, and is placed in it so each position still adds (found by the fuzzer as a reduced case)
+  root, inputs, _ = one_hot_graph(dtypes.int64, B=100, x_of=lambda x: UOp.const(dtypes.int32, 3),
+                                  value_of=lambda o, d, b, g: UOp.const(dtypes.int64, 2))
+  stages, got = run_all(root, inputs)
+  assert len(atomics(stages["scatter"])) == 1
+  for name, res in got.items(): np.testing.assert_array_equal(res, got["input"], err_msg=name)
+  assert (got["input"].reshape(10, 4)[3] == 200).all()

@@ -1,4 +1,4 @@
-"""The order a value rewrite must keep: a STORE whose value reads storage AFTER some effects runs after them.
+"""The order a value rewrite must keep: a STORE (or ATOMIC) whose value reads storage AFTER some effects runs after them.
 
 That order is carried only by the loads in the store's value. When simplify folds the value, those loads can vanish
 (`acc | 0xFFFF` is 0xFFFF for uint16) and the store would be free to run before the effects it followed, e.g. an
@@ -9,7 +9,7 @@ keeps the loads leaves the graph as it was and one that drops them keeps the ord
 from __future__ import annotations
 
 from tinyspec.rewrite import PatternMatcher, UPat
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp
 
 
 def chain_deps(s: UOp) -> list[UOp]:
@@ -44,11 +44,12 @@ def _unpin(s: UOp, v: UOp, st: UOp) -> UOp | None:
 
 
 _target = UPat(Ops.INDEX, name="t", allow_any_len=True)
+_WRITES = tuple(GroupOp.Writes)
 pm_pin_order = PatternMatcher([
-  ("pin_order", UPat(Ops.STORE, src=(_target, UPat.var("v")), allow_any_len=True, name="st"), _pin),
+  ("pin_order", UPat(_WRITES, src=(_target, UPat.var("v")), allow_any_len=True, name="st"), _pin),
 ], name="pm_pin_order")
 pm_unpin_order = PatternMatcher([
-  ("unpin_order", UPat(Ops.STORE, src=(UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat.var("s"),), allow_any_len=True),),
+  ("unpin_order", UPat(_WRITES, src=(UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat.var("s"),), allow_any_len=True),),
                                             allow_any_len=True), UPat.var("v")), allow_any_len=True, name="st"), _unpin),
 ], name="pm_unpin_order")
 

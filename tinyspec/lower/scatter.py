@@ -48,7 +48,7 @@ from tinyspec.ops.atomic import ATOMIC_DTYPES
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.spec.kernel import injective_in
-from tinyspec.uop import AxisType, GroupOp, Ops, RangeArg, UOp, is_kernel_call, storage_of, substitute, walk
+from tinyspec.uop import AxisType, GroupOp, Ops, RangeArg, UOp, is_kernel_call, open_ranges, storage_of, substitute, walk
 
 
 INJECTIVE_LIMIT = 1 << 20  # the longest output range whose store index is checked injective (one step per iteration)
@@ -233,8 +233,12 @@ def scatter_call(m: OneHotSum, t: UOp, init: UOp) -> UOp:
   gate = (UOp.const(dtypes.index, -1) < t) & (t < m.o.src[0])
   loops = {r: r.replace(arg=RangeArg(r.arg.axis, AxisType.LOOP)) for r in m.rr}
   v = m.v.src[0].load(UOp.const(m.v.dtype, 0), gate) if m.gated_load else m.v  # a load gated as it was
+  ranges = (*(loops[r] for r in m.rr), *(r for r in m.outs if r is not m.o))
   upd = substitute(m.idx.src[0].index(substitute(m.idx.src[1], {m.o: t})).atomic(Ops.ADD, v, gate), loops)
-  body = UOp(Ops.SINK, src=(upd.end(*(loops[r] for r in m.rr), *(r for r in m.outs if r is not m.o)),))
+  # every position adds once: an update that does not depend on a range it runs in is placed in it (kernel.atomic_ranges)
+  if missing := [r for r in ranges if r not in open_ranges(upd)]:
+    upd = upd.replace(src=(upd.src[0].replace(src=(upd.src[0].src[0].after(*missing), *upd.src[0].src[1:])), *upd.src[1:]))
+  body = UOp(Ops.SINK, src=(upd.end(*ranges),))
   return m.call.replace(src=(body, m.call.src[1].after(init), *m.call.src[2:]))
 
 

@@ -287,11 +287,12 @@ class KernelEval(LoopAnalysis):
     cell.data[at] = val
     return None
 
-  def _written(self, u: UOp, p: Ptr, gate: LArr | None, value: LArr) -> tuple[tuple, np.ndarray]:
+  def _written(self, u: UOp, p: Ptr, gate: LArr | None, value: LArr, every: tuple[int, ...] = ()) -> tuple[tuple, np.ndarray]:
     """(where in p's cell, values) of a write of value through p for every iteration now running where gate holds, its
-    indices checked in bounds: the copy axes of the cell and the element index, each flat over the iterations."""
+    indices checked in bounds: the copy axes of the cell and the element index, each flat over the iterations. A write
+    is listed once per iteration of the axes it depends on, and of the axes `every` besides."""
     cell = p.cell
-    axes = union_axes(cell.labels, p.idx.axes, value.axes, gate.axes if gate is not None else ())
+    axes = union_axes(cell.labels, p.idx.axes, value.axes, gate.axes if gate is not None else (), every)
     shape = self._shape(axes)
     idx = np.broadcast_to(p.idx.to(axes), shape)
     g = np.broadcast_to(gate.to(axes), shape) if gate is not None else None
@@ -310,7 +311,8 @@ class KernelEval(LoopAnalysis):
     if len(u.src) == 3: gate = self._and(gate, self._val(u, u.src[2]))
     if u.src[1].dtype.np != cell.data.dtype: raise EvalError(u, f"updates storage of numpy dtype {cell.data.dtype} with {u.src[1].dtype.name}")
     if (why := atomic.atomic_error(u.arg, u.src[1].dtype)) is not None: raise EvalError(u, why)
-    at, val = self._written(u, p, gate, value)
+    # one update per iteration of every vectorized loop and thread it runs in, whatever it depends on: each adds
+    at, val = self._written(u, p, gate, value, union_axes(tuple(self.vec), self.threads))
     atomic.apply(u.arg, u.src[1].dtype, cell.data, at, val)
     return None
 

@@ -492,6 +492,26 @@ def range_closed(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out
 
 
+@rule("kernel.atomic_ranges", "An ATOMIC depends on every RANGE of the ENDs around it (through its index, value, gate, or an AFTER of its "
+      "target placed in the RANGE). An END runs its effect once per iteration, and a STORE that no iteration changes may run once "
+      "for all of them, as linearize places it; an atomic update may not, since each run adds to the element.")
+def atomic_ranges(u: UOp, cx: Ctx) -> list[Finding] | None:
+  out: list[Finding] = []
+  seen: set[tuple[UOp, frozenset]] = set()
+  stack: list[tuple[UOp, tuple[int, ...], frozenset]] = [(s, (i,), frozenset()) for i, s in enumerate(u.src)]
+  while stack:
+    x, path, around = stack.pop()
+    if (x, around) in seen: continue
+    seen.add((x, around))
+    if x.op is Ops.ATOMIC and (miss := around - open_ranges(x)):
+      axes = ", ".join(sorted(range_name(r) for r in miss))
+      out.append((path, x, "kernel.atomic_ranges", f"ATOMIC under an END over RANGE {axes} does not depend on it; at {cx.sname} an "
+                  "atomic update depends on every RANGE it runs in (place its target in the RANGE: INDEX(AFTER(storage, RANGE), idx))"))
+    elif x.op is Ops.END and x.src: stack.append((x.src[0], path + (0,), around | frozenset(r for r in x.src[1:] if r.op is Ops.RANGE)))
+    elif x.op is Ops.GROUP: stack.extend((s, path + (i,), around) for i, s in enumerate(x.src))
+  return out or None
+
+
 @rule("kernel.range_axis_unique", "Within one kernel, one RANGE node per axis id (two RANGEs with the same axis are two loops with one name).")
 def range_axis_unique(u: UOp, cx: Ctx) -> list[Finding] | None:
   ranges = [r for r in body_nodes(u) if r.op is Ops.RANGE and hasattr(r.arg, "axis")]
@@ -534,7 +554,7 @@ KERNEL_TABLE = table(
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
-  (Ops.SINK, (sink_effects, range_closed, range_axis_unique, thread_independent)),
+  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
   ((Ops.CONST, Ops.PARAM), ()),
