@@ -1,7 +1,7 @@
 """scatter (KERNEL -> KERNEL): a one-hot sum whose hot index is data becomes a scatter-add through ATOMICs.
 
 The pass runs three steps, each a table:
-  pm_count       a sum over one range of WHERE(a < b, t, f), a and b linear in the range with coefficient 1, t and f free
+  pm_count       a sum over one range of WHERE(a < b, t, f), b - a linear in the range with coefficient 1 or -1, t and f free
                  of it, is the count of iterations the condition holds for: f * n + (t - f) * count (integers: REDUCE ADD
                  wraps as this product does). The frontend's arange (a prefix sum of a constant) folds to its index.
   pm_inline      a kernel that stores into a buffer f(r) of its one range r alone (no load, no reduce: an arange) is
@@ -20,10 +20,13 @@ points. The rule `one_hot_sum_to_scatter` rewrites a kernel CALL of the form
 (base optional, either operand order of the ADD and of the CMPEQ; o' is the output RANGE o, possibly plus a constant k
 and cast to an integer dtype that holds it exactly) into two kernel CALLs run one after the other:
 
-  init:    SINK(END(STORE(INDEX(PARAM 0, e(o, rest)), base), o, rest...))
+  init:    SINK(END(STORE(INDEX(PARAM 0, e(o, rest)), base or 0), o, rest...))
   scatter: SINK(END(ATOMIC(ADD, INDEX(PARAM 0, e(t, rest)), v, 0 <= t < bound(o)), rr..., rest...))   t = index(x) - k
 
-The scatter kernel's slot 0 is AFTER(out, init), so it runs after the init. It is the same sum: each out element is
+The scatter kernel's slot 0 is AFTER(out, init), so it runs after the init. Its reduce ranges become LOOP ranges, and
+an update that does not depend on one of its ranges (a constant x or v) has its target placed in it, AFTER(PARAM 0,
+range), since every position adds (kernel.atomic_ranges). A value the simplifier wrote as a LOAD gated by the mask
+becomes that LOAD gated by 0 <= t < bound(o). It is the same sum: each out element is
 base plus the v(r) of exactly the r whose x(r) - k is its o, and an x(r) - k outside [0, bound) lands nowhere, as no o
 equals it. The rule applies only where that reasoning holds: e is injective over (o, rest) (each element stored once,
 shown by tinyspec.spec.kernel.injective_in per range), x and v do not depend on o, base does not depend on the reduce

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
 from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, dtype_passthrough, free_vars, param_dtype, param_outside,
                                   param_size, param_slot, storage_base, var_dtype, what)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call
 
 # a BIND's own sources (its DEFINE_VAR and CONST) are checked as kernel values (spec/engine.py): only the BIND stands in the graph
 KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY, Ops.BIND, Ops.DEFINE_VAR})
@@ -70,20 +70,6 @@ def body_stage(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("kgraph.one_device", "A kernel CALL runs on one device: every storage arg (BUFFER, PARAM, or AFTER of one) is on the same device. A "
-      "COPY call is what moves storage between devices.")
-def one_device(u: UOp, cx: Ctx) -> str | None:
-  if body_kind(u.src[0]) not in ("kernel", "program"): return None
-  devs: dict[str, int] = {}
-  for k, a in enumerate(u.src[1:]):
-    base = storage_of(a)
-    if base.op in GroupOp.Storage and isinstance(d := getattr(base.arg, "device", None), str): devs.setdefault(d, k)
-  if len(devs) < 2: return None
-  (d0, k0), (d1, k1) = sorted(devs.items(), key=lambda x: x[1])[:2]
-  return (f"kernel CALL arg {k0} is on {d0} and arg {k1} on {d1}; at {cx.sname} a kernel runs on one device (COPY moves storage "
-          "between devices)")
-
-
 @rule("kgraph.call_arg_storage", "Kernel-graph CALL args are storage (BUFFER, PARAM, or AFTER of one) or variables (a BIND, or a DEFINE_VAR "
       "passed on): never a view, never a computed value.")
 def call_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
@@ -139,8 +125,7 @@ def kgraph_table() -> Table:
   return table(
     (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
     (Ops.SINK, [sink_entry, bind_one_value]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
-    (Ops.CALL, (call_body, body_stage, call_arg_storage, one_device, call_vars, param_slot, param_size, param_dtype, precompiled_body,
-                precompiled_entry)),
+    (Ops.CALL, (call_body, body_stage, call_arg_storage, call_vars, param_slot, param_size, param_dtype, precompiled_body, precompiled_entry)),
     (Ops.DEFINE_VAR, [var_dtype]), (Ops.BIND, (bind_form, bind_in_bounds)),
     (Ops.COPY, (copy_body, dtype_passthrough)),
     (GroupOp.Movement, [no_movement]), ((Ops.TUPLE, Ops.GETTUPLE), [no_tuple]),
