@@ -209,3 +209,14 @@ def test_logsumexp_and_softmax_detach_the_shift_as_tinygrad() -> None:
   from tinyspec.uop import Ops
   for t in (Tensor(X).logsumexp(1), Tensor(X).softmax(), Tensor(X).log_softmax()):
     assert Ops.DETACH in {u.op for u in t.uop.toposort()}
+
+
+def test_softmax_of_bools_is_the_softmax_of_zeros_and_ones() -> None:
+  # tinygrad 0.14 gives it (through its bool subtraction); the IR's SUB takes no bool, so the frontend computes in float32
+  from tinyspec.frontend import Tensor
+  x = np.array([[True, False, True], [False, False, False]])
+  f = x.astype(np.float64)
+  e = np.exp(f - f.max(1, keepdims=True))
+  for got, want in ((Tensor(x).softmax(1), e / e.sum(1, keepdims=True)), (Tensor(x).log_softmax(1), np.log(e / e.sum(1, keepdims=True)))):
+    assert got.dtype.name == "float32"
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)

@@ -99,6 +99,9 @@ def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
 
 
 def _softmax(x: Tensor, axis: int, dtype: DType | None) -> tuple[Tensor, Tensor, Tensor]:
+  # bools are 0 and 1: tinygrad 0.14's bool subtraction (a or not b) happens to give the softmax of those, which the IR's
+  # SUB (it takes no bool) gives from float32
+  if x.dtype.is_bool: x = x.cast(dtypes.float32)
   m = x - x.max(axis, keepdim=True).detach()
   if dtype is not None: m = m.cast(dtype)
   e = m.exp()
