@@ -60,6 +60,7 @@ class GroupOp:
   Call = frozenset({Ops.CALL, Ops.TUPLE, Ops.GETTUPLE})
   Effect = frozenset({Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.END})  # what a GROUP may hold
   Writes = frozenset({Ops.STORE, Ops.ATOMIC})  # the effects that write memory: a plain store and an atomic update
+  Access = Writes | {Ops.LOAD}  # the nodes that touch memory through an INDEX
   AtomicOps = frozenset({Ops.ADD, Ops.MAX})  # the ops an ATOMIC may combine with
   Order = frozenset({Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
   RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.ATOMIC})  # kernel-body ops

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import GroupOp, Ops
+from tinyspec.uop import GroupOp, Ops, UOp
 
 # the combining ops an ATOMIC takes, and the element dtypes it updates: what C11 atomics and OpenCL (32-bit natively,
 # 64-bit with cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics) do on global memory, floats by compare-and-swap
@@ -29,6 +29,12 @@ def atomic_error(op: object, dt: DType) -> str | None:
   if dt not in ATOMIC_DTYPES:
     return f"an atomic update of {dt.name} elements is not defined (atomics update {', '.join(d.name for d in ATOMIC_DTYPES)})"
   return None
+
+
+def commute(a: UOp, b: UOp) -> bool:
+  """Whether two accesses of one element give one result in either order: two ATOMICs with the same combining op (an
+  integer result is exact, a float sum within sum_tolerance). Any other pair with a write needs an order."""
+  return a.op is Ops.ATOMIC and b.op is Ops.ATOMIC and a.arg is b.arg
 
 
 def ufunc(op: Ops, dt: DType) -> np.ufunc:

@@ -98,7 +98,7 @@ def parallel_ranges(linear: list[UOp], min_work: int = 0) -> dict[UOp, list[UOp]
     elif u.op is Ops.END:
       closed.update(r for r in u.src[1:] if r in out)
       open_ = [o for o in open_ if o[0] not in u.src[1:]]
-    elif u.op in (Ops.LOAD, Ops.STORE, Ops.ATOMIC) and u.src and u.src[0].op is Ops.INDEX:
+    elif u.op in GroupOp.Access and u.src and u.src[0].op is Ops.INDEX:
       base = storage_of(u.src[0].src[0])
       for r in [r for r in closed if base in out.get(r, ())]: del out[r]
   return {r: b for r, b in out.items() if work[r] >= min_work}

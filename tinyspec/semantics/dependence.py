@@ -45,7 +45,6 @@ MAX_CHECK = 1 << 22  # elements of one access's index array the analysis compare
 SMALL_LOOP = 48  # iterations x body nodes under which a loop runs in order without being analysed
 HOIST_FROM = 8  # iterations from which a sequential loop computes part of its body ahead
 GUARDED = (TypeError, ValueError, IndexError, AttributeError, KeyError, OverflowError)
-ACCESSES = frozenset({Ops.LOAD, Ops.STORE, Ops.ATOMIC})  # the nodes that touch memory through an INDEX
 
 
 class LArr:
@@ -134,7 +133,7 @@ class LoopInfo:
         continue
       self.nodes.add(it)
       if it.op is Ops.BUFFER: self.declared.add(it)
-      if it.op in ACCESSES:
+      if it.op in GroupOp.Access:
         idx = it.src[0] if it.src else None
         if idx is None or idx.op is not Ops.INDEX or not idx.src or storage_of(idx.src[0]).op not in (Ops.PARAM, Ops.BUFFER): self.opaque = True
         else: self.accesses.append((it, idx, storage_of(idx.src[0]), it.arg if it.op is Ops.ATOMIC else it.op is Ops.STORE))
@@ -217,7 +216,7 @@ class LoopAnalysis:
         if n <= 0: continue
         return self._kills_first(it.body, b)
       if it is b: return True
-      if it.op in ACCESSES and it.src and it.src[0].op is Ops.INDEX and it.src[0].src and storage_of(it.src[0].src[0]) is b:
+      if it.op in GroupOp.Access and it.src and it.src[0].op is Ops.INDEX and it.src[0].src and storage_of(it.src[0].src[0]) is b:
         return it.op is Ops.STORE and len(it.src) == 2 and len(it.src[0].src) == 2
     return False
 

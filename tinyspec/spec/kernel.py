@@ -5,7 +5,7 @@ import math
 
 from tinyspec import smt
 from tinyspec.dtype import dtypes
-from tinyspec.ops.atomic import atomic_error
+from tinyspec.ops.atomic import atomic_error, commute
 from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
@@ -214,20 +214,11 @@ def thread_ranges(body: UOp) -> list[UOp]:
   return [u for u in body_nodes(body) if u.op is Ops.SPECIAL or (u.op is Ops.RANGE and getattr(u.arg, "kind", None) is AxisType.GLOBAL)]
 
 
-_ACCESSES = frozenset({Ops.LOAD, Ops.STORE, Ops.ATOMIC})
-
-
-def _commute(a: UOp, b: UOp) -> bool:
-  """Whether two accesses of one element by different threads give one result in either order: two atomic updates with
-  the same combining op (ADD wraps, MAX is exact; a float sum's order is within tinyspec.ops.atomic.sum_tolerance)."""
-  return a.op is Ops.ATOMIC and b.op is Ops.ATOMIC and a.arg is b.arg
-
-
 def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
   """Every LOAD, STORE and ATOMIC of global storage in body by the storage it addresses: (the access, index, gate)."""
   out: dict[UOp, list[tuple[UOp, UOp, UOp | None]]] = {}
   for u in body_nodes(body):
-    if u.op not in _ACCESSES or (parts := _index_parts(u)) is None: continue
+    if u.op not in GroupOp.Access or (parts := _index_parts(u)) is None: continue
     idx, e, _, gate = parts
     base = storage_base(idx.src[0])
     if base is not None and getattr(base.arg, "addrspace", None) is AddrSpace.GLOBAL: out.setdefault(base, []).append((u, e, gate))
@@ -327,7 +318,7 @@ def iteration_conflicts(body: UOp, r: UOp) -> list[tuple[UOp, UOp, smt.BoundsRes
     for i, (st, se, sg) in enumerate(writes):
       # a pair of writes is one question whichever comes first; a write against itself is asked too
       for (x, xe, xg) in writes[i:] + [a for a in accs if a[0].op is Ops.LOAD]:
-        if _commute(st, x): continue
+        if commute(st, x): continue
         if xe is se and injective_in(se, r): continue  # one index, one element per iteration: apart
         res = iterations_apart(r, (se, sg), (xe, xg))
         if res.status != "proved": out.append((st, x, res))
