@@ -95,8 +95,8 @@ def sum_of_count(red: UOp, cnt: UOp, t: UOp, f: UOp) -> UOp:
   """REDUCE(ADD) of t on cnt of its n iterations and f on the others: f * n + (t - f) * cnt in red's dtype."""
   n = red.src[1].src[0]
   if red.dtype is not dtypes.index: cnt, n = cnt.cast(red.dtype), n.cast(red.dtype)
-  out = (t - f) * cnt if not (f.op is Ops.CONST and f.arg == 0) else t * cnt
-  return out if f.op is Ops.CONST and f.arg == 0 else out + f * n
+  if f.op is Ops.CONST and f.arg == 0: return t * cnt
+  return (t - f) * cnt + f * n
 
 
 pm_count = PatternMatcher([("reduce_count", UPat(Ops.REDUCE, name="red"), _count)], name="pm_count")
@@ -126,15 +126,15 @@ def _inline(call: UOp) -> UOp | None:
   for slot, arg in enumerate(call.src[1:]):
     if slot == 0 or (found := _index_only(arg)) is None: continue
     r, f = found
-    params = [u for u in walk((body,)) if u.op is Ops.PARAM and u.arg.slot == slot]
-    users = [u for u in walk((body,)) if any(s in params for s in u.src)]
-    if not params or any(u.op is not Ops.INDEX or len(u.src) != 2 for u in users): continue
-    loads = [u for u in walk((body,)) if u.op is Ops.LOAD and u.src[0] in users]
-    if len({u for u in walk((body,)) if any(s in users for s in u.src)}) != len(loads): continue  # only LOADs read it
-    values = {u: substitute(f, {r: u.src[0].src[1]}) for u in loads}
+    nodes = walk((body,))
+    params = {u for u in nodes if u.op is Ops.PARAM and u.arg.slot == slot}
+    indexes = {u for u in nodes if any(s in params for s in u.src)}
+    if not params or any(u.op is not Ops.INDEX or len(u.src) != 2 for u in indexes): continue
+    readers = [u for u in nodes if any(s in indexes for s in u.src)]
+    if any(u.op is not Ops.LOAD or u.src[0] not in indexes for u in readers): continue  # only LOADs read it
+    values = {u: substitute(f, {r: u.src[0].src[1]}) for u in readers}
     values = {u: u.src[2].where(x, u.src[1]) if len(u.src) == 3 else x for u, x in values.items()}
-    later = {p: p.replace(arg=dataclasses.replace(p.arg, slot=p.arg.slot - 1)) for p in walk((body,))
-             if p.op is Ops.PARAM and p.arg.slot > slot}
+    later = {p: p.replace(arg=dataclasses.replace(p.arg, slot=p.arg.slot - 1)) for p in nodes if p.op is Ops.PARAM and p.arg.slot > slot}
     new_body = substitute(substitute(body, values), later)
     return call.replace(src=(new_body, *call.src[1:1 + slot], *call.src[2 + slot:]))
   return None

@@ -16,6 +16,8 @@ buffer the kernel declares is private to its work item in OpenCL C, so an ATOMIC
 """
 from __future__ import annotations
 
+import functools
+
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import atomic_error
 from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, register
@@ -33,13 +35,16 @@ def atomic_extensions(op: Ops, dt: DType) -> tuple[str, ...]:
   return ("cl_khr_int64_extended_atomics",) if op is Ops.MAX else base
 
 
+@functools.lru_cache(maxsize=1024)
 def kernel_atomic_extensions(linear: UOp) -> dict[str, list[str]]:
-  """Extension -> the atomic updates of the kernel (as "int64 MAX") that need it, for the ATOMICs on argument storage."""
+  """Extension -> the atomic updates of the kernel (as "int64 MAX") that need it, for the ATOMICs on argument storage.
+  Cached by LINEAR (the runtime asks before every launch): callers must not change the dict."""
   out: dict[str, list[str]] = {}
   for u in linear.src:
     if u.op is not Ops.ATOMIC or not u.src or u.src[0].op is not Ops.INDEX: continue
-    if storage_of(u.src[0].src[0]).op is not Ops.PARAM: continue  # a declared buffer: a plain update, no extension
-    dt = storage_of(u.src[0].src[0]).dtype
+    base = storage_of(u.src[0].src[0])
+    if base.op is not Ops.PARAM: continue  # a declared buffer: a plain update, no extension
+    dt = base.dtype
     if atomic_error(u.arg, dt) is not None: continue  # the renderer says why
     for ext in atomic_extensions(u.arg, dt): out.setdefault(ext, []).append(f"{dt.name} {u.arg.name}")
   return {k: list(dict.fromkeys(v)) for k, v in out.items()}
