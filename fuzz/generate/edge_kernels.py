@@ -30,7 +30,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.generate.int_kernels import wrap_points
-from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.kernel_safety import first_screened
 from fuzz.generate.strategies import Case, edge_values, special_values
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.scalar import shift_bits
@@ -155,10 +155,7 @@ class EdgeKernelGen:
 
 def edge_kernel_case(rng: random.Random, weights: dict[str, float] | None = None) -> Case:
   """An edge kernel case (kind "kernel") the UB screen accepts: a draw it rejects is drawn again."""
-  for _ in range(ATTEMPTS):
-    c = EdgeKernelGen(rng, weights).case()
-    if kernel_unsafe_reason(c.root, c.inputs) is None: return c
-  return c
+  return first_screened(lambda _: EdgeKernelGen(rng, weights).case(), ATTEMPTS)
 
 
 def edge_kernels(weights: dict[str, float] | None = None) -> st.SearchStrategy[Case]:

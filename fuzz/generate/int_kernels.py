@@ -36,7 +36,7 @@ import random
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.kernel_safety import first_screened
 from fuzz.generate.opts import kernel_opts
 from fuzz.generate.strategies import Case, in_bounds
 from tinyspec.dtype import DType, dtypes
@@ -351,10 +351,7 @@ def _i(v: int) -> UOp: return UOp.const(IDX, v)
 
 def int_kernel_case(rng: random.Random, dtype: DType | None = None) -> Case:
   """An integer kernel case (kind "kernel"), free of undefined behaviour: a draw the screen rejects is drawn again."""
-  for _ in range(ATTEMPTS):
-    c = IntKernelGen(rng, dtype).case()
-    if kernel_unsafe_reason(c.root, c.inputs) is None: return c
-  return c
+  return first_screened(lambda _: IntKernelGen(rng, dtype).case(), ATTEMPTS)
 
 
 def int_kernels(dtype: DType | None = None) -> st.SearchStrategy[Case]:

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.atomic import commute
 from tinyspec.ops.classes import dtype_error
 from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined, left_open
@@ -310,7 +311,7 @@ def check_order(body: UOp, stores: list[UOp]) -> None:
   for ws in by_base.values():
     for i, a in enumerate(ws):
       for b in ws[i + 1:]:
-        if a.op is Ops.ATOMIC and b.op is Ops.ATOMIC and a.arg is b.arg: continue
+        if commute(a, b): continue
         if a not in deps[b] and b not in deps[a]: raise KernelUnsafe("two STOREs to one storage with no dependency ordering them")
 
 
@@ -387,3 +388,12 @@ def kernel_unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     return str(e)
   except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as e:
     return f"malformed: {type(e).__name__}: {e}"
+
+
+def first_screened(draw: Callable[[int], Any], attempts: int) -> Any:
+  """The first case draw(i) makes, for i = 0, 1, ..., attempts - 1, that the screen accepts; else the last one drawn (the
+  oracles skip it then). A generator's draws come from its own Random, so a rejected draw only moves it on."""
+  for i in range(attempts):
+    c = draw(i)
+    if kernel_unsafe_reason(c.root, c.inputs) is None: return c
+  return c

@@ -24,7 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.generate.opts import kernel_opts
-from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.kernel_safety import first_screened
 from fuzz.generate.strategies import Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, storage_of
@@ -487,11 +487,7 @@ class RmwGen:
 def rmw_kernel_case(rng: random.Random, dtype: DType | None = None) -> Case:
   """A KERNEL_GRAPH case of read-modify-write kernels (kind "kernel"), free of undefined behaviour and float rounding.
   Graphs the screen rejects are drawn again (from the same Random); after ATTEMPTS the case is drawn in int32."""
-  for i in range(ATTEMPTS + 1):
-    g = RmwGen(rng, dtype if i < ATTEMPTS else dtypes.int32)
-    c = g.case()
-    if kernel_unsafe_reason(c.root, c.inputs) is None: return c
-  return c
+  return first_screened(lambda i: RmwGen(rng, dtype if i < ATTEMPTS else dtypes.int32).case(), ATTEMPTS + 1)
 
 
 def rmw_kernels(dtype: DType | None = None) -> st.SearchStrategy[Case]:

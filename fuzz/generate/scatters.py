@@ -26,7 +26,7 @@ import random
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.generate.kernel_safety import kernel_unsafe_reason
+from fuzz.generate.kernel_safety import first_screened
 from fuzz.generate.strategies import Case
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import ATOMIC_DTYPES
@@ -120,10 +120,7 @@ class ScatterGen:
 
 def scatter_kernel_case(rng: random.Random, weights: dict[str, float] | None = None) -> Case:
   """A scatter kernel case (kind "kernel") the UB screen accepts: a draw it rejects is drawn again."""
-  for _ in range(ATTEMPTS):
-    c = ScatterGen(rng, weights).case()
-    if kernel_unsafe_reason(c.root, c.inputs) is None: return c
-  return c
+  return first_screened(lambda _: ScatterGen(rng, weights).case(), ATTEMPTS)
 
 
 def scatters(weights: dict[str, float] | None = None) -> st.SearchStrategy[Case]:
