@@ -46,7 +46,7 @@ from tinyspec.dtype import DType
 from tinyspec.rewrite import PatternMatcher, UPat
 # a backward call is named "<forward name>" + GRAD_SUFFIX; the TENSOR table checks its form (spec/gradient.py)
 from tinyspec.spec.gradient import GRAD_SUFFIX
-from tinyspec.uop import GroupOp, Ops, UOp, is_value_call, walk
+from tinyspec.uop import GroupOp, Ops, UOp, home_device, is_value_call, walk
 
 
 class GradientError(ValueError):
@@ -191,6 +191,25 @@ def _after_other(ret: UOp) -> None:
   raise GradientError(f"AFTER waiting for {deps} on a gradient path: only an assign AFTER(s, STORE(s, v)) is differentiable")
 
 
+def _copy_grad(ctx: UOp, x: UOp) -> tuple[UOp]:
+  """Back to the source's device; to a tensor over several devices, replicated on each (the gradient's value is what
+  matters, not how the source was split: an op combining it with the source's shards takes their blocks of it)."""
+  if isinstance(d := x.device, tuple): return (UOp.multi([UOp(Ops.COPY, ctx.dtype, (ctx,), dev) for dev in d], None),)
+  return (UOp(Ops.COPY, ctx.dtype, (ctx,), d or "CPU"),)
+
+
+def _multi_grad(ctx: UOp, ret: UOp) -> tuple:
+  """Shard i of a sharded MULTI gets its block of the gradient, on its device. A replicated MULTI is the value of any
+  replica: the gradient goes to replica 0 (its copy on that device) and the others get none."""
+  if ret.arg is None: return (UOp(Ops.COPY, ctx.dtype, (ctx,), ret.src[0].device), *(None for _ in ret.src[1:]))
+  a, off, out = ret.arg, 0, []
+  for s in ret.src:
+    block = ctx.shrink(tuple((off, s.shape[a]) if j == a else (0, d) for j, d in enumerate(ctx.shape)))
+    out.append(UOp(Ops.COPY, ctx.dtype, (block,), s.device))
+    off += s.shape[a]
+  return tuple(out)
+
+
 def _no_grad(ret: UOp) -> tuple[None, ...]: return (None,) * len(ret.src)
 
 
@@ -231,8 +250,9 @@ pm_gradient = PatternMatcher([
   ("grad_reduce_mul", UPat(Ops.REDUCE, name="ret", pred=lambda u: u.arg[0] is Ops.MUL), _reduce_mul_grad),
   # order and realization
   ("grad_contiguous", UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
-  ("grad_copy", UPat(Ops.COPY, src=(UPat.var("x"),)), lambda ctx, x: (UOp(Ops.COPY, ctx.dtype, (ctx,), x.device or "CPU"),)),
+  ("grad_copy", UPat(Ops.COPY, src=(UPat.var("x"),)), _copy_grad),
   ("grad_detach_stop", UPat(Ops.DETACH), lambda: (None,)),
+  ("grad_multi", UPat(Ops.MULTI, name="ret"), _multi_grad),
   ("grad_assign", UPat(Ops.AFTER, src=(UPat.var(), UPat(Ops.STORE, name="st")), name="ret"), _after_grad),
   ("grad_after_other", UPat(Ops.AFTER, name="ret"), _after_other),
   ("grad_store_value", UPat(Ops.STORE, name="ret"), lambda ctx, ret: (None, ctx, *_no_grad(ret)[2:])),
@@ -349,7 +369,7 @@ def backward_body(body: UOp, arg_dtypes: Sequence[DType], arg_sizes: Sequence[in
   if (ret := body._cache.get(key)) is not None: return ret
   n, outs, caps = len(arg_dtypes), body.src, captured(body)
   first_out = n + len(caps)
-  seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, o.device or "CPU").reshape(o.shape)) for j, o in enumerate(outs)
+  seeds = [(o, UOp.param(first_out + j, o.dtype, o.size, home_device(o)).reshape(o.shape)) for j, o in enumerate(outs)
            if o.dtype.is_float and live[j]]
   params = [p for p in _owned_params(body) if p.dtype.is_float]
   grads = backprop(seeds, params + [b for b in caps if b.dtype.is_float], pm)

@@ -37,6 +37,8 @@ class Ops(Enum):
   DEFINE_VAR = auto(); BIND = auto()  # noqa: E702
   # an atomic read-modify-write store in a kernel body: ATOMIC(index, value[, gate]), arg the combining op (ADD, MAX)
   ATOMIC = auto()
+  # multi-device tensors: MULTI(shard_0, ..., shard_n-1), arg the sharded axis (None: replicas of one value)
+  MULTI = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -66,8 +68,10 @@ class GroupOp:
   RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.ATOMIC})  # kernel-body ops
   Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
   Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
+  Multi = frozenset({Ops.MULTI})  # a tensor over several devices (TENSOR stage only: the multi pass resolves it)
   groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,
-                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program, "variable": Variable}
+                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program, "variable": Variable,
+                                  "multi": Multi}
 
 
 def op_group(op: Ops) -> str:
@@ -219,7 +223,7 @@ class UOp(metaclass=UOpMetaClass):
     return math.prod(self.shape or ())
 
   @property
-  def device(self) -> str | None:
+  def device(self) -> str | tuple[str, ...] | None:
     ret = self._derive("device", _device_rule)
     return None if isinstance(ret, Malformed) else ret
 
@@ -284,6 +288,12 @@ class UOp(metaclass=UOpMetaClass):
   def store(self, value: UOp, *gate: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, value, *gate))
   def atomic(self, op: Ops, value: UOp, *gate: UOp) -> UOp: return UOp(Ops.ATOMIC, dtypes.void, (self, value, *gate), op)
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self, *deps))
+  def copy_to(self, device: str) -> UOp: return UOp(Ops.COPY, self.dtype, (self,), device)
+
+  @staticmethod
+  def multi(shards: Sequence[UOp], axis: int | None) -> UOp:
+    """One tensor over the shards' devices: split along axis (shard i is the i-th block), or replicated (axis None)."""
+    return UOp(Ops.MULTI, shards[0].dtype, tuple(shards), axis)
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self, *ranges))
   def gettuple(self, i: int) -> UOp:
     return UOp(Ops.GETTUPLE, self.src[0].src[i].dtype, (self,), i)
@@ -543,6 +553,21 @@ def _reduce_shape(u: UOp) -> tuple:
   return ()
 
 
+def _multi_shape(u: UOp) -> tuple:
+  """MULTI(s_0..s_n-1) with arg axis: the shards side by side along axis (their sizes may differ), other axes equal;
+  arg None: the shape of every replica."""
+  shapes = [s.shape for s in u.src]
+  if not shapes or any(sh is None for sh in shapes): raise ValueError("MULTI holds values, at least one")
+  a, first = u.arg, shapes[0]
+  if a is None:
+    if any(sh != first for sh in shapes): raise ValueError(f"replicas of different shapes {shapes}")
+    return first
+  if not isinstance(a, int) or isinstance(a, bool) or not 0 <= a < len(first): raise ValueError(f"axis {a!r} is not an axis of {first}")
+  if any(len(sh) != len(first) or sh[:a] + sh[a + 1:] != first[:a] + first[a + 1:] for sh in shapes):
+    raise ValueError(f"shards {shapes} differ off axis {a}")
+  return first[:a] + (sum(sh[a] for sh in shapes),) + first[a + 1:]
+
+
 def _gettuple_shape(u: UOp) -> tuple | None:
   t = u.src[0].src[0] if u.src[0].op is Ops.CALL else u.src[0]
   return t.src[u.arg].shape
@@ -551,7 +576,7 @@ def _gettuple_shape(u: UOp) -> tuple | None:
 _shape_rules: dict[Ops, Callable[[UOp], tuple | None]] = {
   Ops.CONST: lambda u: (), Ops.PARAM: lambda u: (u.arg.size,), Ops.BUFFER: lambda u: (u.arg.size,),
   **{op: _movement_shape for op in GroupOp.Movement}, **{op: _same_shape for op in GroupOp.Elementwise},
-  Ops.REDUCE: _reduce_shape, Ops.GETTUPLE: _gettuple_shape,
+  Ops.REDUCE: _reduce_shape, Ops.GETTUPLE: _gettuple_shape, Ops.MULTI: _multi_shape,
   **{op: (lambda u: u.src[0].shape) for op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY)},
   **{op: (lambda u: ()) for op in (Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.BIND)},
 }
@@ -562,10 +587,19 @@ def _shape_rule(u: UOp) -> tuple | None:
   return None if fn is None else fn(u)
 
 
-def _device_rule(u: UOp) -> str | None:
+def home_device(u: UOp) -> str:
+  """The one device a PARAM or BUFFER standing for u's value names: u's device; the first of a MULTI's devices (in a
+  call body the multi pass gives each shard a PARAM of its own device); CPU for a device-less value (a constant)."""
+  d = u.device
+  return d if isinstance(d, str) else d[0] if d else "CPU"
+
+
+def _device_rule(u: UOp) -> str | tuple[str, ...] | None:
   if u.op in GroupOp.Storage: return u.arg.device
   if u.op is Ops.COPY: return u.arg
-  for s in u.src:
+  if u.op is Ops.MULTI: return tuple(s.device for s in u.src)  # a multi-device value is on the tuple of its shards' devices
+  # a call's values are where its args are (its body's PARAMs only name a device standing for them)
+  for s in (u.src[1:] + u.src[:1] if u.op is Ops.CALL else u.src):
     if (d := s.device) is not None: return d
   return None
 

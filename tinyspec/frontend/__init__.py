@@ -41,7 +41,7 @@ Tensors made inside it, for code that builds many throwaway graphs). Conventions
   inside the axis (not together with index tensors). Shapes stay concrete: `Tensor.arange(n)` with a variable n needs
   symbolic shapes, which tinyspec's IR does not have.
 """
-from tinyspec.frontend import creation, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
+from tinyspec.frontend import creation, devices, indexing, losses, math, movement, nn, reduce, sort  # noqa: F401  (each attaches its ops to Tensor)
 from tinyspec.frontend.function import function
 from tinyspec.frontend.tensor import Tensor, data_scope, inputs_of
 

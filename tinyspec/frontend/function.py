@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from tinyspec.frontend.tensor import Tensor
 from tinyspec.lower.callify import output_buffers, precompiled_output
-from tinyspec.uop import Ops, UOp, substitute, walk
+from tinyspec.uop import Ops, UOp, home_device, substitute, walk
 
 
 def _outside_calls(u: UOp) -> tuple[UOp, ...]:
@@ -41,7 +41,7 @@ class Function:
 
   def __call__(self, *args: Any) -> Tensor | tuple[Tensor, ...]:
     tensors = [a if isinstance(a, Tensor) else Tensor(a) for a in args]
-    params = [UOp.param(k, t.dtype, t.size, t.device or "CPU") for k, t in enumerate(tensors)]
+    params = [UOp.param(k, t.dtype, t.size, home_device(t.uop)) for k, t in enumerate(tensors)]
     inner = [Tensor(p.reshape(t.shape)) for p, t in zip(params, tensors)]
     ret = self.fn(*inner)
     single = isinstance(ret, Tensor)

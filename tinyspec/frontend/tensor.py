@@ -225,7 +225,7 @@ class Tensor:
   @property
   def size(self) -> int: return math.prod(self.shape)
   @property
-  def device(self) -> str | None: return self.uop.device
+  def device(self) -> str | tuple[str, ...] | None: return self.uop.device
   def __repr__(self) -> str: return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype.name}>"
   def __len__(self) -> int: return self.shape[0]
 
@@ -309,6 +309,9 @@ class Tensor:
     # the op registry decides which dtypes an op computes on, so the frontend never builds a node the spec rejects
     dt = srcs[0].dtype if op is Ops.WHERE else self.dtype
     if (msg := dtype_error(op, dt)) is not None: raise TypeError(f"{what} on {dt.name}: {msg}" if what else msg)
+    if len(devs := {d for t in (self, *srcs) if (d := t.device) is not None}) > 1:
+      raise ValueError(f"{what or op.name} of tensors on {' and '.join(map(str, sorted(devs, key=str)))}: ops combine tensors on one device "
+                       "(or one device tuple); move one first (Tensor.to, Tensor.shard)")
     return Tensor(self.uop.alu(op, *(s.uop for s in srcs)))
 
   def _bin(self, op: Ops, x: Any, reverse: bool = False, what: str | None = None) -> Tensor:
@@ -510,6 +513,7 @@ class Tensor:
   def contiguous(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def copy_to(self, device: str) -> Tensor: return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), device))
+
 
   # ---- gradients (tinyspec.gradient) ----
   def backward(self, *wrt: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.callify import CALLIFY
 from tinyspec.lower.linearize import LINEARIZE
 from tinyspec.lower.lower_reduce import LOWER_REDUCE
+from tinyspec.lower.multi import MULTI
 from tinyspec.lower.optimize import OPTIMIZE
 from tinyspec.lower.rangeify import RANGEIFY
 from tinyspec.lower.render import RENDER
@@ -18,7 +19,7 @@ from tinyspec.lower.simplify import SIMPLIFY
 from tinyspec.spec import SpecError, verify
 from tinyspec.uop import UOp
 
-PASSES: list[Pass] = [CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
+PASSES: list[Pass] = [MULTI, CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
 
 
 class PassError(Exception):

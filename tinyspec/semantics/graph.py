@@ -188,6 +188,16 @@ class GraphEval:
     if len(u.src) != 1: raise EvalError(u, f"takes one source, has {len(u.src)}")
     return self.value(u, u.src[0])
 
+  def _multi(self, u: UOp) -> np.ndarray:
+    """A sharded tensor is its shards side by side along the axis; a replicated one is the value its replicas all hold
+    (replicas that differ are an error: no program on one device could give that value)."""
+    shards = [self.value(u, s) for s in u.src]
+    if u.arg is not None: return np.concatenate(shards, axis=u.arg)
+    for i, x in enumerate(shards[1:], 1):
+      if x.shape != shards[0].shape or not np.array_equal(x, shards[0], equal_nan=x.dtype.kind in "fc"):
+        raise EvalError(u, f"replica {i} differs from replica 0: a replicated MULTI holds one value on every device")
+    return shards[0]
+
   def _tuple(self, u: UOp) -> list:
     return [self.memo[s] for s in u.src]
 
@@ -260,7 +270,7 @@ class GraphEval:
 
 _HANDLERS = {
   Ops.CONST: GraphEval._const, Ops.BUFFER: GraphEval._buffer, Ops.PARAM: GraphEval._param, Ops.REDUCE: GraphEval._reduce,
-  Ops.CONTIGUOUS: GraphEval._pass, Ops.DETACH: GraphEval._pass, Ops.COPY: GraphEval._pass,
+  Ops.CONTIGUOUS: GraphEval._pass, Ops.DETACH: GraphEval._pass, Ops.COPY: GraphEval._pass, Ops.MULTI: GraphEval._multi,
   Ops.TUPLE: GraphEval._tuple, Ops.GETTUPLE: GraphEval._gettuple, Ops.CALL: GraphEval._call,
   Ops.STORE: GraphEval._store, Ops.AFTER: GraphEval._after, Ops.GROUP: GraphEval._effect, Ops.SINK: GraphEval._sink,
   Ops.SOURCE: GraphEval._effect, Ops.DEFINE_VAR: GraphEval._var, Ops.BIND: GraphEval._bind,

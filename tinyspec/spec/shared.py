@@ -105,6 +105,7 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
   **{op: (2, 2) for op in GroupOp.Binary}, Ops.INDEX: (1, None), Ops.WHERE: (3, 3),
   Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.ATOMIC: (2, 3), Ops.AFTER: (2, None),
   Ops.GROUP: _ANY, Ops.SINK: _ANY, Ops.END: (2, None), Ops.LOAD: (1, 3), Ops.LINEAR: _ANY, Ops.PROGRAM: (2, 3),
+  Ops.MULTI: (2, None),
 }
 
 
@@ -173,6 +174,7 @@ _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
   Ops.RANGE: _arg(lambda a: isinstance(a, RangeArg) and _is_int(a.axis) and isinstance(a.kind, AxisType), "RangeArg(axis int, kind AxisType)"),
   Ops.SOURCE: _arg(lambda a: isinstance(a, SourceArg) and all(isinstance(x, str) for x in (a.lang, a.name, a.text)), "SourceArg(lang, name, text)"),
   Ops.ATOMIC: _arg(lambda a: isinstance(a, Ops) and a in GroupOp.AtomicOps, "its combining op, ADD or MAX"),
+  Ops.MULTI: _arg(lambda a: a is None or (_is_int(a) and a >= 0), "the sharded axis (an int >= 0) or None (replicated)"),
   Ops.DEFINE_VAR: _arg(_var_arg_ok, "VarArg(name, min, max): an ASCII identifier and int bounds with min <= max"),
 }
 

@@ -257,6 +257,23 @@ def sink_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
+@rule("tensor.multi_shards", "A MULTI (a tensor over several devices) holds values of its dtype, one per device, on distinct devices "
+      "named by a string each (a shard is a single-device value, never another MULTI); with an axis the shards agree off that axis "
+      "(their sizes along it are the split), replicated (arg None) they have one shape.")
+def multi_shards(u: UOp, cx: Ctx) -> str | None:
+  devs = [s.device for s in u.src]
+  if (bad := next((i for i, d in enumerate(devs) if not isinstance(d, str)), None)) is not None:
+    return (f"MULTI shard {bad} is {what(u.src[bad])} on {safe_repr(devs[bad])}; at {cx.sname} each shard of a MULTI is a value on "
+            "one device (COPY it to one)")
+  if len(set(devs)) != len(devs): return f"MULTI shards on devices {devs}; at {cx.sname} the shards of a MULTI are on distinct devices"
+  if (bad := next((i for i, s in enumerate(u.src) if s.dtype != u.dtype), None)) is not None:
+    return f"MULTI {u.dtype.name} with shard {bad} of {u.src[bad].dtype.name}; at {cx.sname} the shards have the MULTI's dtype"
+  if not srcs_shape_ok(u) or shape_ok(u): return None
+  shapes = [s.shape for s in u.src]
+  form = "replicas have one shape" if u.arg is None else f"shards agree off axis {u.arg}, an axis of theirs"
+  return f"MULTI arg {u.arg!r} over shards of shapes {shapes}; at {cx.sname} the {form}"
+
+
 _VIEW = (value_source, movement_arg, dtype_passthrough)
 _ALU = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
 
@@ -275,6 +292,7 @@ TENSOR_TABLE = table(
   (Ops.GROUP, (group_effects,)), (Ops.SINK, (sink_entry, bind_one_value)),
   (Ops.DEFINE_VAR, (var_dtype,)), (Ops.BIND, (bind_form, bind_in_bounds)),
   ((Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY), (value_source, dtype_passthrough)),
+  (Ops.MULTI, (value_source, multi_shards)),
   (GroupOp.RangeForm, (no_range_ops,)), (GroupOp.Program, (no_program_ops,)),
   ((Ops.CONST, Ops.BUFFER), ()),
 )
