@@ -7,6 +7,9 @@ into an init kernel and a kernel of ATOMIC adds, one per position (`tinyspec low
 them), which the CPU backend runs on threads where a kernel has the work for it and OpenCL runs as work items.
 
 The outputs are [loss, d table, d weight]; `expected()` computes the same with numpy (np.add.at for the scatter).
+`sharded_graph()` is the same program with the table split along the vocabulary over two devices (rows 0..24 on
+"CPU:0", 25..49 on "CPU:1") and the rest replicated: each device sums the rows it holds, the bags are all-reduced, and
+each device scatters into its own rows with its own atomic kernel.
 
     tinyspec check examples/embedding_bag.py
     tinyspec run examples/embedding_bag.py --backend cpu
@@ -26,16 +29,34 @@ IDX = rng.integers(0, V // 2, (B, L)).astype(np.int32)  # half the rows: many ba
 Y = rng.standard_normal((B, K)).astype(np.float32)
 
 
+DEVICES = ("CPU:0", "CPU:1")
+
+
+def program(table: Tensor, w: Tensor, idx: Tensor, y: Tensor) -> Tensor:
+  bags = idx.embedding(table).sum(1)  # (B, D)
+  return ((bags @ w - y) ** 2).mean()
+
+
 @cache
 def graph():
   table, w = Tensor(TABLE), Tensor(W)
-  bags = Tensor(IDX).embedding(table).sum(1)  # (B, D)
-  loss = ((bags @ w - Tensor(Y)) ** 2).mean()
+  loss = program(table, w, Tensor(IDX), Tensor(Y))
+  return Tensor.sink(loss, *gradient(loss, [table, w]))
+
+
+@cache
+def sharded_graph():
+  table, w = Tensor(TABLE), Tensor(W)
+  loss = program(table.shard(DEVICES, 0), w.shard(DEVICES), Tensor(IDX).shard(DEVICES), Tensor(Y).shard(DEVICES))
   return Tensor.sink(loss, *gradient(loss, [table, w]))
 
 
 def inputs():
   return inputs_of(graph())
+
+
+def sharded_inputs():
+  return inputs_of(sharded_graph())
 
 
 def expected():
