@@ -70,12 +70,21 @@ GRAPHS: dict[str, Callable[[Leaves], UOp]] = {
   "grad_reduce_mul": lambda x: x((3, 4), 0.5, 1.5).reduce(Ops.MUL, 1),
   "grad_contiguous": lambda x: UOp(Ops.CONTIGUOUS, F64, (x((6,)).alu(Ops.SIN),)),
   "grad_copy": lambda x: UOp(Ops.COPY, F64, (x((6,)),), "CPU:1").alu(Ops.SIN),
+  "grad_multi": lambda x: _multi_graph(x),
   "grad_assign": lambda x: _assign(x((2, 3))),
   "grad_store_value": lambda x: _assign(x((6,))),
   "grad_value_call": lambda x: value_call(lambda p: p.alu(Ops.SIN).alu(Ops.MUL, p), x((2, 3))),
   "grad_gettuple": lambda x: value_call(lambda p: p.alu(Ops.EXP2), x((6,))),
   "grad_tuple": lambda x: value_call(lambda p: p.alu(Ops.EXP2), x((6,))),
 }
+def _multi_graph(x) -> UOp:
+  """A tensor split over two devices (uneven blocks) times one replicated on both: the gradient of each block and of
+  the replicated leaf."""
+  sharded = UOp.multi([x((2, 3)).copy_to("CPU:0"), x((1, 3)).copy_to("CPU:1")], 0)
+  w = x((3, 3))
+  return sharded.alu(Ops.MUL, UOp.multi([w.copy_to("CPU:0"), w.copy_to("CPU:1")], None)).alu(Ops.SIN)
+
+
 # rules that give no gradient or raise: central differences have nothing to hold them to (a TRUNC or a comparison is
 # flat wherever it is differentiable; DETACH and the opaque forms are gradient stops by definition)
 NOT_NUMERIC = {"grad_trunc_zero", "grad_none", "grad_detach_stop", "grad_bitcast_same", "grad_after_other", "grad_opaque_call"}

@@ -11,8 +11,9 @@ FONT = "Helvetica"
 GROUP_COLORS: dict[str, str] = {
   "source": "#c8e6c9", "movement": "#bbdefb", "elementwise": "#fff59d", "reduce": "#ffcc80",
   "call": "#e1bee7", "effects": "#e0e0e0", "range": "#b2ebf2", "program": "#f8bbd0", "variable": "#d7ccc8",
+  "multi": "#ffab91",
 }
-GROUP_TITLES: dict[str, str] = {"range": "range form", "call": "calls", "effects": "effects, order", "variable": "variables"}
+GROUP_TITLES: dict[str, str] = {"range": "range form", "call": "calls", "effects": "effects, order", "variable": "variables", "multi": "multi-device"}
 UNKNOWN_COLOR = "#ffffff"
 VIOLATION_COLOR = "#d50000"
 FOCUS_COLOR = "#ff6d00"
