@@ -189,3 +189,9 @@ def test_gradients_through_calls_on_sharded_tensors_match_central_differences():
   np.testing.assert_allclose(got[1], num_b, rtol=1e-5, atol=1e-6)
   one = Tensor.sink(*(Tensor(g) for g in gradient(_loss(x, b, False).uop, [x.uop, b.uop])))
   for g1, g2 in zip(evaluate(one, inputs_of(one)), got): np.testing.assert_allclose(g2, g1, rtol=1e-12, atol=1e-12)
+
+
+def test_a_precompiled_call_on_a_sharded_tensor_is_refused_by_name():
+  @function(precompile=True)
+  def plus_one(x): return x + 1
+  with pytest.raises(MultiError, match="CALL takes a tensor over"): lower(Tensor.sink(plus_one(Tensor(A).shard(D, 0))))

@@ -354,6 +354,32 @@ def _reduce_init_once(red: UOp) -> UOp | None:
   return _reduce_acc(red, identity, per_outer=False)  # initialized once, not per outer iteration: sums run on across outputs
 
 
+# ================================================================ multi
+def _allreduce_drops_last(r: UOp, m: UOp) -> UOp:
+  from tinyspec.lower.multi import devices, multi_reduce
+  op, n = r.arg
+  if m.arg is None or m.arg >= n: return multi_reduce(r, m)
+  parts = [s.reduce(op, n) for s in m.src]
+  def combined(dev: str) -> UOp:  # every device combines the partials of all shards but the last one
+    acc = parts[0] if parts[0].device == dev else parts[0].copy_to(dev)
+    for p in parts[1:-1]: acc = acc.alu(op, p if p.device == dev else p.copy_to(dev))
+    return acc
+  return UOp.multi([combined(d) for d in devices(m)], None)
+
+
+def _gather_reversed(c: UOp, m: UOp) -> UOp:
+  from tinyspec.lower.multi import concat, gather
+  if m.arg is None: return gather(m, c.arg)
+  return concat([s if s.device == c.arg else s.copy_to(c.arg) for s in reversed(m.src)], m.arg)  # the last shard first
+
+
+def _flip_per_shard(v: UOp, m: UOp) -> UOp:
+  from tinyspec.lower.multi import multi_view
+  if v.op is Ops.FLIP and m.arg is not None and v.arg[m.arg]:
+    return UOp.multi([v.replace(src=(s,)) for s in m.src], m.arg)  # each block flipped, the blocks left in their order
+  return multi_view(v, m)
+
+
 # ================================================================ scatter
 def _count_misses_one(red: UOp) -> UOp | None:
   from tinyspec.lower.scatter import count_where, linear_condition, sum_of_count
@@ -524,6 +550,13 @@ MUTANTS: list[Mutant] = [
          "a MAX accumulator starts at 0, not at the dtype's minimum"),
   Mutant("acc_init_once", PASS_RULE, "lower_reduce", "reduce_to_accumulator", _reduce_init_once,
          "the accumulator is initialized once, not in every iteration of the outer ranges"),
+  # multi
+  Mutant("allreduce_drops_last", PASS_RULE, "multi", "multi_reduce", _allreduce_drops_last,
+         "the all-reduce after a reduction over the sharded axis leaves out the last shard's partial result"),
+  Mutant("gather_reversed", PASS_RULE, "multi", "multi_copy_gather", _gather_reversed,
+         "gathering a sharded tensor onto one device concatenates its shards last first"),
+  Mutant("flip_per_shard", PASS_RULE, "multi", "multi_view", _flip_per_shard,
+         "a FLIP of the sharded axis flips each shard in place and keeps the shards' order"),
   # scatter
   Mutant("count_misses_one", PASS_RULE, "scatter", "reduce_count", _count_misses_one,
          "a sum over the iterations where r > -R counts from -R, not from 1 - R: one iteration too many"),

@@ -269,7 +269,17 @@ pm_multi = PatternMatcher([
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   if not any(u.op is Ops.MULTI for u in root.toposort()): return root  # the common case: one device, nothing to do
   pm = tables["pm_multi"]
-  return trace.rewrite(root, pm, pm, bottom_up=True)  # ctx: the table, which a call's body is split with
+  out = trace.rewrite(root, pm, pm, bottom_up=True)  # ctx: the table, which a call's body is split with
+  if not trace.exhausted: _no_multi_left(out)
+  return out
+
+
+def _no_multi_left(root: UOp) -> None:
+  """A MULTI the rules left is one no rule places (an opaque or precompiled call's arg, an AFTER's storage): name its user."""
+  for u in root.toposort():
+    if u.op is not Ops.MULTI and (m := next((s for s in u.src if s.op is Ops.MULTI), None)) is not None:
+      raise MultiError(f"{u.op.name} takes a tensor over {devices(m)}, which it cannot run per device: gather it onto one device "
+                       "(Tensor.to) first")
 
 
 MULTI = Pass("multi", Stage.TENSOR, Stage.TENSOR, run, (pm_multi,))

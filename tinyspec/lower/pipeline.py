@@ -22,6 +22,14 @@ from tinyspec.uop import UOp
 PASSES: list[Pass] = [MULTI, CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
 
 
+def passes_through(name: str, passes: list[Pass] | None = None) -> list[Pass]:
+  """The passes (PASSES by default) from the first up to and including the one named name."""
+  passes = PASSES if passes is None else passes
+  names = [p.name for p in passes]
+  if name not in names: raise KeyError(f"no pass {name!r}; the passes are {names}")
+  return passes[:names.index(name) + 1]
+
+
 class PassError(Exception):
   """A pass failed: its output broke the spec of its stage, or the pass raised."""
   def __init__(self, pass_name: str, message: str, cause: Exception | None = None):
