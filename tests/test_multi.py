@@ -80,6 +80,7 @@ def _programs() -> dict:
     "shrink_other_axis": (lambda x: x[:, 1:3] + 1, lambda a: a[:, 1:3] + 1),
     "expand": (lambda x: x.unsqueeze(0).expand(2, 5, 4).sum(0), lambda a: 2 * a),
     "to_one_device": (lambda x: x.to("CPU:1").sum(0), lambda a: a.sum(0)),
+    "one_block_with_the_rest": (lambda x: x[0:3] * x.sum(0) + x[3:5].sum(0), lambda a: a[0:3] * a.sum(0) + a[3:5].sum(0)),
     "softmax": (lambda x: x.softmax(0), lambda a: np.exp(a - a.max(0)) / np.exp(a - a.max(0)).sum(0)),
   }
 

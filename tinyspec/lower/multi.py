@@ -7,7 +7,8 @@ MULTI source into a MULTI of the op on each shard:
 
 - elementwise ops, CONTIGUOUS, DETACH (`multi_elementwise`): operand i of shard i. A replicated operand, or a device-less
   one (a constant), is cut to the shard's block (SHRINK); an operand sharded along another axis is gathered first. A
-  single-device operand beside a MULTI is a device error (the spec's), raised as MultiError.
+  single-device operand on one of the MULTI's devices (one shard's block the pass cut out) is copied to the others; one
+  on another device is a device error (the spec's), raised as MultiError.
 - views (`multi_view`): a view that keeps the sharded axis whole (PERMUTE, EXPAND, PAD/SHRINK/FLIP off the axis, a
   RESHAPE that maps the axis onto one axis of the result, blocks included) runs per shard with the axis renumbered; a
   SHRINK to exactly one shard's block is that shard (a single-device value); any other view of the sharded axis
@@ -113,9 +114,12 @@ def _operand(x: UOp, ref: UOp, i: int, user: UOp) -> UOp:
     if x.arg == ref.arg and blocks(x) == blocks(ref): return x.src[i]
     rep = all_gather(x)
     return rep.src[i] if ref.arg is None else _cut(rep.src[i], ref.arg, blocks(ref)[i])
-  if x.device is not None:
+  if x.device is not None and x.device not in devs:
     raise MultiError(f"{user.op.name} combines a value on {devs} with one on {x.device}: shard the one (Tensor.shard) or gather the other "
                      "(Tensor.to) first")
+  # device-less (a constant), or on one of the devices: the pass's own single-device values (one shard's block, cut out
+  # by a SHRINK) are still values over all of them, copied where they are needed
+  x = x if x.device is None else _to(x, devs[i])
   return x if ref.arg is None else _cut(x, ref.arg, blocks(ref)[i])
 
 
