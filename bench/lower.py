@@ -102,14 +102,15 @@ def opencl_rows(root, inputs, expected, repeat: int) -> list[tuple[str, float]]:
     return []
   g = lower(root, backend="opencl")["render"]
   calls = kernel_calls(g)
-  d = opencl._require()
-  scratch = {c: [opencl.OpenCLRunner()._buffer(np.zeros(a.size, a.dtype.np)) for a in c.src[1:]] for c in calls}
+  runner = opencl.OpenCLRunner()
+  scratch = {c: [runner._buffer(np.zeros(a.size, a.dtype.np), opencl.kernel_device(c)) for a in c.src[1:]] for c in calls}
   def build_and_launch(salt: str = "") -> None:
     # PoCL compiles a kernel's work-group function at its first launch, so a build is timed with one launch
     for c in calls:
       text, name, gsize = opencl.kernel_of(c)
-      opencl.build(text + salt, name)(d["queue"], gsize, None, *scratch[c])
-    d["queue"].finish()
+      device = opencl.kernel_device(c)
+      opencl.build(text + salt, name, device)(opencl.context_of(device).queue, gsize, None, *scratch[c])
+    for ctx in runner.contexts_used.values(): ctx.queue.finish()
   n = len({opencl.kernel_of(c)[0] for c in calls})
   rows = [(f"opencl lower ({n} kernels)", best(lambda: lower(root, backend="opencl"), repeat))]
   cold = []

@@ -289,22 +289,23 @@ def test_programs_are_built_once_per_source(opencl: str) -> None:
   from tinyspec.runtime import opencl as rt
   src = "__kernel void twice(__global int* data0) { data0[get_global_id(0)] += 1; }\n"
   k1 = rt.build(src, "twice")
-  n_programs = len(rt._device["programs"])
+  n_programs = len(rt.context_of().programs)
   assert rt.build(src, "twice") is k1 and k1.function_name == "twice"
-  assert len(rt._device["programs"]) == n_programs
+  assert len(rt.context_of().programs) == n_programs
 
 
 def test_kernels_known_ahead_build_as_one_program_under_names_apart(opencl: str) -> None:
   """Two sources with one entry name (as two graphs' kernel_0) build as one program; each runs its own code."""
   from tinyspec.runtime import opencl as rt
-  q, cl = rt._device["queue"], rt._device["cl"]
+  ctx, cl = rt.context_of(), rt._device["cl"]
+  q = ctx.queue
   srcs = [f"__kernel void kernel_0(__global int* data0) {{ data0[get_global_id(0)] += {k}; }}\n" for k in (10, 20)]
   rt.build_many([(s, "kernel_0") for s in srcs])
-  progs = [rt._device["programs"][s]["program"] for s in srcs]
+  progs = [ctx.programs[s]["program"] for s in srcs]
   assert progs[0] is progs[1]
   for s, k in zip(srcs, (10, 20)):
     a = np.arange(4, dtype=np.int32)
-    buf = cl.Buffer(rt._device["context"], cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+    buf = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
     rt.build(s, "kernel_0")(q, (4,), None, buf)
     cl.enqueue_copy(q, a, buf)
     np.testing.assert_array_equal(a, np.arange(4) + k)
@@ -315,7 +316,7 @@ def test_a_bad_kernel_known_ahead_keeps_its_own_error(opencl: str) -> None:
   good = "__kernel void kernel_0(__global int* data0) { data0[0] = 7; }\n"
   bad = "__kernel void kernel_0(__global int* data0) { data0[0] = not_declared; }\n"
   rt.build_many([(good, "kernel_0"), (bad, "kernel_0")])
-  assert good not in rt._device["programs"] and bad not in rt._device["programs"]
+  assert good not in rt.context_of().programs and bad not in rt.context_of().programs
   assert rt.build(good, "kernel_0").function_name == "kernel_0"
   with pytest.raises(rt.OpenCLBuildError) as e:
     rt.build(bad, "kernel_0")

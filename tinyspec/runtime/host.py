@@ -271,18 +271,21 @@ def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[t
 
 
 def _build_opencl(conn: Connection, graphs: list) -> None:
-  """Every OpenCL kernel of the jobs built as one program (a bad one spoils it: each then builds alone, its error its own)."""
+  """Every OpenCL kernel of the jobs built as one program per device, in the context the kernel runs in (a bad one
+  spoils its device's program: each of those then builds alone, its error its own)."""
   from tinyspec.lower.kernel_map import kernel_calls
   from tinyspec.runtime import opencl
-  kernels: list[tuple[str, str]] = []
+  by_device: dict[str, list[tuple[str, str]]] = {}
   for g in graphs:
     if not isinstance(g, UOp): continue
-    try: kernels += [opencl.kernel_of(c)[:2] for c in kernel_calls(g)]
+    try: found = [(opencl.kernel_device(c), opencl.kernel_of(c)[:2]) for c in kernel_calls(g)]
     except Exception: continue
-  if len(kernels) < 2: return
+    for device, kernel in found: by_device.setdefault(device, []).append(kernel)
+  if sum(map(len, by_device.values())) < 2: return
   conn.send(("compile",))
-  try: opencl.build_many(kernels)
-  except Exception: pass  # no device, or a kernel it cannot take: the jobs report it themselves
+  for device, kernels in by_device.items():
+    try: opencl.build_many(kernels, device)
+    except Exception: pass  # no device, or a kernel it cannot take: the jobs report it themselves
 
 
 def _available(backend: str) -> tuple[bool, str]:

@@ -1,9 +1,17 @@
-"""The OpenCL runtime: pyopencl on PoCL. One context and queue per process, programs cached by source text,
-device buffers that live for a whole run (inputs copied in once, results copied out once at the end). Kernels known
-ahead (a fuzz batch's) are built together as one program: PoCL's cost is mostly per program built."""
+"""The OpenCL runtime: pyopencl on PoCL, simulating one OpenCL device per tinyspec device name. Every name ("CPU",
+"CPU:0", "CPU:1", "GPU:3": the family prefix does not matter) gets its own context and command queue on the one PoCL
+device, made the first time a kernel or buffer of that name needs it (the default device's, "CPU", when OpenCL is
+first opened). A kernel runs in the context of its storage args' device (kernel_device); programs are cached per
+context by source text, and device buffers by (device, memory), living for a whole run (inputs copied in once,
+results copied out once at the end). Values cross devices only through the host: the evaluator runs COPY calls on
+host arrays, and the buffer of a memory a kernel of another device needs is copied back and copied into that
+device's context, so no kernel is given a buffer of another context and a memory has one device copy at a time.
+Kernels known ahead (a fuzz batch's) are built together as one program per device: PoCL's cost is mostly per
+program built."""
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,7 +25,20 @@ from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
 # PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
 BUILD_OPTIONS: tuple[str, ...] = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 
+# the device storage names when it names none (BufferArg's and ParamArg's default)
+DEFAULT_DEVICE = "CPU"
+
+# the process's OpenCL state: pyopencl, the PoCL device, its extensions, and one DeviceContext per device name
 _device: dict[str, Any] = {}
+
+
+@dataclass
+class DeviceContext:
+  """One simulated device: its own OpenCL context and queue on the PoCL device, and the programs built in it."""
+  name: str
+  context: Any
+  queue: Any
+  programs: dict[str, dict] = field(default_factory=dict)  # by source text: {"program": ..., entry name: kernel}
 
 
 class OpenCLUnavailable(RuntimeError):
@@ -57,10 +78,14 @@ def _open() -> dict[str, Any]:
     _device["error"] = f"no OpenCL device found on {len(platforms)} platform(s) ({', '.join(p.name for p in platforms) or 'none'})"
     return _device
   dev = devices[0]
-  ctx = cl.Context(devices=[dev])
   fp64 = "cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0
-  _device.update(cl=cl, device=dev, context=ctx, queue=cl.CommandQueue(ctx), programs={}, fp64=fp64,
+  _device.update(cl=cl, device=dev, contexts={}, fp64=fp64,
                  extensions=frozenset(dev.extensions.split()) | ({"cl_khr_fp64"} if fp64 else set()))
+  # the default device's context is made now, so that available() says yes only where a context can be made
+  try: context_of(DEFAULT_DEVICE)
+  except Exception as e:
+    _device.clear()
+    _device["error"] = f"no OpenCL context on {dev.name} ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
   return _device
 
 
@@ -77,6 +102,25 @@ def _require() -> dict[str, Any]:
   return d
 
 
+def context_of(device: str = DEFAULT_DEVICE) -> DeviceContext:
+  """The context and queue of the simulated device named `device`, made on first use and kept for the process."""
+  d = _device if "contexts" in _device else _require()
+  if (ctx := d["contexts"].get(device)) is None:
+    cl = d["cl"]
+    context = cl.Context(devices=[d["device"]])
+    ctx = d["contexts"][device] = DeviceContext(device, context, cl.CommandQueue(context))
+  return ctx
+
+
+def kernel_device(call: UOp) -> str:
+  """The device a kernel CALL runs on: that of its storage args (DEFAULT_DEVICE when it has none). The lowering can
+  give one kernel args on two devices (XOR(COPY(x, "CPU:1"), x) reads x on "CPU" into an output on "CPU:1", and no
+  rule of the spec forbids it), so such a kernel runs on its first storage arg's device, its output's."""
+  for a in call.src[1:]:
+    if a.op not in GroupOp.Variable and (dev := a.device) is not None: return dev
+  return DEFAULT_DEVICE
+
+
 def require_extensions(linear: UOp, name: str) -> None:
   """OpenCLUnsupported naming what is missing when the device lacks an extension the atomic updates of a kernel's
   LINEAR need: such a kernel is never built (a device may build it and update non-atomically, or fail later)."""
@@ -88,20 +132,21 @@ def require_extensions(linear: UOp, name: str) -> None:
     raise OpenCLUnsupported(f"kernel {name!r} cannot run on {d['device'].name}: {why}, which the device does not report")
 
 
-def build(source: str, name: str) -> Any:
-  """The compiled kernel `name` of `source`, built once per process per source text (or found in a program
-  build_many made of it and others, under the name it got there)."""
+def build(source: str, name: str, device: str = DEFAULT_DEVICE) -> Any:
+  """The compiled kernel `name` of `source` in the context of `device`, built once per process per device and source
+  text (or found in a program build_many made of it and others, under the name it got there)."""
   d = _require()
-  if (kerns := d["programs"].get(source)) is None:
+  ctx = context_of(device)
+  if (kerns := ctx.programs.get(source)) is None:
     cl = d["cl"]
     # pyopencl's own binary cache is off: PoCL keeps one, and two on-disk caches race under parallel test workers
-    prg = cl.Program(d["context"], source)
+    prg = cl.Program(ctx.context, source)
     try: prg.build(options=list(BUILD_OPTIONS), cache_dir=False)
     except cl.RuntimeError as e:
       try: log = prg.get_build_info(d["device"], cl.program_build_info.LOG)
       except Exception: log = ""
       raise OpenCLBuildError(name, source, log or str(e)) from None
-    kerns = d["programs"][source] = {"program": prg}
+    kerns = ctx.programs[source] = {"program": prg}
   if (k := kerns.get(name)) is None:
     entry = kerns.get("renamed", {}).get(name, name)
     try: k = kerns[name] = d["cl"].Kernel(kerns["program"], entry)
@@ -109,23 +154,25 @@ def build(source: str, name: str) -> Any:
   return k
 
 
-def build_many(kernels: list[tuple[str, str]]) -> None:
-  """Build the kernels (source, entry name) not built yet as one program. Kernels of different graphs share entry
-  names (kernel_0...), so each entry is renamed apart in the combined source; `build(source, name)` then finds it
-  there. When the combined build fails nothing is kept: each kernel builds alone later, and its error is its own."""
+def build_many(kernels: list[tuple[str, str]], device: str = DEFAULT_DEVICE) -> None:
+  """Build the kernels (source, entry name) not built yet in the context of `device` as one program. Kernels of
+  different graphs share entry names (kernel_0...), so each entry is renamed apart in the combined source;
+  `build(source, name, device)` then finds it there. When the combined build fails nothing is kept: each kernel builds
+  alone later, and its error is its own."""
   d = _require()
-  todo = list(dict.fromkeys((t, n) for t, n in kernels if t not in d["programs"]))
+  ctx = context_of(device)
+  todo = list(dict.fromkeys((t, n) for t, n in kernels if t not in ctx.programs))
   if len(todo) < 2: return
   renamed = renamed_apart(todo)
-  prg = d["cl"].Program(d["context"], "\n".join(text for text, _ in renamed))
+  prg = d["cl"].Program(ctx.context, "\n".join(text for text, _ in renamed))
   try: prg.build(options=list(BUILD_OPTIONS), cache_dir=False)
   except d["cl"].RuntimeError: return
-  for (t, n), (_, e) in zip(todo, renamed): d["programs"][t] = {"program": prg, "renamed": {n: e}}
+  for (t, n), (_, e) in zip(todo, renamed): ctx.programs[t] = {"program": prg, "renamed": {n: e}}
 
 
 def clear_cache() -> None:
-  """Forget the compiled programs of this process (the next build compiles again)."""
-  if "programs" in _device: _device["programs"].clear()
+  """Forget the compiled programs of this process, on every device (the next build compiles again)."""
+  for ctx in _device.get("contexts", {}).values(): ctx.programs.clear()
 
 
 # ---- kernels: source, name and launch size of a kernel CALL ----
@@ -155,15 +202,19 @@ class OpenCLRunner:
   kernel gets them; later kernels use the device copy, so intermediates never come back to the host. A buffer comes
   back when it is read on the host: `outputs` holds (storage, call) for each AFTER(storage, call) the graph reads,
   and that storage is copied back right after that call runs. `eager=True` copies every arg back after every
-  kernel (for graphs that read storage on the host in ways not known in advance); `sync()` copies back the rest."""
+  kernel (for graphs that read storage on the host in ways not known in advance); `sync()` copies back the rest.
+  Each kernel runs in the context of its device (kernel_device); `contexts_used` holds the DeviceContext of every
+  device this runner ran kernels or holds buffers on, by device name."""
 
   def __init__(self, outputs: set[tuple[UOp, UOp]] | None = None, eager: bool = False):
     self.d = _require()
     self.outputs = outputs or set()
     self.eager = eager
-    # keyed by the memory, not the array object: two views of one storage must share one device buffer
-    self.bufs: dict[tuple[int, int], tuple[np.ndarray, Any]] = {}
+    # keyed by the memory, not the array object: two views of one storage must share one device buffer. A memory has
+    # one device buffer at a time, in the context of the device whose kernel used it last (see _buffer)
+    self.bufs: dict[tuple[int, int], tuple[str, np.ndarray, Any]] = {}
     self.dirty: set[tuple[int, int]] = set()
+    self.contexts_used: dict[str, DeviceContext] = {}
     self.launches = self.copies_in = self.copies_out = 0
 
   @staticmethod
@@ -185,18 +236,26 @@ class OpenCLRunner:
   @staticmethod
   def _key(a: np.ndarray) -> tuple[int, int]: return (a.__array_interface__["data"][0], a.nbytes)
 
-  def _buffer(self, a: np.ndarray) -> Any:
-    if (hit := self.bufs.get(self._key(a))) is not None: return hit[1]
-    cl = self.d["cl"]
-    buf = cl.Buffer(self.d["context"], cl.mem_flags.READ_WRITE, size=max(a.nbytes, 1))
+  def _buffer(self, a: np.ndarray, device: str = DEFAULT_DEVICE) -> Any:
+    """The buffer of host array `a` in the context of `device`. A buffer another device's kernel left is copied back
+    to the host first (when a kernel wrote it) and dropped: a kernel never gets a buffer of another context, and a
+    memory never has two device copies that could disagree."""
+    key = self._key(a)
+    if (hit := self.bufs.get(key)) is not None:
+      if hit[0] == device: return hit[2]
+      if key in self.dirty: self._copy_out(key)
+      del self.bufs[key]
+    cl, ctx = self.d["cl"], context_of(device)
+    self.contexts_used[device] = ctx
+    buf = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, size=max(a.nbytes, 1))
     if a.nbytes:
-      cl.enqueue_copy(self.d["queue"], buf, np.ascontiguousarray(a), is_blocking=False)
+      cl.enqueue_copy(ctx.queue, buf, np.ascontiguousarray(a), is_blocking=False)
       self.copies_in += 1
-    self.bufs[self._key(a)] = (a, buf)
+    self.bufs[key] = (device, a, buf)
     return buf
 
-  def __call__(self, call: UOp, args: list[np.ndarray]) -> None:
-    text, name, gsize = kernel_of(call)
+  @staticmethod
+  def _check_args(call: UOp, name: str, args: list[np.ndarray]) -> None:
     if len(args) != len(call.src) - 1: raise ValueError(f"kernel {name}: {len(args)} arrays for a call of {len(call.src) - 1} args")
     for u in call.src[0].src[1].src:
       if u.op is not Ops.PARAM: continue
@@ -204,15 +263,21 @@ class OpenCLRunner:
       a = args[u.arg.slot]
       if a.dtype != u.dtype.np or a.size != u.arg.size:
         raise ValueError(f"kernel {name}: arg {u.arg.slot} is {a.dtype}[{a.size}], PARAM wants {u.dtype.np}[{u.arg.size}]")
+
+  def __call__(self, call: UOp, args: list[np.ndarray]) -> None:
+    text, name, gsize = kernel_of(call)
+    self._check_args(call, name, args)
     require_extensions(call.src[0].src[1], name)
-    kern = build(text, name)
+    device = kernel_device(call)
+    ctx = self.contexts_used[device] = context_of(device)
+    kern = build(text, name, device)
     linear = call.src[0].src[1].src
     is_var = [a.op in GroupOp.Variable for a in call.src[1:]]
     # a variable is passed by value, as the numpy scalar of its parameter's type; storage through its device buffer
-    bufs = [var_param_dtype(arg, linear).np.type(int(a)) if v else self._buffer(a) for a, arg, v in zip(args, call.src[1:], is_var)]
+    bufs = [var_param_dtype(arg, linear).np.type(int(a)) if v else self._buffer(a, device) for a, arg, v in zip(args, call.src[1:], is_var)]
     self.dirty.update(self._key(a) for a, v in zip(args, is_var) if not v)
     if 0 not in gsize:
-      kern(self.d["queue"], gsize, None, *bufs)
+      kern(ctx.queue, gsize, None, *bufs)
       self.launches += 1
     if self.eager: self.sync()
     elif self.outputs:
@@ -220,10 +285,10 @@ class OpenCLRunner:
         if not v and (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
 
   def _copy_out(self, key: tuple[int, int]) -> None:
-    a, buf = self.bufs[key]
+    device, a, buf = self.bufs[key]
     self.dirty.discard(key)
     if not a.nbytes: return
-    cl, q = self.d["cl"], self.d["queue"]
+    cl, q = self.d["cl"], context_of(device).queue
     if a.flags.c_contiguous and a.flags.writeable: cl.enqueue_copy(q, a, buf)
     else:
       tmp = np.empty(a.shape, a.dtype)
@@ -231,16 +296,19 @@ class OpenCLRunner:
       a[...] = tmp
     self.copies_out += 1
 
+  def _finish(self) -> None:
+    for ctx in self.contexts_used.values(): ctx.queue.finish()
+
   def close(self) -> None:
     """Release the device buffers without copying anything back."""
-    self.d["queue"].finish()
+    self._finish()
     self.bufs.clear()
     self.dirty.clear()
 
   def sync(self) -> None:
     """Copy every buffer a kernel may have written back into its host array, then forget the device copies."""
     for key in list(self.dirty): self._copy_out(key)
-    self.d["queue"].finish()
+    self._finish()
     self.bufs.clear()
 
 
