@@ -18,11 +18,11 @@ column, does, with one thread as with two). The inputs are put on their devices 
 counted are the all-reduce's.
 
 Every result (the loss and the updated parameters: both replicas on tinyspec's side, the first on tinygrad's) is
-checked against the step in numpy (float64) first. Each side's figure is one whole run of its kernels as its runtime launches them, with what the
-runtime adds per run: tinyspec's graph evaluator allocating the outputs and calling each kernel through ctypes,
-tinygrad's TinyJit replay and the copy of the outputs to numpy. The kernel and copy counts are per step: tinyspec's
-kernel CALLs and COPY calls of the lowered graph, tinygrad's programs and copies in the jit's captured calls, a
-program over two devices counted once per device.
+checked against the step in numpy (float64) first. Each side's figure is one whole run of its kernels as its runtime
+launches them, with what the runtime adds per run: tinyspec's graph evaluator allocating the outputs and calling each
+kernel through ctypes, tinygrad's TinyJit replay and the copy of the outputs to numpy. The kernel and copy counts are
+per step: tinyspec's kernel CALLs and COPY calls of the lowered graph, tinygrad's programs and copies in the jit's
+captured calls, a program over two devices counted once per device.
 
 tinygrad is not a dependency of tinyspec: it runs in its own venv, by default .venv-peer next to this repo's .venv:
     python3 -m venv .venv-peer && .venv-peer/bin/pip install tinygrad==0.14.0
