@@ -91,8 +91,9 @@ def test_a_graph_mixing_devices_in_one_kernel_runs_on_its_outputs_device(opencl:
   CPU:1 and CPU:0, and it runs on its output's device, CPU:1."""
   from tinyspec.runtime.opencl import kernel_device
   xs = np.arange(12, dtype=np.int32).reshape(3, 4)
-  x = Tensor(xs, device="CPU:0")
-  root = Tensor.sink(x.copy_to("CPU:1") ^ (x + 5))
+  x = Tensor(xs, device="CPU:0").uop  # built from UOps: the frontend refuses to combine tensors of two devices
+  five = UOp.const(x.dtype, 5).expand(x.shape)
+  root = UOp(Ops.SINK, dtypes.void, (x.copy_to("CPU:1").alu(Ops.XOR, x.alu(Ops.ADD, five)),))
   got, lowered, runner = _evaluate(root, inputs_of(root))
   runner.close()
   mixed = [c for c in kernel_calls(lowered) if len({a.device for a in c.src[1:]}) > 1]
