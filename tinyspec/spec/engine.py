@@ -12,7 +12,7 @@ from typing import Callable
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
-from tinyspec.spec.fast import BINARY, CALL, NO_PLAN, PERMUTE, RESHAPE, SINGLE, fused_for, plan_for
+from tinyspec.spec.fast import BINARY, CALL, COMPARISON, NO_PLAN, ONE_DEVICE, PERMUTE, RESHAPE, SINGLE, fused_for, one_device, plan_for
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -171,6 +171,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
   views, binds = x.view_ctx is not None, x.var_ctx is not None
   pop, push = stack.pop, stack.append
   call, bind, uop, ops, boolean, prod, lst = Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod, list
+  is_cmp, dev_check, same_device = COMPARISON, ONE_DEVICE, one_device
   while stack:
     path = pop()
     if type(path) is not lst:  # a node to visit
@@ -271,7 +272,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
           elif not v:
             uc[k] = False
             continue
-        elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison)
+        elif form == BINARY:  # fast._binary(p1: kinds, p2: its flags, COMPARISON and ONE_DEVICE)
           a, b = u.src
           if a is last: va, sh = True, last_shape
           else:
@@ -283,8 +284,8 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
             vb, sb = bc[k], bc.get("shape")
           if va is True and vb is True:
             d = a.dtype
-            if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 else d):
-              if type(sh) is tuple and (sh is sb or sh == sb):
+            if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 & is_cmp else d):
+              if type(sh) is tuple and (sh is sb or sh == sb) and (a is b or not p2 & dev_check or same_device(a, b)):
                 uc["shape"] = last_shape = sh
                 uc[k] = True
                 last = u

@@ -34,6 +34,7 @@ from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, bind_one_valu
 from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
 from tinyspec.spec.program import no_index_dtype
 from tinyspec.spec.tensor import elementwise_shape, movement_arg, reduce_axes, reduce_form, sink_entry
+from tinyspec.spec.tensor import one_device as one_device_rule  # the rule; one_device below is its fused test
 from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
@@ -72,7 +73,20 @@ _PROBE = Ctx("probe", Stage.TENSOR, Table())
 
 # ---- elementwise ----
 
-def _binary(kinds: str, cmp: bool) -> FastFn:
+# the flags of a binary test (its plan's third item): the node is a comparison (a bool result); its sources are held to
+# one device (TENSOR's tensor.one_device: a kernel's values need no such check, all its storage is on one device)
+COMPARISON, ONE_DEVICE = 1, 2
+
+
+def one_device(a: UOp, b: UOp) -> bool:
+  """a and b are on one device, or one of them has none: tensor.one_device of two sources (the same node agrees with
+  itself, the common x + x, at no cost)."""
+  return a is b or (da := a.device) is None or (db := b.device) is None or da == db
+
+
+def _binary(kinds: str, cmp: bool, devices: bool = False) -> FastFn:
+  flags = (COMPARISON if cmp else 0) | (ONE_DEVICE if devices else 0)
+
   def fn(u: UOp, k: str) -> bool | None:
     a, b = u.src
     ac, bc = a._cache, b._cache
@@ -82,13 +96,14 @@ def _binary(kinds: str, cmp: bool) -> FastFn:
     if b.dtype is not d or u.arg is not None or d.kind not in kinds or u.dtype is not (_BOOL if cmp else d): return None
     sh = ac.get("shape")
     if type(sh) is not tuple or (sh is not (sb := bc.get("shape")) and sh != sb): return None
+    if devices and not one_device(a, b): return None
     u._cache["shape"] = sh
     return True
-  fn.form = (BINARY, kinds, cmp)  # type: ignore[attr-defined]
+  fn.form = (BINARY, kinds, flags)  # type: ignore[attr-defined]
   return fn
 
 
-def _where(kinds: str) -> FastFn:
+def _where(kinds: str, devices: bool = False) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     c, a, b = u.src
     cc, ac, bc = c._cache, a._cache, b._cache
@@ -98,6 +113,7 @@ def _where(kinds: str) -> FastFn:
     if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
     sh = ac.get("shape")
     if type(sh) is not tuple or sh != bc.get("shape") or sh != cc.get("shape"): return None
+    if devices and not (one_device(a, b) and one_device(c, a) and one_device(c, b)): return None
     u._cache["shape"] = sh
     return True
   return fn
@@ -253,8 +269,8 @@ def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   alu = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
   out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
   for op in GroupOp.Unary: out[op] = (alu, _single(_no_arg, _kinds(op)))
-  for op in GroupOp.Binary: out[op] = (alu, _binary(_kinds(op), op in GroupOp.Comparison))
-  out[Ops.WHERE] = ((*alu, where_cond), _where(_kinds(Ops.WHERE)))
+  for op in GroupOp.Binary: out[op] = ((*alu, one_device_rule), _binary(_kinds(op), op in GroupOp.Comparison, devices=True))
+  out[Ops.WHERE] = ((*alu, one_device_rule, where_cond), _where(_kinds(Ops.WHERE), devices=True))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, elementwise_shape), _cast)
   for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _single(_VIEW_SHAPES[op]))
   out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _single(_reduce))
@@ -318,7 +334,7 @@ assert all(Ops.BIND not in f for f in FUSED.values())
 
 
 def plan_for(fused: list[FastFn | None]) -> list[tuple]:
-  """Per op value, how the walk runs the op's fused test: (SINGLE, shape_of, kinds) and (BINARY, kinds, is_comparison) are
+  """Per op value, how the walk runs the op's fused test: (SINGLE, shape_of, kinds) and (BINARY, kinds, flags) are
   the tests _single and _binary make, which the walk runs inline, with no call per node; (RESHAPE, _reshape, kinds) and
   (PERMUTE, _PERMS, kinds) are _single's with the shape of _reshape / _permute inline too; (CALL, fn, None) calls fn;
   NO_PLAN leaves the node to the rules."""
