@@ -189,3 +189,25 @@ def test_generated_cases_with_copies_combine_values_of_one_device():
     seen += 1
     _legal_at_every_stage(c.root, callify=c.options["callify"], realize=c.options["realize"])
   assert seen >= 10
+
+
+def _call_of_constants() -> UOp:
+  """A value call on CPU:1 whose first output is computed from constants alone (it has no device), read on CPU:1."""
+  x = buf(3, id=7191, device="CPU:1")
+  p0 = UOp.param(0, F32, 3, "CPU:1")
+  r = UOp.const(F32, 2.0).expand((4, 3)).reduce(Ops.ADD, 1)
+  body = UOp(Ops.TUPLE, dtypes.void, ((r + UOp.const(F32, 1.0).expand((3,))).reduce(Ops.MAX, 1), p0 + p0))
+  c = call(body, x, name="f")
+  return sink(x.reduce(Ops.MAX, 1) + c.gettuple(0), c.gettuple(1))
+
+
+@pytest.mark.parametrize("realize", ["minimal", "all"])
+def test_an_output_of_constants_of_a_call_is_on_its_readers_device(realize):
+  # precompiled by callify: the output is inlined where it is read, not given a buffer on "CPU"
+  _legal_at_every_stage(_call_of_constants(), callify="precompile", realize=realize)
+  # lowered by rangeify as a nested kernel graph: its kernels run where the output storage they write is
+  stages = lower(_call_of_constants(), passes=[p for p in PASSES if p.name != "callify"], realize=realize)
+  assert check(stages["rangeify"], Stage.KERNEL_GRAPH) == []
+  got = run(_call_of_constants(), {7191: np.arange(3, dtype=np.float32)}, "reference")
+  np.testing.assert_allclose(got[0], 2.0 + 9.0)
+  np.testing.assert_allclose(got[1], np.arange(3) * 2.0)

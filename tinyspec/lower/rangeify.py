@@ -325,7 +325,8 @@ def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, 
   same ids when the same graph is lowered again). views False binds every read arg as storage at once."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
   if ids is None: ids = _BUFFER_IDS.setdefault(sink, {})
-  sched = Schedule(sink, options.realize, nested_outputs=out_params is not None)
+  sched = Schedule(sink, options.realize, nested_outputs=out_params is not None,
+                   out_devices=None if out_params is None else [p.arg.device for p in out_params])
   return _Builder(sched, options, trace, tables, out_params, ids, views).build()
 
 

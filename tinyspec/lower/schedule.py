@@ -90,7 +90,8 @@ def walk(root: UOp) -> list[UOp]:
 class Schedule:
   """The kernels of one (tensor-stage, call-free or precompile) graph: build with `Schedule(sink, realize)`."""
 
-  def __init__(self, sink: UOp, realize: str = "minimal", nested_outputs: bool = False):
+  def __init__(self, sink: UOp, realize: str = "minimal", nested_outputs: bool = False, out_devices: list | None = None):
+    """out_devices: of a nested graph, the device of the output storage each SINK entry is written into."""
     if realize not in ("minimal", "all"): raise ValueError(f"unknown realize mode {realize!r}; expected 'minimal' or 'all'")
     self.sink, self.mode, self.nested = sink, realize, nested_outputs
     self.nodes = walk(sink)
@@ -105,7 +106,7 @@ class Schedule:
     self._make_kernels()
     self._make_entries()
     self.placed: dict[Any, Any] = {}
-    self._place()
+    self._place(out_devices)
     self._order()
 
   # ---- what is realized ----
@@ -275,10 +276,12 @@ class Schedule:
       return next((d for key in (*(r.key for r in k.reads.values()), *(w for w, _ in k.writes)) if (d := self._own_device(key)) is not None), None)
     return self.device_of(k.writes[0][0])
 
-  def _place(self) -> None:
+  def _place(self, out_devices: list | None) -> None:
     """Place each realized node of constants on the device of a kernel that reads it (readers first: kernels are made in
     graph order, a reader after what it reads, so a chain of such nodes takes its device from the end that has one);
-    a reader on another device reads a copy on its own (_copy_to)."""
+    a reader on another device reads a copy on its own (_copy_to). A nested graph's output goes where its storage is."""
+    for (kind, r), d in zip(self.entries, out_devices or ()):
+      if kind != "effect" and self._own_device(r.key) is None: self.placed[r.key] = d
     for k in reversed(self.kernels):
       if (d := self._kernel_device(k)) is None: continue
       for r in k.reads.values():
