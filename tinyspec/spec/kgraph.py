@@ -82,6 +82,15 @@ def device_family(d: object) -> object:
   return d.split(":", 1)[0] if isinstance(d, str) else d
 
 
+def is_host(d: object) -> bool:
+  return isinstance(d, str) and d in HOST_DEVICES
+
+
+def reads_host(d: object) -> bool:
+  """A kernel on device d may take host memory among its args."""
+  return isinstance(fam := device_family(d), str) and fam in HOST_FAMILIES
+
+
 def _arg_devices(u: UOp) -> list[tuple[int, object]]:
   """(arg number, device) of each storage arg of a CALL; variables and malformed args have none."""
   out = []
@@ -97,12 +106,12 @@ def _arg_devices(u: UOp) -> list[tuple[int, object]]:
 def one_device(u: UOp, cx: Ctx) -> str | None:
   if body_kind(u.src[0]) not in ("kernel", "program"): return None
   devs = _arg_devices(u)
-  own = [(k, d) for k, d in devs if d not in HOST_DEVICES]
+  own = [(k, d) for k, d in devs if not is_host(d)]
   for k, d in own[1:]:
     if d != own[0][1]:  # == whatever the devices are: a sharded value's device is a tuple of names
       return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {k} on {device_str(d)}; at {cx.sname} a kernel runs on "
               "one device (a COPY call moves storage between devices)")
-  if own and device_family(own[0][1]) not in HOST_FAMILIES and (host := next((kd for kd in devs if kd[1] in HOST_DEVICES), None)):
+  if own and not reads_host(own[0][1]) and (host := next((kd for kd in devs if is_host(kd[1])), None)):
     return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {host[0]} is host memory on {device_str(host[1])}; at "
             f"{cx.sname} only a kernel of the CPU or PYTHON family reads host memory (COPY it to {device_str(own[0][1])} first)")
   return None
