@@ -115,6 +115,14 @@ def test_devices_are_compared_with_equality_whatever_their_type():
                                                 "TENSOR the sources of an elementwise op are on one device")
 
 
+def test_the_fused_accepts_of_combining_ops_cover_the_device_rule():
+  # a rule the fused test of an op does not declare takes the op off the fast path (spec/fast.py): the declared tuples
+  # include tensor.one_device, so binary ALUs and WHERE keep theirs
+  check(sink(buf(4, id=7145) + buf(4, id=7146)), Stage.TENSOR)
+  for op in (Ops.ADD, Ops.CMPLT, Ops.WHERE, Ops.COPY):
+    assert engine.T_TOP.fused[op.value] is not None, op.name
+
+
 # ---- KERNEL_GRAPH: kgraph.one_device, kgraph.copy_device ----
 def _kernel_on(*devices: str) -> UOp:
   """A kernel CALL of out = a + b whose args (out, a, b) are on these devices."""
