@@ -41,7 +41,8 @@ def sink(*xs: UOp) -> UOp: return UOp(Ops.SINK, VOID, tuple(xs))
 def group(*xs: UOp) -> UOp: return UOp(Ops.GROUP, VOID, tuple(xs))
 def call(body: UOp, *args: UOp, name: str | None = None) -> UOp: return UOp(Ops.CALL, VOID, (body, *args), name)
 def tup(*xs: UOp) -> UOp: return UOp(Ops.TUPLE, VOID, tuple(xs))
-def buf(n: int, dt=f32, id: int | None = None, addrspace=AddrSpace.GLOBAL) -> UOp: return UOp.buffer(dt, n, id=id, addrspace=addrspace)
+def buf(n: int, dt=f32, id: int | None = None, addrspace=AddrSpace.GLOBAL, device: str = "CPU") -> UOp:
+  return UOp.buffer(dt, n, device, addrspace, id=id)
 def c(v, dt=f32) -> UOp: return UOp.const(dt, v)
 
 

@@ -1,15 +1,23 @@
 """Devices: a graph over two simulated devices ("CPU:0", "CPU:1"), with COPY moving a value between them, lowers to
-per-device kernels and a copy, and runs on the reference, CPU and OpenCL backends."""
+per-device kernels and a copy, and runs on the reference, CPU and OpenCL backends. The rules: an op combines values of
+one device (tensor.one_device), a kernel runs on one device, host memory aside (kgraph.one_device), and a COPY call
+writes the device it names (kgraph.copy_device); the lowering keeps them at every stage."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from builders import assert_breaks_exactly, buf, call, k_add, sink
 from tinyspec import Stage, check
+from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, inputs_of
-from tinyspec.lower.pipeline import lower
+from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.runtime import run
-from tinyspec.uop import Ops, UOp, kernel_calls, storage_of, walk
+from tinyspec.spec import engine
+from tinyspec.spec.tensor import one_device
+from tinyspec.uop import BufferArg, Ops, UOp, kernel_calls, storage_of, walk
+
+F32 = dtypes.float32
 
 A = np.arange(6, dtype=np.float32).reshape(2, 3)
 B = np.full((2, 3), 0.5, np.float32)
@@ -37,3 +45,177 @@ def test_each_kernel_touches_one_device_and_a_copy_crosses():
   assert sorted(map(sorted, devices)) == [["CPU:0"], ["CPU:1"]]
   copies = [u for u in walk((kg,)) if u.op is Ops.CALL and u.src[0].op is Ops.COPY]
   assert len(copies) == 1 and copies[0].src[0].arg == "CPU:0" and storage_of(copies[0].src[2]).arg.device == "CPU:1"
+
+
+def _kernel_devices(kg: UOp) -> list[list[str]]:
+  return sorted(sorted({storage_of(a).arg.device for a in c.src[1:]}) for c in kernel_calls(kg))
+
+
+def _legal_at_every_stage(root: UOp, **options) -> dict[str, UOp]:
+  assert check(root, Stage.TENSOR) == []
+  stages = lower(root, **options)  # each pass's output is verified at its stage
+  for p in PASSES: assert check(stages[p.name], p.stage_out) == [], p.name
+  return stages
+
+
+# ---- TENSOR: tensor.one_device ----
+def test_adding_values_of_two_devices_is_flagged():
+  root = Tensor.sink(Tensor(A, device="CPU:0") + Tensor(B, device="CPU:1"))
+  vs = assert_breaks_exactly(root, Stage.TENSOR, {"tensor.one_device"})
+  assert "ADD combines values on CPU:0 and CPU:1 (COPY one first)" in vs[0].message
+
+
+def test_a_store_of_another_devices_value_is_flagged():
+  target, value = buf(4, id=7101, device="CPU:1"), buf(4, id=7102)
+  vs = assert_breaks_exactly(sink(target.after(target.store(value))), Stage.TENSOR, {"tensor.one_device"})
+  assert "STORE combines values on CPU:1 and CPU" in vs[0].message
+
+
+def test_a_where_of_two_devices_is_flagged_by_the_walk_and_by_the_rules_alike():
+  a, b = buf(4, id=7111), buf(4, id=7112, device="CPU:1")
+  for g in (sink((a < a).where(a, b)), sink((b < b).where(a, a)), sink(a * b), sink(b + a)):
+    fast = [(v.rule, v.message) for v in check(g, Stage.TENSOR)]
+    engine.set_fused(False)
+    try:
+      for u in g.toposort(): u._cache.clear()
+      slow = [(v.rule, v.message) for v in check(g, Stage.TENSOR)]
+    finally: engine.set_fused(True)
+    assert fast == slow and [r for r, _ in fast] == ["tensor.one_device"]
+
+
+def test_values_without_a_device_and_copies_go_with_any_device():
+  x = buf(4, id=7121, device="CPU:1")
+  c = UOp.const(F32, 2.0).expand((4,))
+  y = buf(4, id=7122)
+  legal = [x + c, c * x, (x < c).where(c, x), x + UOp(Ops.COPY, F32, (y,), "CPU:1"), UOp(Ops.COPY, F32, (x,), "CPU") + y]
+  assert check(sink(*legal), Stage.TENSOR) == []
+
+
+def test_after_and_call_args_may_span_devices():
+  x, y = buf(4, id=7131, device="CPU:1"), buf(4, id=7132)
+  # an AFTER of CPU storage waiting for a STORE on CPU:1
+  w = x.after(x.store(x + x))
+  assert check(sink(y.after(y.store(y + y), x.store(x * x)), w), Stage.TENSOR) == []
+  # a value call whose args are on two devices, each PARAM on its arg's device, the body COPYing one over
+  p0, p1 = UOp.param(0, F32, 4, "CPU:1"), UOp.param(1, F32, 4)
+  body = UOp(Ops.TUPLE, dtypes.void, (p0 + UOp(Ops.COPY, F32, (p1,), "CPU:1"),))
+  assert check(sink(call(body, x, y).gettuple(0)), Stage.TENSOR) == []
+  # a body combining its PARAMs of two devices is what is flagged, inside the body
+  bad = UOp(Ops.TUPLE, dtypes.void, (p0 + p1,))
+  assert_breaks_exactly(sink(call(bad, x, y).gettuple(0)), Stage.TENSOR, {"tensor.one_device"})
+
+
+def test_devices_are_compared_with_equality_whatever_their_type():
+  # a sharded value's device is a tuple of names: tuples equal as values agree, unequal ones do not
+  def node(dev: object, i: int) -> UOp: return UOp(Ops.BUFFER, F32, (), BufferArg(7140 + i, 4, dev))  # type: ignore[arg-type]
+  same = UOp(Ops.ADD, F32, (node(("CPU:0", "CPU:1"), 1), node(tuple(["CPU:0", "CPU:1"]), 2)))
+  other = UOp(Ops.ADD, F32, (node(("CPU:0", "CPU:1"), 3), node(("CPU:0", "CPU:2"), 4)))
+  assert one_device.fn(same, engine.T_TOP) is None
+  assert one_device.fn(other, engine.T_TOP) == ("ADD combines values on ('CPU:0', 'CPU:1') and ('CPU:0', 'CPU:2') (COPY one first); at "
+                                                "TENSOR the sources of an elementwise op are on one device")
+
+
+def test_the_fused_accepts_of_combining_ops_cover_the_device_rule():
+  # a rule the fused test of an op does not declare takes the op off the fast path (spec/fast.py): the declared tuples
+  # include tensor.one_device, so binary ALUs and WHERE keep theirs
+  check(sink(buf(4, id=7145) + buf(4, id=7146)), Stage.TENSOR)
+  for op in (Ops.ADD, Ops.CMPLT, Ops.WHERE, Ops.COPY):
+    assert engine.T_TOP.fused[op.value] is not None, op.name
+
+
+# ---- KERNEL_GRAPH: kgraph.one_device, kgraph.copy_device ----
+def _kernel_on(*devices: str) -> UOp:
+  """A kernel CALL of out = a + b whose args (out, a, b) are on these devices."""
+  out, a, b = (buf(4, id=7150 + i, device=d) for i, d in enumerate(devices))
+  return sink(out.after(call(k_add(), out, a, b)))
+
+
+def test_a_kernel_whose_args_span_devices_is_flagged():
+  vs = assert_breaks_exactly(_kernel_on("CPU", "CPU", "CPU:1"), Stage.KERNEL_GRAPH, {"kgraph.one_device"})
+  assert vs[0].message.startswith("kernel CALL arg 0 is on CPU and arg 2 on CPU:1; at KERNEL_GRAPH a kernel runs on one device")
+
+
+def test_host_memory_is_read_by_kernels_of_the_cpu_family_only():
+  for devs in (("CPU", "NPY", "CPU"), ("CPU:1", "NPY", "NPY"), ("PYTHON", "NPY", "PYTHON"), ("NPY", "NPY", "NPY")):
+    assert check(_kernel_on(*devs), Stage.KERNEL_GRAPH) == [], devs
+  vs = assert_breaks_exactly(_kernel_on("GPU", "NPY", "GPU"), Stage.KERNEL_GRAPH, {"kgraph.one_device"})
+  assert "arg 1 is host memory on NPY" in vs[0].message and "only a kernel of the CPU or PYTHON family reads host memory" in vs[0].message
+
+
+def _copy_call(dest_device: str, to: str) -> UOp:
+  src, dst = buf(4, id=7161), buf(4, id=7162, device=dest_device)
+  return sink(dst.after(call(UOp(Ops.COPY, F32, (UOp.param(1, F32, 4),), to), dst, src)))
+
+
+def test_a_copy_writes_the_device_it_names():
+  assert check(_copy_call("CPU:1", "CPU:1"), Stage.KERNEL_GRAPH) == []
+  vs = assert_breaks_exactly(_copy_call("CPU", "CPU:1"), Stage.KERNEL_GRAPH, {"kgraph.copy_device"})
+  assert vs[0].message.startswith("a COPY to CPU:1 writes arg 0 on CPU; at KERNEL_GRAPH a COPY call's destination is on the device its COPY names")
+
+
+# ---- the lowering keeps every kernel on one device ----
+@pytest.mark.parametrize("realize", ["minimal", "all"])
+@pytest.mark.parametrize("callify", ["inline", "precompile"])
+def test_the_two_device_graph_is_legal_at_every_stage(realize, callify):
+  stages = _legal_at_every_stage(two_device_graph(), realize=realize, callify=callify)
+  assert all(len(d) == 1 for d in _kernel_devices(stages["rangeify"]))
+
+
+def test_a_value_of_constants_is_realized_where_its_reader_runs():
+  # sum of constants (no device of its own) read by a kernel on CPU:1: it was realized on "CPU", the kernel reading both
+  x = buf(3, id=7171, device="CPU:1")
+  r = UOp.const(F32, 2.0).expand((4, 3)).reduce(Ops.ADD, 1)
+  stages = _legal_at_every_stage(sink(x + r))
+  assert _kernel_devices(stages["rangeify"]) == [["CPU:1"], ["CPU:1"]]
+  got = run(sink(x + r), {7171: np.arange(3, dtype=np.float32)}, "reference")
+  np.testing.assert_allclose(got[0], np.arange(3) + 8.0)
+
+
+def test_a_value_of_constants_read_on_two_devices_is_copied_to_the_second():
+  x, y = buf(3, id=7181, device="CPU:1"), buf(3, id=7182)
+  r = UOp.const(F32, 2.0).expand((4, 3)).reduce(Ops.ADD, 1)
+  root = sink(x + r, y * r, r)
+  stages = _legal_at_every_stage(root)
+  kg = stages["rangeify"]
+  assert all(len(d) == 1 for d in _kernel_devices(kg))
+  copies = [u for u in walk((kg,)) if u.op is Ops.CALL and u.src[0].op is Ops.COPY]
+  assert len(copies) == 1 and storage_of(copies[0].src[1]).arg.device == copies[0].src[0].arg
+  ins = {7181: np.arange(3, dtype=np.float32), 7182: np.ones(3, np.float32)}
+  for backend in ("reference", "cpu"):
+    got = run(root, ins, backend)
+    np.testing.assert_allclose(got[0], np.arange(3) + 8.0)
+    np.testing.assert_allclose(got[1], np.full(3, 8.0))
+    np.testing.assert_allclose(got[2], np.full(3, 8.0))
+
+
+def test_generated_cases_with_copies_combine_values_of_one_device():
+  from fuzz.generate.strategies import case_for
+  seen = 0
+  for i in range(60):
+    c = case_for(5, i, {"step:copy": 0.6, "copy:back": 2.0})
+    if c.kind != "tensor" or "step:copy" not in c.features: continue
+    seen += 1
+    _legal_at_every_stage(c.root, callify=c.options["callify"], realize=c.options["realize"])
+  assert seen >= 10
+
+
+def _call_of_constants() -> UOp:
+  """A value call on CPU:1 whose first output is computed from constants alone (it has no device), read on CPU:1."""
+  x = buf(3, id=7191, device="CPU:1")
+  p0 = UOp.param(0, F32, 3, "CPU:1")
+  r = UOp.const(F32, 2.0).expand((4, 3)).reduce(Ops.ADD, 1)
+  body = UOp(Ops.TUPLE, dtypes.void, ((r + UOp.const(F32, 1.0).expand((3,))).reduce(Ops.MAX, 1), p0 + p0))
+  c = call(body, x, name="f")
+  return sink(x.reduce(Ops.MAX, 1) + c.gettuple(0), c.gettuple(1))
+
+
+@pytest.mark.parametrize("realize", ["minimal", "all"])
+def test_an_output_of_constants_of_a_call_is_on_its_readers_device(realize):
+  # precompiled by callify: the output is inlined where it is read, not given a buffer on "CPU"
+  _legal_at_every_stage(_call_of_constants(), callify="precompile", realize=realize)
+  # lowered by rangeify as a nested kernel graph: its kernels run where the output storage they write is
+  stages = lower(_call_of_constants(), passes=[p for p in PASSES if p.name != "callify"], realize=realize)
+  assert check(stages["rangeify"], Stage.KERNEL_GRAPH) == []
+  got = run(_call_of_constants(), {7191: np.arange(3, dtype=np.float32)}, "reference")
+  np.testing.assert_allclose(got[0], 2.0 + 9.0)
+  np.testing.assert_allclose(got[1], np.arange(3) * 2.0)

@@ -31,7 +31,7 @@ F32_COPY = DType("float32", 4, "f", "float", "float")  # equal to dtypes.float32
 DTYPES = [dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int64, dtypes.bool, dtypes.index, dtypes.void, F32_COPY]
 ARGS = [None, (4, 4), (16,), (2, 8), (1, 0), (0, 1), (0, 0), (True, False), (False, True), (2,), (0,), (-1, -16), (4, 4.0), (),
         ((0, 4), (0, 4)), ((1, 6), (0, 4)), ((0, 2), (1, 3)), ((0, 5), (0, 4)), ((-1, 4), (0, 4)), ((0, 4),), ((True, 4), (0, 4)),
-        (Ops.ADD, 1), (Ops.MAX, 0), (Ops.MUL, 2), (Ops.ADD, 3), (Ops.SUB, 1), (Ops.ADD, -1), (Ops.ADD, True), "CPU", 1.5, 0, 1, True,
+        (Ops.ADD, 1), (Ops.MAX, 0), (Ops.MUL, 2), (Ops.ADD, 3), (Ops.SUB, 1), (Ops.ADD, -1), (Ops.ADD, True), "CPU", "CPU:1", 1.5, 0, 1, True,
         300, -1, 2**40, BufferArg(1 << 40, 16), BufferArg(1 << 40, -1), BufferArg(1 << 40, True)]
 
 
@@ -44,7 +44,10 @@ def _leaves(tag: int) -> list:
   b = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(1 << 40, 16), tag)
   bi = UOp(Ops.BUFFER, dtypes.int32, (), BufferArg((1 << 40) + 1, 16), tag)
   cf = UOp(Ops.CONST, dtypes.float32, (), 1.0, tag)
-  return [b, bi, b.reshape((4, 4)), bi.reshape((4, 4)), cf, UOp(Ops.CONST, dtypes.bool, (), True, tag),
+  # storage on other devices (a tuple of names, as a sharded value has, too): tensor.one_device and its fused form
+  b1 = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg((1 << 40) + 2, 16, "CPU:1"), tag)
+  bm = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg((1 << 40) + 3, 16, ("CPU:0", "CPU:1")), tag)  # type: ignore[arg-type]
+  return [b, bi, b.reshape((4, 4)), bi.reshape((4, 4)), b1, b1.reshape((4, 4)), bm, cf, UOp(Ops.CONST, dtypes.bool, (), True, tag),
           UOp(Ops.CONST, dtypes.int32, (), 7, tag), UOp(Ops.CONST, dtypes.uint8, (), 300, tag),
           UOp(Ops.CONST, dtypes.float32, (), FloatSub(2.0), tag), UOp(Ops.CONST, F32_COPY, (), 1.0, tag),
           b.reshape((4, 4)).store(cf.reshape((1, 1)).expand((4,)).reshape((4, 4))), UOp(Ops.TUPLE, dtypes.void, (cf,), None, tag),
@@ -198,13 +201,15 @@ def test_fused_rejects_what_rules_reject():
   t = next(_tags)
   x = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(1 << 40, 16), t).reshape((4, 4))
   xi = UOp(Ops.BUFFER, dtypes.int32, (), BufferArg((1 << 40) + 1, 16), t).reshape((4, 4))
+  x1 = UOp(Ops.BUFFER, dtypes.float32, (), BufferArg((1 << 40) + 2, 16, "CPU:1"), t).reshape((4, 4))
   bad = [x.reshape((True, 16)), x.reshape((2, 4)), x.permute((1, 1)), x.permute((True, False)), x.expand((-1,)), x.flip((1, 0)),
          x.pad(((1, 4), (0, 4))), x.shrink(((0, 5), (0, 4))), x.pad(((-1, 4), (0, 4))), x.shrink(((-1, 4), (0, 4))),
          x.reduce(Ops.SUB, 1), x.reduce(Ops.ADD, 3), x.alu(Ops.IDIV, x), xi.alu(Ops.SQRT), x.reshape((16,)) + x,
          UOp(Ops.CMPLT, dtypes.float32, (x, x)), UOp(Ops.WHERE, dtypes.float32, (x, x, x)), x.bitcast(dtypes.float64),
          UOp(Ops.COPY, dtypes.float32, (x,), 3), UOp(Ops.CONTIGUOUS, dtypes.float32, (x,), "arg"), UOp(Ops.NEG, dtypes.float32, (x,), 1),
          UOp(Ops.CONST, dtypes.uint8, (), 256), UOp(Ops.CONST, dtypes.float32, (), 1), UOp(Ops.BUFFER, dtypes.float32, (), BufferArg(7, -2)),
-         UOp(Ops.BUFFER, dtypes.void, (), BufferArg(7, 2, "CPU", AddrSpace.GLOBAL)), UOp(Ops.SINK, dtypes.float32, (x,))]
+         UOp(Ops.BUFFER, dtypes.void, (), BufferArg(7, 2, "CPU", AddrSpace.GLOBAL)), UOp(Ops.SINK, dtypes.float32, (x,)),
+         x + x1, x1 * x, (x < x1).where(x, x), (x < x).where(x1, x), (x < x).where(x, x1), x + UOp(Ops.COPY, dtypes.float32, (x,), "CPU:1")]
   for u in bad:
     g = UOp(Ops.SINK, dtypes.void, (u,))
     _compare(g)

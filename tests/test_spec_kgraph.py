@@ -27,7 +27,7 @@ def precompiled():
 
 
 def copy_call():
-  src, dst = buf(4, id=521), buf(4, id=522, )
+  src, dst = buf(4, id=521), buf(4, id=522, device="GPU")
   body = UOp(Ops.COPY, f32, (UOp.param(1, f32, 4),), "GPU")
   return sink(dst.after(call(body, dst, src)))
 
@@ -91,7 +91,7 @@ ILLEGAL = {
                      {"kgraph.after_storage", "kgraph.op_allowed", "kgraph.sink_entry"}),
   "call_body_alu": (lambda: (lambda o: sink(o.after(call(o + o, o))))(buf(4, id=627)), {"kgraph.call_body", "kgraph.op_allowed"}),
   "reg_buffer_in_graph": (lambda: sink(buf(1, id=628, addrspace=AddrSpace.REG)), {"kgraph.buffer_global"}),
-  "copy_of_value": (lambda: (lambda o: sink(o.after(call(UOp(Ops.COPY, f32, (c(1.0),), "GPU"), o))))(buf(4, id=629)),
+  "copy_of_value": (lambda: (lambda o: sink(o.after(call(UOp(Ops.COPY, f32, (c(1.0),), "GPU"), o))))(buf(4, id=629, device="GPU")),
                     {"kgraph.copy_body", "kgraph.op_allowed"}),
   "movement_inside_kernel_body": (lambda: kgraph_of(movement_in_body()), {"kernel.no_movement", "kernel.index_storage"}),
   "oob_inside_kernel_body": (lambda: kgraph_of(oob_kernel()), {"kernel.index_bounds"}),

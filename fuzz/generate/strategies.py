@@ -149,6 +149,16 @@ class _Scope:
     self.pool: list[UOp] = []
 
 
+def _agrees(u: UOp, device: Any) -> bool:
+  """u may be combined with a value on device (None: a value of constants, which goes with any): tensor.one_device."""
+  return device is None or (d := u.device) is None or d == device
+
+
+def _device(*us: UOp) -> Any:
+  """The device of values combined in one op: the first of theirs that has one."""
+  return next((d for u in us if (d := u.device) is not None), None)
+
+
 def _pick_weighted(rng: random.Random, items: list, weights: list[float]):
   tot = sum(weights)
   x = rng.random() * tot
@@ -245,9 +255,9 @@ class TensorGen:
       if (w := self.edge_value(dt, 1.0)) is not None: v = w
     return out
 
-  def new_buffer(self, dt: DType, shape: tuple[int, ...], fill: bool = True) -> tuple[UOp, UOp]:
+  def new_buffer(self, dt: DType, shape: tuple[int, ...], fill: bool = True, device: str = "CPU") -> tuple[UOp, UOp]:
     n = math.prod(shape)
-    buf = UOp.buffer(dt, n, id=self.next_id)
+    buf = UOp.buffer(dt, n, device, id=self.next_id)
     self.next_id += 1
     if fill: self.inputs[buf.arg.id] = self.with_edges(dt, self.values(dt, n))
     view = buf if len(shape) == 1 else buf.reshape(shape)
@@ -296,17 +306,21 @@ class TensorGen:
     ws = [1.0 + i for i in range(len(cands))]  # favour recent values: deeper graphs
     return _pick_weighted(self.rng, cands, ws)
 
-  def operand(self, scope: _Scope, dt: DType, shape: tuple[int, ...], avoid: UOp | None = None) -> UOp:
-    """A value of this dtype and shape: from the pool, adapted from one, a constant or a new input."""
+  def operand(self, scope: _Scope, dt: DType, shape: tuple[int, ...], avoid: UOp | None = None, device: Any = None) -> UOp:
+    """A value of this dtype and shape that goes with values on device: from the pool, adapted from one, a constant or a
+    new input (inputs are on CPU)."""
     r = self.rng.random()
-    if r < 0.55 and (u := self.pick(scope, lambda x: x.dtype is dt and x.shape == shape and x is not avoid)) is not None: return u
+    if r < 0.55 and (u := self.pick(scope, lambda x: x.dtype is dt and x.shape == shape and x is not avoid and _agrees(x, device))) is not None:
+      return u
     if r < 0.7:
       n = math.prod(shape)
-      if (u := self.pick(scope, lambda x: x.dtype is dt and x.size == n and x.shape != shape)) is not None: return u.reshape(shape)
+      if (u := self.pick(scope, lambda x: x.dtype is dt and x.size == n and x.shape != shape and _agrees(x, device))) is not None:
+        return u.reshape(shape)
     if r < 0.8:
-      if (u := self.pick(scope, lambda x: x.dtype is dt and len(x.shape) < len(shape) and shape[len(shape) - len(x.shape):] == x.shape)) is not None:
+      if (u := self.pick(scope, lambda x: x.dtype is dt and len(x.shape) < len(shape) and shape[len(shape) - len(x.shape):] == x.shape
+                         and _agrees(x, device))) is not None:
         return u.expand(shape[:len(shape) - len(u.shape)])
-    if r < 0.92 or self.outer is None: return self.const(dt, shape)
+    if r < 0.92 or self.outer is None or device not in (None, "CPU"): return self.const(dt, shape)
     return self.new_input(scope, dt, shape)
 
   def add(self, scope: _Scope, u: UOp) -> UOp | None:
@@ -461,7 +475,7 @@ class TensorGen:
     elif op in (Ops.SHL, Ops.SHR) and self.rng.random() < 0.5:
       b = self.const(a.dtype, a.shape, self.rng.randint(0, a.dtype.bits - 1))
     else:
-      b = self.operand(scope, a.dtype, a.shape)
+      b = self.operand(scope, a.dtype, a.shape, device=a.device)
     if self.rng.random() < 0.5 and op is not Ops.IDIV and op is not Ops.MOD and op not in (Ops.SHL, Ops.SHR, Ops.SUB, Ops.CMPLT): a, b = b, a
     u = a.alu(op, b)
     if not self.safe(scope, u):
@@ -472,14 +486,14 @@ class TensorGen:
   def _ew_where(self, scope: _Scope, op: Ops) -> None:
     a = self.pick(scope, lambda u: u.shape is not None and u.dtype is not dtypes.bool)
     if a is None: a = self.new_input(scope)
-    c = self.operand(scope, dtypes.bool, a.shape)
+    c = self.operand(scope, dtypes.bool, a.shape, device=a.device)
     if c.op is Ops.EXPAND and c.src[0].op is Ops.CONST and self.rng.random() < 0.7:
       # a comparison makes a more interesting condition than a constant
-      x = self.pick(scope, lambda u: u.shape == a.shape and u.dtype in NUM_DTYPES)
+      x = self.pick(scope, lambda u: u.shape == a.shape and u.dtype in NUM_DTYPES and _agrees(u, a.device))
       if x is not None:
-        cmp = x.alu(self.rng.choice(COMPARE), self.operand(scope, x.dtype, x.shape))
+        cmp = x.alu(self.rng.choice(COMPARE), self.operand(scope, x.dtype, x.shape, device=_device(x, a)))
         if self.safe(scope, cmp): c = cmp
-    b = self.operand(scope, a.dtype, a.shape, avoid=a)
+    b = self.operand(scope, a.dtype, a.shape, avoid=a, device=_device(a, c))
     self.add(scope, c.where(a, b))
 
   def _ew_cast(self, scope: _Scope, op: Ops) -> None:
@@ -510,12 +524,13 @@ class TensorGen:
   def step_assign(self, scope: _Scope) -> None:
     v = self.pick(scope, lambda u: u.shape is not None)
     if v is None: return
-    _, target = self.new_buffer(v.dtype, v.shape if v.shape else (1,), fill=self.rng.random() < 0.5)
+    # the target on the value's device: a STORE's target and value are on one device
+    _, target = self.new_buffer(v.dtype, v.shape if v.shape else (1,), fill=self.rng.random() < 0.5, device=v.device or "CPU")
     if v.shape == (): target = target.reshape(())
     x = UOp(Ops.AFTER, v.dtype, (target, target.store(v)))
     if self.add(scope, x) is None: return
     while self.chance("assign:chain", 0.5):
-      w = self.operand(scope, v.dtype, v.shape, avoid=x)
+      w = self.operand(scope, v.dtype, v.shape, avoid=x, device=x.device)
       if w is x or x in w.toposort(): w = self.const(v.dtype, v.shape)
       op = self.rng.choice([Ops.XOR, Ops.OR, Ops.AND] if v.dtype.is_bool else [Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB])
       nv = x.alu(op, w)
@@ -584,7 +599,7 @@ class TensorGen:
     except Unsafe: return
     body = _Scope(Analysis(self.inputs, {k: i for k, i in enumerate(arg_infos) if i is not None}), scope.depth + 1)
     for k, a in enumerate(args):
-      p = UOp.param(k, a.dtype, max(1, a.size))
+      p = UOp.param(k, a.dtype, max(1, a.size), a.device or "CPU")  # on its arg's device: inlined, the body computes there
       body.pool.append(p if len(a.shape) == 1 else p.reshape(a.shape))
     if self.buffers and self.chance("call:capture", 0.3):
       buf = self.rng.choice(self.buffers)
@@ -606,7 +621,7 @@ class TensorGen:
       # the same body called again, with other args of the same sizes and dtypes
       other = []
       for a in args:
-        o = self.pick(scope, lambda u, a=a: u.dtype is a.dtype and u.shape == a.shape and u is not a)
+        o = self.pick(scope, lambda u, a=a: u.dtype is a.dtype and u.shape == a.shape and u is not a and _agrees(u, a.device or "CPU"))
         other.append(o if o is not None else self.const(a.dtype, a.shape))
       call2 = UOp(Ops.CALL, src=(tup, *other), arg=call.arg)
       self.add(scope, call2.gettuple(self.rng.randrange(len(outs))))

@@ -10,7 +10,8 @@ precompile: each value call becomes a precompiled call, the form tinygrad's tran
 (RESHAPEd to v_i's shape), where
   P = CALL(SINK(AFTER(PARAM(n), STORE(PARAM(n), v0)), ...), a0, ..., a_{n-1}, out_0, ...)
 stores output i into PARAM slot n+i, bound to a fresh BUFFER out_i (its id fixed per call node, so callifying the same graph
-again gives the same graph); an arg that is not storage is realized first (CONTIGUOUS). Calls nested in a body are
+again gives the same graph) on v_i's device; an arg that is not storage is realized first (CONTIGUOUS). An output of
+constants alone, which has no device, is inlined instead: computed where it is read, on the reader's device. Calls nested in a body are
 precompiled first (bottom-up). rangeify lowers each precompiled body into its own kernel graph.
 
 A value call reads its args as values: a storage arg's contents as the arg names them, whatever else writes that
@@ -103,6 +104,9 @@ def precompiled_output(call: UOp, outs: Sequence[UOp], i: int) -> UOp:
 
 def _precompile_call(g: UOp, call: UOp) -> UOp:
   if not 0 <= g.arg < len(call.src[0].src): raise ValueError(f"GETTUPLE index {g.arg} of a call returning {len(call.src[0].src)} values")
+  # an output of constants alone (no device: it reads no arg) is inlined, so it is computed on the device of what reads
+  # it; its output buffer would be on "CPU" whatever that is
+  if call.src[0].src[g.arg].device is None: return _inline_call(g, call)
   return precompiled_output(call, output_buffers(call), g.arg)
 
 

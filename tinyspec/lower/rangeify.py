@@ -21,7 +21,9 @@
    nested kernel graph whose output storage is PARAMs after its input PARAMs; GETTUPLE(call, i) reads
    AFTER(out_buf_i, CALL). A precompiled call (a SINK of STOREs into its PARAMs, docs/ir.md) is an opaque call writing
    the args its body stores into; its body is lowered into a nested kernel graph whose STOREs write those PARAMs. A COPY
-   is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage).
+   is CALL(COPY(PARAM(1), device), out BUFFER on the device, source storage). Every kernel is on one device: a fresh
+   buffer is on its node's device, and a node computed from constants alone, which has none, is on its readers' (the
+   schedule's Devices).
 4. pm_call_args (rule table) turns every view arg into its storage: call_arg_view_to_storage strips the RESHAPEs of a
    BUFFER/PARAM, call_arg_after_view those of an AFTER. Between two of its applications some CALLs still take views:
    legal at TENSOR (a view of storage is a value), flagged at KERNEL (kgraph.call_arg_storage), so legal at the union.
@@ -162,7 +164,7 @@ class _Builder:
     if isinstance(key, UOp) and key.op in GroupOp.Storage: return key
     n = _node_of(key)
     if (bid := self.ids.get(key)) is None: bid = self.ids[key] = next_buffer_id()
-    b = self.buffers[key] = UOp.buffer(n.dtype, n.size, n.device or "CPU", id=bid)
+    b = self.buffers[key] = UOp.buffer(n.dtype, n.size, self.s.device_of(key), id=bid)  # a node of constants: where its readers are
     return b
 
   def _after(self, b: UOp, ks: list[Kernel]) -> UOp:
@@ -323,7 +325,8 @@ def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, 
   same ids when the same graph is lowered again). views False binds every read arg as storage at once."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
   if ids is None: ids = _BUFFER_IDS.setdefault(sink, {})
-  sched = Schedule(sink, options.realize, nested_outputs=out_params is not None)
+  sched = Schedule(sink, options.realize, nested_outputs=out_params is not None,
+                   out_devices=None if out_params is None else [p.arg.device for p in out_params])
   return _Builder(sched, options, trace, tables, out_params, ids, views).build()
 
 

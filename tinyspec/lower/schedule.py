@@ -10,6 +10,12 @@ Order between kernels: a reader of version v runs after the writer of v (RAW) an
 writers of one key run in version order (WAW). When a WAR edge would close a cycle (a kernel that must read an old
 version also depends on its overwrite), the old version is first copied into a snapshot buffer, which the reader
 reads instead.
+
+Devices. A kernel runs on one device: the device of the storage it writes. A realized node has its own device (derived
+from its storage or COPY sources) unless it computes from constants and variables alone (a REDUCE of a CONST): such a
+node is placed on the device of the kernels that read it, so a kernel on CPU:1 reads its sum of constants from CPU:1
+memory, not from the "CPU" default, which only a node no kernel reads gets. When kernels on two devices read one such
+node, the others read a copy of it on their own device (a copy kernel, COPY of the placed storage).
 """
 from __future__ import annotations
 
@@ -68,6 +74,14 @@ def strip_views(u: UOp, ops: frozenset[Ops] = GroupOp.Movement) -> UOp:
 
 
 
+DEFAULT_DEVICE = "CPU"  # where a realized node of constants goes when no kernel reads it
+
+
+def _node_of(key: Any) -> UOp:
+  """The tensor node a storage key stands for: the key itself, or the node a tuple key ends with."""
+  return key if isinstance(key, UOp) else key[-1]
+
+
 def walk(root: UOp) -> list[UOp]:
   """Toposort without entering any CALL's body (src[0]); call args are walked."""
   return walk_from((root,), lambda u: u.src[1:] if u.op is Ops.CALL else u.src)
@@ -76,7 +90,8 @@ def walk(root: UOp) -> list[UOp]:
 class Schedule:
   """The kernels of one (tensor-stage, call-free or precompile) graph: build with `Schedule(sink, realize)`."""
 
-  def __init__(self, sink: UOp, realize: str = "minimal", nested_outputs: bool = False):
+  def __init__(self, sink: UOp, realize: str = "minimal", nested_outputs: bool = False, out_devices: list | None = None):
+    """out_devices: of a nested graph, the device of the output storage each SINK entry is written into."""
     if realize not in ("minimal", "all"): raise ValueError(f"unknown realize mode {realize!r}; expected 'minimal' or 'all'")
     self.sink, self.mode, self.nested = sink, realize, nested_outputs
     self.nodes = walk(sink)
@@ -90,6 +105,8 @@ class Schedule:
     self.realized = self._choose_realized()
     self._make_kernels()
     self._make_entries()
+    self.placed: dict[Any, Any] = {}
+    self._place(out_devices)
     self._order()
 
   # ---- what is realized ----
@@ -240,6 +257,48 @@ class Schedule:
 
   def out_keys_taken(self) -> set:
     return {r.key for kind, r in self.entries if kind == "out"}
+
+  # ---- devices ----
+  def device_of(self, key: Any) -> Any:
+    """The device of a storage key: its node's own, the one _place chose for a node of constants, else "CPU"."""
+    if isinstance(key, tuple) and key[0] == "snapshot": return self.device_of(self.ref(key[1]).key)  # beside what it copies
+    if (d := _node_of(key).device) is not None: return d
+    return self.placed.get(key, DEFAULT_DEVICE)
+
+  def _own_device(self, key: Any) -> Any:
+    return None if isinstance(key, tuple) and key[0] == "snapshot" else _node_of(key).device
+
+  def _kernel_device(self, k: Kernel) -> Any:
+    """The device k runs on, None for the kernels that pin none: a COPY (it crosses devices) and a value call (its nested
+    graph's kernels have devices of their own). An opaque call runs where the storage it is given is."""
+    if k.kind in ("copy", "call"): return None
+    if k.kind == "opaque":
+      return next((d for key in (*(r.key for r in k.reads.values()), *(w for w, _ in k.writes)) if (d := self._own_device(key)) is not None), None)
+    return self.device_of(k.writes[0][0])
+
+  def _place(self, out_devices: list | None) -> None:
+    """Place each realized node of constants on the device of a kernel that reads it (readers first: kernels are made in
+    graph order, a reader after what it reads, so a chain of such nodes takes its device from the end that has one);
+    a reader on another device reads a copy on its own (_copy_to). A nested graph's output goes where its storage is."""
+    for (kind, r), d in zip(self.entries, out_devices or ()):
+      if kind != "effect" and self._own_device(r.key) is None: self.placed[r.key] = d
+    for k in reversed(self.kernels):
+      if (d := self._kernel_device(k)) is None: continue
+      for r in k.reads.values():
+        if self._own_device(r.key) is None and r.key not in self.placed: self.placed[r.key] = d
+    for k in list(self.kernels):
+      if k.kind not in ("value", "store") or (d := self._kernel_device(k)) is None: continue
+      for leaf, r in list(k.reads.items()):
+        if self._own_device(r.key) is None and self.device_of(r.key) != d: k.reads[leaf] = self._copy_to(leaf, r, d)
+
+  def _copy_to(self, leaf: UOp, r: Read, device: Any) -> Read:
+    """The version r of a node of constants, copied to device (one copy kernel per version and device)."""
+    node = UOp(Ops.COPY, leaf.dtype, (leaf,), device)
+    key = ("copy", r.key, r.version, node)
+    if (key, 1) not in self.writer:
+      k = self._new("copy", [(key, 1)], expr=leaf, node=node)
+      k.reads = {leaf: r}
+    return Read(key, 1)
 
   # ---- order ----
   def _reaches(self, a: Kernel, b: Kernel) -> bool:

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
-from tinyspec.spec.fast import BINARY, CALL, NO_PLAN, PERMUTE, RESHAPE, SINGLE, fused_for, plan_for
+from tinyspec.spec.fast import BINARY, CALL, MIXED, NO_PLAN, PERMUTE, RESHAPE, SINGLE, UNKNOWN, fused_for, plan_for, same_device
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -163,7 +163,8 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
   RESHAPE and PERMUTE), so the common node costs no Python call: on a fresh graph the calls, not the tests, were most
   of the time. Each inline test is its fast.py function's, line for line. A node they do not accept goes through
   _decide. A chain node's source is the node accepted just before it, so its verdict and shape are at hand, not read
-  back from its cache.
+  back from its cache; so is its device, when known (tensor.one_device's test: a node of one source is on its source's
+  device, a binary's same_device gives its own), so that x + y on a chain of views reads no device from a cache.
 
   No node is decided twice: what is pushed after a waiting path lies below the path's last node (its sources and what is
   under them), so it never holds a node of that path, which all lie above that last node."""
@@ -171,6 +172,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
   views, binds = x.view_ctx is not None, x.var_ctx is not None
   pop, push = stack.pop, stack.append
   call, bind, uop, ops, boolean, prod, lst = Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod, list
+  same_dev, unknown, mixed = same_device, UNKNOWN, MIXED
   while stack:
     path = pop()
     if type(path) is not lst:  # a node to visit
@@ -224,7 +226,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
           continue
         break
       if path is None: continue
-    last, last_shape = _NO_NODE, None  # the node accepted last on this path, and its shape
+    last, last_shape, last_dev = _NO_NODE, None, unknown  # the node accepted last on this path, its shape and device (if known)
     for u in reversed(path):  # bottom up: each node's sources are decided
       uc = u._cache
       op = u.op
@@ -232,11 +234,12 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
         form, p1, p2 = plan[op._value_] if type(op) is ops else NO_PLAN  # another Enum's member has a _value_ too
         if form <= SINGLE:  # fast._single(shape_of, p2: kinds)
           (s,) = u.src
-          if s is last: v, sh = True, last_shape
+          if s is last: v, sh, dv = True, last_shape, last_dev  # one source: its device is the node's (COPY's test is called)
           else:
             sc = s._cache
             v = sc[k]
             sh = sc.get("shape")
+            dv = unknown
           if v is True:
             d = s.dtype
             if u.dtype is d and d.kind in p2:
@@ -252,7 +255,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
                       if n == prod(sh):
                         uc["shape"] = last_shape = a
                         uc[k] = True
-                        last = u
+                        last, last_dev = u, dv
                         continue
                 elif form == PERMUTE:  # fast._permute, p1 its table of permutations
                   if type(a) is tuple and len(a) == len(sh) and (get := p1.get(a)) is not None:
@@ -261,34 +264,37 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
                     else:
                       uc["shape"] = last_shape = get(sh)
                       uc[k] = True
-                      last = u
+                      last, last_dev = u, dv
                       continue
                 elif (out := p1(a, sh)) is not None:
                   uc["shape"] = last_shape = out
                   uc[k] = True
-                  last = u
+                  last, last_dev = u, dv
                   continue
           elif not v:
             uc[k] = False
             continue
-        elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison)
+        elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison, devices=True)
           a, b = u.src
-          if a is last: va, sh = True, last_shape
+          if a is last: va, sh, da = True, last_shape, last_dev
           else:
             ac = a._cache
-            va, sh = ac[k], ac.get("shape")
-          if b is last: vb, sb = True, last_shape
+            va, sh, da = ac[k], ac.get("shape"), unknown
+          if b is last: vb, sb, db = True, last_shape, last_dev
           else:
             bc = b._cache
-            vb, sb = bc[k], bc.get("shape")
+            vb, sb, db = bc[k], bc.get("shape"), unknown
           if va is True and vb is True:
             d = a.dtype
             if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 else d):
               if type(sh) is tuple and (sh is sb or sh == sb):
-                uc["shape"] = last_shape = sh
-                uc[k] = True
-                last = u
-                continue
+                # tensor.one_device: the same node twice agrees with itself; else same_dev gives u's device, or MIXED
+                dv = da if a is b else same_dev(u, a, b, da, db)
+                if dv is not mixed:
+                  uc["shape"] = last_shape = sh
+                  uc[k] = True
+                  last, last_dev = u, dv
+                  continue
           elif not (va and vb):
             uc[k] = False
             continue

@@ -17,6 +17,12 @@ The walk (engine._run_frame) runs the tests _single and _binary make written out
 says which form each op's test has): what each test accepts is the same either way, and tests/test_spec_fast.py checks
 the walk against the rules alone.
 
+TENSOR's binary and WHERE tests stand for tensor.one_device too: the same node twice agrees with itself (x + x costs
+nothing), other sources agree when their devices are equal or one has none. A device is read where it is cheap: the
+walk passes it up a chain of single-source nodes (a view's device is its source's), a binary's test caches its own,
+and device_of derives one down a chain of single-source nodes to a cached one; only where none is cached is it
+derived in full (UOp.device).
+
 A source with a True verdict is well formed (its local findings, which start with well-formedness, were empty), so a
 source of a non-void dtype is a value (not a void op) with a known dtype, and a dtype shared with it by identity is
 known too.
@@ -33,8 +39,8 @@ from tinyspec.spec.base import Ctx, Rule, Stage, Table
 from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, value_source, where_cond
 from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
 from tinyspec.spec.program import no_index_dtype
-from tinyspec.spec.tensor import elementwise_shape, movement_arg, reduce_axes, reduce_form, sink_entry
-from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, ParamArg, UOp
+from tinyspec.spec.tensor import elementwise_shape, movement_arg, one_device, reduce_axes, reduce_form, sink_entry
+from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Malformed, Ops, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
 
@@ -72,7 +78,52 @@ _PROBE = Ctx("probe", Stage.TENSOR, Table())
 
 # ---- elementwise ----
 
-def _binary(kinds: str, cmp: bool) -> FastFn:
+UNKNOWN = object()  # a device not known yet (none cached on the node)
+MIXED = object()    # what same_device gives sources on two devices
+
+
+def device_of(u: UOp) -> object:
+  """u.device, cheaply above a node whose device is cached: down a chain of ops of one source (views, unary ALUs, casts,
+  REDUCE...), whose device is their source's, as the device rule derives it; each node of the chain gets it cached. Only
+  what the chain ends on, when nothing below it has a device cached yet, is derived in full (UOp.device)."""
+  d = u._cache.get("device", UNKNOWN)
+  if d is UNKNOWN:
+    chain = []
+    while len(u.src) == 1 and u.op is not Ops.COPY:  # storage has no source; a COPY's device is its arg
+      chain.append(u)
+      u = u.src[0]
+      if (d := u._cache.get("device", UNKNOWN)) is not UNKNOWN: break
+    d = u.device if d is UNKNOWN or isinstance(d, Malformed) else d
+    for x in chain: x._cache["device"] = d
+  return None if isinstance(d, Malformed) else d
+
+
+def same_device(u: UOp, a: UOp, b: UOp, da: object = UNKNOWN, db: object = UNKNOWN) -> object:
+  """tensor.one_device of two sources: u's device (the first source's that has one, as the device rule derives it, cached
+  on u for the tests of its users) when a and b are on one device or one of them has none, else MIXED. da and db are
+  their devices when the caller knows them."""
+  if da is UNKNOWN: da = device_of(a)
+  if db is UNKNOWN: db = device_of(b)
+  if da is None: d = db
+  elif db is None or da == db: d = da
+  else: return MIXED
+  u._cache["device"] = d
+  return d
+
+
+def _one_device3(u: UOp, c: UOp, a: UOp, b: UOp) -> bool:
+  """tensor.one_device for WHERE's three sources (u's device cached, as same_device does)."""
+  ds = [d for d in (device_of(c), device_of(a), device_of(b)) if d is not None]
+  for d in ds[1:]:
+    if d != ds[0]: return False
+  u._cache["device"] = ds[0] if ds else None
+  return True
+
+
+def _binary(kinds: str, cmp: bool, devices: bool = False) -> FastFn:
+  """A binary ALU's test; devices: its sources are held to one device too (TENSOR's tensor.one_device: a kernel's values
+  need no such check). The walk runs inline only the form with the device check, TENSOR's."""
+
   def fn(u: UOp, k: str) -> bool | None:
     a, b = u.src
     ac, bc = a._cache, b._cache
@@ -82,13 +133,14 @@ def _binary(kinds: str, cmp: bool) -> FastFn:
     if b.dtype is not d or u.arg is not None or d.kind not in kinds or u.dtype is not (_BOOL if cmp else d): return None
     sh = ac.get("shape")
     if type(sh) is not tuple or (sh is not (sb := bc.get("shape")) and sh != sb): return None
+    if devices and a is not b and same_device(u, a, b) is MIXED: return None
     u._cache["shape"] = sh
     return True
-  fn.form = (BINARY, kinds, cmp)  # type: ignore[attr-defined]
+  if devices: fn.form = (BINARY, kinds, cmp)  # type: ignore[attr-defined]
   return fn
 
 
-def _where(kinds: str) -> FastFn:
+def _where(kinds: str, devices: bool = False) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     c, a, b = u.src
     cc, ac, bc = c._cache, a._cache, b._cache
@@ -98,6 +150,7 @@ def _where(kinds: str) -> FastFn:
     if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
     sh = ac.get("shape")
     if type(sh) is not tuple or sh != bc.get("shape") or sh != cc.get("shape"): return None
+    if devices and not _one_device3(u, c, a, b): return None
     u._cache["shape"] = sh
     return True
   return fn
@@ -136,6 +189,12 @@ def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _V
     return True
   fn.form = (SINGLE, shape_of, kinds)  # type: ignore[attr-defined]
   return fn
+
+
+def _copy(u: UOp, k: str) -> bool | None:
+  """COPY's test, _single's called rather than run inline by the walk: the walk passes a node's device up a chain of
+  single-source ops as its source's, and a COPY's device is its arg."""
+  return _copy_single(u, k)
 
 
 def _no_arg(a: object, sh: tuple) -> tuple | None:
@@ -211,6 +270,7 @@ def _window(pad: bool) -> Callable[[object, tuple], "tuple | None"]:
   return shape_of
 
 
+_copy_single = _single(_device_arg)
 _VIEW_SHAPES = {Ops.RESHAPE: _reshape, Ops.PERMUTE: _permute, Ops.EXPAND: _expand, Ops.FLIP: _flip, Ops.PAD: _window(True),
                 Ops.SHRINK: _window(False)}
 
@@ -253,13 +313,13 @@ def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   alu = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
   out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
   for op in GroupOp.Unary: out[op] = (alu, _single(_no_arg, _kinds(op)))
-  for op in GroupOp.Binary: out[op] = (alu, _binary(_kinds(op), op in GroupOp.Comparison))
-  out[Ops.WHERE] = ((*alu, where_cond), _where(_kinds(Ops.WHERE)))
+  for op in GroupOp.Binary: out[op] = ((*alu, one_device), _binary(_kinds(op), op in GroupOp.Comparison, devices=True))
+  out[Ops.WHERE] = ((*alu, one_device, where_cond), _where(_kinds(Ops.WHERE), devices=True))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, elementwise_shape), _cast)
   for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _single(_VIEW_SHAPES[op]))
   out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _single(_reduce))
   for op in (Ops.CONTIGUOUS, Ops.DETACH): out[op] = ((value_source, dtype_passthrough), _single(_no_arg))
-  out[Ops.COPY] = ((value_source, dtype_passthrough), _single(_device_arg))
+  out[Ops.COPY] = ((value_source, dtype_passthrough), _copy)
   out[Ops.CONST] = ((), _const)
   out[Ops.BUFFER] = ((), _buffer)
   out[Ops.SINK] = ((sink_entry, bind_one_value), _sink)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
-from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, dtype_passthrough, free_vars, param_dtype, param_outside,
-                                  param_size, param_slot, storage_base, var_dtype, what)
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call
+from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, param_dtype,
+                                  param_outside, param_size, param_slot, storage_base, var_dtype, what)
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
 
 # a BIND's own sources (its DEFINE_VAR and CONST) are checked as kernel values (spec/engine.py): only the BIND stands in the graph
 KGRAPH_OPS = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CALL, Ops.SINK, Ops.COPY, Ops.BIND, Ops.DEFINE_VAR})
@@ -70,6 +70,63 @@ def body_stage(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
+# Host-visible memory: storage on a host device lives in the host's own memory (NPY: the numpy array a tinygrad Tensor
+# was made from), which a kernel running in that memory addresses directly: tinygrad 0.14's CPU kernels, and those of its
+# PYTHON emulator, read NPY buffers with no COPY. DISK is no host memory: tinygrad copies from it into a real buffer first.
+HOST_DEVICES = frozenset({"NPY"})
+HOST_FAMILIES = frozenset({"CPU", "PYTHON"})
+
+
+def device_family(d: object) -> object:
+  """The family of a device: "CPU" of "CPU", "CPU:0" and "CPU:1" (a device that is no name is its own family)."""
+  return d.split(":", 1)[0] if isinstance(d, str) else d
+
+
+def is_host(d: object) -> bool:
+  return isinstance(d, str) and d in HOST_DEVICES
+
+
+def reads_host(d: object) -> bool:
+  """A kernel on device d may take host memory among its args."""
+  return isinstance(fam := device_family(d), str) and fam in HOST_FAMILIES
+
+
+def _arg_devices(u: UOp) -> list[tuple[int, object]]:
+  """(arg number, device) of each storage arg of a CALL; variables and malformed args have none."""
+  out = []
+  for k, a in enumerate(u.src[1:]):
+    b = storage_of(a) if isinstance(a, UOp) else None
+    if b is not None and b.op in GroupOp.Storage and (d := getattr(b.arg, "device", None)) is not None: out.append((k, d))
+  return out
+
+
+@rule("kgraph.one_device", "A kernel CALL (its body a kernel SINK, a PROGRAM or a LINEAR) runs on one device: its storage args are on one "
+      "device, except host memory (storage on NPY), which a kernel of the CPU or PYTHON family may take too. COPY calls move storage "
+      "between devices; a nested kernel graph's kernels are held to this rule one by one.")
+def one_device(u: UOp, cx: Ctx) -> str | None:
+  if body_kind(u.src[0]) not in ("kernel", "program"): return None
+  devs = _arg_devices(u)
+  own = [(k, d) for k, d in devs if not is_host(d)]
+  for k, d in own[1:]:
+    if d != own[0][1]:  # == whatever the devices are: a sharded value's device is a tuple of names
+      return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {k} on {device_str(d)}; at {cx.sname} a kernel runs on "
+              "one device (a COPY call moves storage between devices)")
+  if own and not reads_host(own[0][1]) and (host := next((kd for kd in devs if is_host(kd[1])), None)):
+    return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {host[0]} is host memory on {device_str(host[1])}; at "
+            f"{cx.sname} only a kernel of the CPU or PYTHON family reads host memory (COPY it to {device_str(own[0][1])} first)")
+  return None
+
+
+@rule("kgraph.copy_device", "A COPY call copies to the device its COPY names: its destination (arg 0) is storage on that device.")
+def copy_device(u: UOp, cx: Ctx) -> str | None:
+  body = u.src[0]
+  if body_kind(body) != "copy" or len(u.src) < 2: return None
+  dest = _arg_devices(u)
+  if not dest or dest[0][0] != 0 or dest[0][1] == body.arg: return None
+  return (f"a COPY to {device_str(body.arg)} writes arg 0 on {device_str(dest[0][1])}; at {cx.sname} a COPY call's destination is on "
+          "the device its COPY names")
+
+
 @rule("kgraph.call_arg_storage", "Kernel-graph CALL args are storage (BUFFER, PARAM, or AFTER of one) or variables (a BIND, or a DEFINE_VAR "
       "passed on): never a view, never a computed value.")
 def call_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
@@ -125,7 +182,8 @@ def kgraph_table() -> Table:
   return table(
     (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
     (Ops.SINK, [sink_entry, bind_one_value]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
-    (Ops.CALL, (call_body, body_stage, call_arg_storage, call_vars, param_slot, param_size, param_dtype, precompiled_body, precompiled_entry)),
+    (Ops.CALL, (call_body, body_stage, call_arg_storage, one_device, copy_device, call_vars, param_slot, param_size, param_dtype,
+                precompiled_body, precompiled_entry)),
     (Ops.DEFINE_VAR, [var_dtype]), (Ops.BIND, (bind_form, bind_in_bounds)),
     (Ops.COPY, (copy_body, dtype_passthrough)),
     (GroupOp.Movement, [no_movement]), ((Ops.TUPLE, Ops.GETTUPLE), [no_tuple]),

@@ -26,6 +26,11 @@ def _a(word: str) -> str:
   return ("an " if word[:1] in "AEIOU" else "a ") + word
 
 
+def device_str(d: Any) -> str:
+  """A device for a message: its name, or the repr of another kind of device (a tuple of names for a sharded value)."""
+  return d if isinstance(d, str) else safe_repr(d, 60)
+
+
 def what(u: Any) -> str:
   """A short noun phrase for a node: 'a PERMUTE view', 'BUFFER storage', 'an ADD value', 'a STORE effect'."""
   if not isinstance(u, UOp): return f"{_a(type(u).__name__)} (not a UOp)"

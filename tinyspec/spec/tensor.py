@@ -6,8 +6,8 @@ import math
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.gradient import backward_slots
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, dtype_passthrough,
-                                  find_paths, group_effects, is_effect, var_dtype,
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, device_str,
+                                  dtype_passthrough, find_paths, group_effects, is_effect, var_dtype,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
                                   value_source, what, where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, is_precompiled_call, is_value_call, walk
@@ -65,6 +65,20 @@ def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
   shapes = [s.shape for s in u.src]
   if all(x == shapes[0] for x in shapes): return None
   return f"{u.op.name} of shapes {', '.join(map(str, shapes))}; at TENSOR elementwise sources have identical shapes (EXPAND/RESHAPE first)"
+
+
+@rule("tensor.one_device", "The sources of an op that combines values (a binary ALU, WHERE, a STORE's target, value and gate) are on "
+      "one device, those that have one (a CONST has none): COPY moves a value to another device first. An AFTER may wait for effects "
+      "on any device, and a CALL's args may be on several (its body, checked on its own, is held to this rule).")
+def one_device(u: UOp, cx: Ctx) -> str | None:
+  first = None
+  for s in u.src:
+    if (d := s.device) is None: continue
+    if first is None: first = d
+    elif d != first:  # == whatever the devices are: a sharded value's device is a tuple of names
+      return (f"{u.op.name} combines values on {device_str(first)} and {device_str(d)} (COPY one first); at {cx.sname} the sources of "
+              f"{'a STORE' if u.op is Ops.STORE else 'an elementwise op'} are on one device")
+  return None
 
 
 @rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
@@ -276,18 +290,20 @@ def multi_shards(u: UOp, cx: Ctx) -> str | None:
 
 _VIEW = (value_source, movement_arg, dtype_passthrough)
 _ALU = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
+# a unary op or a cast has one source, which agrees with itself: one_device is for the ops of two sources or more
+_COMBINE = (*_ALU, one_device)
 
 TENSOR_TABLE = table(
   (Ops.PARAM, [param_outside]),
   (GroupOp.Movement, _VIEW),
-  (GroupOp.Unary | GroupOp.Binary, _ALU), (Ops.WHERE, (*_ALU, where_cond)),
+  (GroupOp.Unary, _ALU), (GroupOp.Binary, _COMBINE), (Ops.WHERE, (*_COMBINE, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
   (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough)),
   (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots, precompiled_entry, precompiled_store_target,
               precompiled_arg_storage, precompiled_output)),
   (Ops.TUPLE, (tuple_values,)),
   (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
-  (Ops.STORE, (store_target, store_shape, store_dtype, store_gate)),
+  (Ops.STORE, (store_target, store_shape, store_dtype, store_gate, one_device)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
   (Ops.GROUP, (group_effects,)), (Ops.SINK, (sink_entry, bind_one_value)),
   (Ops.DEFINE_VAR, (var_dtype,)), (Ops.BIND, (bind_form, bind_in_bounds)),
