@@ -7,11 +7,11 @@ MULTI source into a MULTI of the op on each shard:
 
 - elementwise ops, CONTIGUOUS, DETACH (`multi_elementwise`): operand i of shard i. A replicated operand, or a device-less
   one (a constant), is cut to the shard's block (SHRINK); an operand sharded along another axis is gathered first. A
-  single-device operand on one of the MULTI's devices (one shard's block the pass cut out) is copied to the others; one
-  on another device is a device error (the spec's), raised as MultiError.
+  single-device operand beside a MULTI is a device error (the spec's tensor.one_device), raised as MultiError.
+  Every rule gives a value on the devices its node was on, so each graph between two rule applications is legal too.
 - views (`multi_view`): a view that keeps the sharded axis whole (PERMUTE, EXPAND, PAD/SHRINK/FLIP off the axis, a
   RESHAPE that maps the axis onto one axis of the result, blocks included) runs per shard with the axis renumbered; a
-  SHRINK to exactly one shard's block is that shard (a single-device value); any other view of the sharded axis
+  SHRINK to exactly one shard's block is that shard, replicated (copied only where read); any other view of the sharded axis
   gathers the tensor onto every device first (all-gather) and views the replicas.
 - REDUCE (`multi_reduce`): over other axes, per shard; over the sharded axis, per shard and then an all-reduce: every
   device combines the partial results of all shards, copied to it, in shard order (so the replicas are bitwise equal).
@@ -114,12 +114,9 @@ def _operand(x: UOp, ref: UOp, i: int, user: UOp) -> UOp:
     if x.arg == ref.arg and blocks(x) == blocks(ref): return x.src[i]
     rep = all_gather(x)
     return rep.src[i] if ref.arg is None else _cut(rep.src[i], ref.arg, blocks(ref)[i])
-  if x.device is not None and x.device not in devs:
+  if x.device is not None:
     raise MultiError(f"{user.op.name} combines a value on {devs} with one on {x.device}: shard the one (Tensor.shard) or gather the other "
                      "(Tensor.to) first")
-  # device-less (a constant), or on one of the devices: the pass's own single-device values (one shard's block, cut out
-  # by a SHRINK) are still values over all of them, copied where they are needed
-  x = x if x.device is None else _to(x, devs[i])
   return x if ref.arg is None else _cut(x, ref.arg, blocks(ref)[i])
 
 
@@ -172,9 +169,12 @@ def _view_per_shard(v: UOp, m: UOp) -> UOp | None:
 def multi_view(v: UOp, m: UOp) -> UOp:
   if (out := _view_per_shard(v, m)) is not None: return out
   a = m.arg
-  if v.op is Ops.SHRINK and v.arg[a] in blocks(m):  # exactly one shard's block: that shard, single-device
+  if v.op is Ops.SHRINK and v.arg[a] in blocks(m):
+    # exactly one shard's block: that shard, replicated (copied to a device only where something there reads it), so the
+    # value stays on the MULTI's devices and every graph between two rule applications is legal
     i = blocks(m).index(v.arg[a])
-    return m.src[i].shrink(tuple((0, m.src[i].shape[a]) if j == a else p for j, p in enumerate(v.arg)))
+    block = m.src[i].shrink(tuple((0, m.src[i].shape[a]) if j == a else p for j, p in enumerate(v.arg)))
+    return UOp.multi([_to(block, d) for d in devices(m)], None)
   return _view_per_shard(v, all_gather(m))
 
 

@@ -15,7 +15,8 @@ Devices. A kernel runs on one device: the device of the storage it writes. A rea
 from its storage or COPY sources) unless it computes from constants and variables alone (a REDUCE of a CONST): such a
 node is placed on the device of the kernels that read it, so a kernel on CPU:1 reads its sum of constants from CPU:1
 memory, not from the "CPU" default, which only a node no kernel reads gets. When kernels on two devices read one such
-node, the others read a copy of it on their own device (a copy kernel, COPY of the placed storage).
+node, it is computed again on each other device (its value kernel repeated there, `_on`); only a node of constants no
+value kernel writes is copied (a copy kernel, COPY of the placed storage).
 """
 from __future__ import annotations
 
@@ -289,7 +290,22 @@ class Schedule:
     for k in list(self.kernels):
       if k.kind not in ("value", "store") or (d := self._kernel_device(k)) is None: continue
       for leaf, r in list(k.reads.items()):
-        if self._own_device(r.key) is None and self.device_of(r.key) != d: k.reads[leaf] = self._copy_to(leaf, r, d)
+        if self._own_device(r.key) is None and self.device_of(r.key) != d: k.reads[leaf] = self._on(leaf, r, d)
+
+  def _on(self, leaf: UOp, r: Read, device: Any) -> Read:
+    """The version r of a node of constants on another device: computed again there when its writer is a value kernel
+    (what it reads, constants too, is then read there in turn), so a value any device can compute never crosses
+    devices and every device's kernels see the same constant expression (an arange stays an index expression the
+    scatter pass can inline); copied otherwise."""
+    w = self.writer.get((r.key, r.version))
+    if w is None or w.kind != "value": return self._copy_to(leaf, r, device)
+    key = ("on", device, r.key, r.version, _node_of(r.key))
+    if (key, 1) not in self.writer:
+      k = self._new("value", [(key, 1)], expr=w.expr, own=w.own, node=w.node)
+      self.placed[key] = device
+      k.reads = {lf: self._on(lf, rr, device) if self._own_device(rr.key) is None and self.device_of(rr.key) != device else rr
+                 for lf, rr in w.reads.items()}
+    return Read(key, 1)
 
   def _copy_to(self, leaf: UOp, r: Read, device: Any) -> Read:
     """The version r of a node of constants, copied to device (one copy kernel per version and device)."""
