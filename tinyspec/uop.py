@@ -598,8 +598,10 @@ def _device_rule(u: UOp) -> str | tuple[str, ...] | None:
   if u.op in GroupOp.Storage: return u.arg.device
   if u.op is Ops.COPY: return u.arg
   if u.op is Ops.MULTI: return tuple(s.device for s in u.src)  # a multi-device value is on the tuple of its shards' devices
-  # a call's values are where its args are (its body's PARAMs only name a device standing for them)
-  for s in (u.src[1:] + u.src[:1] if u.op is Ops.CALL else u.src):
+  # a call on tensors over several devices gives tensors over them (the multi pass runs it per device, or gathers its
+  # args and replicates its outputs); its body's PARAMs name only the first of the devices
+  if u.op is Ops.CALL and (d := next((t for s in u.src[1:] if isinstance(t := s.device, tuple)), None)) is not None: return d
+  for s in u.src:
     if (d := s.device) is not None: return d
   return None
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
 from tinyspec.render.cstyle import check_identifier, renamed_apart
+from tinyspec.spec.kgraph import HOST_DEVICES
 from tinyspec.uop import storage_of
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
@@ -113,12 +114,14 @@ def context_of(device: str = DEFAULT_DEVICE) -> DeviceContext:
 
 
 def kernel_device(call: UOp) -> str:
-  """The device a kernel CALL runs on: that of its storage args (DEFAULT_DEVICE when it has none). The lowering can
-  give one kernel args on two devices (XOR(COPY(x, "CPU:1"), x) reads x on "CPU" into an output on "CPU:1", and no
-  rule of the spec forbids it), so such a kernel runs on its first storage arg's device, its output's."""
-  for a in call.src[1:]:
-    if a.op not in GroupOp.Variable and (dev := a.device) is not None: return dev
-  return DEFAULT_DEVICE
+  """The device a kernel CALL runs on: that of its storage args (DEFAULT_DEVICE when it has none). A kernel whose
+  storage is on two devices breaks kgraph.one_device and is refused here too, by name: running it would hand one
+  context's memory to another's kernel."""
+  devs = list(dict.fromkeys(d for a in call.src[1:] if a.op not in GroupOp.Variable and (d := a.device) is not None and d not in HOST_DEVICES))
+  if len(devs) > 1:
+    raise ValueError(f"kernel {call.arg!r} has storage on {' and '.join(map(str, devs))}: a kernel runs on one device (kgraph.one_device); "
+                     "COPY between devices first")
+  return devs[0] if devs else DEFAULT_DEVICE
 
 
 def require_extensions(linear: UOp, name: str) -> None:
