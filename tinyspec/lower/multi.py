@@ -7,7 +7,8 @@ MULTI source into a MULTI of the op on each shard:
 
 - elementwise ops, CONTIGUOUS, DETACH (`multi_elementwise`): operand i of shard i. A replicated operand, or a device-less
   one (a constant), is cut to the shard's block (SHRINK); an operand sharded along another axis is gathered first. A
-  single-device operand beside a MULTI is a device error (the spec's), raised as MultiError.
+  single-device operand on one of the MULTI's devices (a shard a SHRINK selected) is the whole value there: each
+  device gets its block of it, copied; one on any other device is a device error (the spec's), raised as MultiError.
 - views (`multi_view`): a view that keeps the sharded axis whole (PERMUTE, EXPAND, PAD/SHRINK/FLIP off the axis, a
   RESHAPE that maps the axis onto one axis of the result, blocks included) runs per shard with the axis renumbered; a
   SHRINK to exactly one shard's block is that shard (a single-device value); any other view of the sharded axis
@@ -22,8 +23,9 @@ MULTI source into a MULTI of the op on each shard:
   COPY (no gather, no all-reduce) and every output comes out a MULTI over those devices, shard i is
   CALL(TUPLE(outputs' shard i), args' shard i) on device i, and the outputs keep their sharding (a backward call's
   slot k, the flat gradient of arg k, is split as arg k is). Otherwise (the body reduces or reshapes across the split,
-  or an arg is a single-device value) every MULTI arg is gathered onto the first device of the first MULTI arg, the call runs once there and its
-  outputs are replicated on the devices (copied), so a call on tensors over some devices gives tensors over them.
+  or an arg is a single-device value) every MULTI arg is gathered onto the first device of the first MULTI arg (a
+  selected shard, on another of the devices, is copied there), the call runs once there and its outputs are replicated
+  on the devices (copied), so a call on tensors over some devices gives tensors over them.
 - what leaves the multi-device world (`multi_exit`): a SINK entry, a TUPLE entry and a STORE value that are MULTIs are
   gathered onto one device (a STORE's target's; otherwise the MULTI's first device), so a graph's results are arrays
   like any other. A STORE into a MULTI raises MultiError (storage is single-device).
@@ -113,6 +115,9 @@ def _operand(x: UOp, ref: UOp, i: int, user: UOp) -> UOp:
     if x.arg == ref.arg and blocks(x) == blocks(ref): return x.src[i]
     rep = all_gather(x)
     return rep.src[i] if ref.arg is None else _cut(rep.src[i], ref.arg, blocks(ref)[i])
+  if x.device in devs:
+    # a shard a SHRINK selected (multi_view): the whole value, on one of the devices; shard i's block of it, copied there
+    return _to(x if ref.arg is None else _cut(x, ref.arg, blocks(ref)[i]), devs[i])
   if x.device is not None:
     raise MultiError(f"{user.op.name} combines a value on {devs} with one on {x.device}: shard the one (Tensor.shard) or gather the other "
                      "(Tensor.to) first")
@@ -248,7 +253,9 @@ def multi_call(ctx: PatternMatcher, g: UOp, call: UOp) -> UOp:
     calls, outs = split
     return UOp.multi([c.gettuple(g.arg) for c in calls], outs[g.arg].arg)
   devs = devices(next(a for a in call.src[1:] if a.op is Ops.MULTI))
-  out = g.replace(src=(_exit(call, devs[0]),))
+  # every arg onto the first device: the MULTIs gathered, a selected shard (on another of the devices) copied
+  args = tuple(gather(a, devs[0]) if a.op is Ops.MULTI else _to(a, devs[0]) if a.device in devs else a for a in call.src[1:])
+  out = g.replace(src=(call.replace(src=(call.src[0], *args)),))
   return UOp.multi([_to(out, d) for d in devs], None)
 
 
