@@ -37,6 +37,8 @@ EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.e
                      # spec defines where C does not, and special floats, through the constructs the renderers must guard
 SCATTER_SHARE = 0.05  # the share of cases that are scatter kernels (fuzz.generate.scatters; weight "kind:scatter"): atomics and
                       # the one-hot sums over data indices the scatter pass turns into them
+MULTI_SHARE = 0.05  # the share of cases that are sharded tensor cases (fuzz.generate.shards; weight "kind:multi"): tensors over
+                   # several devices, which the multi pass runs per device with gathers and all-reduces
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 ALIAS_SHARE = 0.1  # the share of tensor cases about aliasing (fuzz.generate.aliasing; weight "kind:alias"): a buffer read and
@@ -655,6 +657,11 @@ def scatter_share(weights: dict[str, float] | None) -> float:
   return SCATTER_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
 
 
+def multi_share(weights: dict[str, float] | None) -> float:
+  """The share of sharded tensor cases: weight "kind:multi", else MULTI_SHARE."""
+  return (weights or {}).get("kind:multi", MULTI_SHARE)
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
@@ -676,6 +683,13 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
     if sc.random() < min(0.95, scatter_share(weights)):
       from fuzz.generate.scatters import scatter_kernel_case
       c = scatter_kernel_case(sc, weights)
+      c.seed, c.index = seed, index
+      return c
+    # sharded tensor cases (tensors over several devices, fuzz.generate.shards) too: weight "kind:multi"
+    mc = random.Random(f"tinyspec-fuzz-multi:{seed}:{index}")
+    if mc.random() < min(0.95, multi_share(weights)):
+      from fuzz.generate.shards import multi_case
+      c = multi_case(mc, weights)
       c.seed, c.index = seed, index
       return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
