@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from fuzz.generate.compositions import _largest, _numbered
+from fuzz.generate.compositions import largest_value, numbered
 from fuzz.generate.safety import unsafe_reason
 from fuzz.generate.strategies import Case, lowering_options
 from tinyspec.autograd import gradient
@@ -111,7 +111,7 @@ class ShardGen:
 
   def add(self, t: Tensor, layout: Layout) -> None:
     """Keep t when no value in its graph is bigger than MAX_NODE (a matmul's product before its sum is the biggest)."""
-    if t.size <= MAX_ELEMENTS and _largest(t) <= MAX_NODE: self.pool.append((t, layout))
+    if t.size <= MAX_ELEMENTS and largest_value(t) <= MAX_NODE: self.pool.append((t, layout))
 
   # ---- steps ----
   def step_elementwise(self) -> None:
@@ -249,7 +249,7 @@ class ShardGen:
     if self.dt.is_float and self.rng.random() < min(0.95, GRAD_SHARE * self.w.get("multi:grad", 1.0)):
       loss = sum(((o * o).sum() if o.ndim else o * o) for o in outs)
       grads = [Tensor(g) for g in gradient(loss.uop, [x.uop for x in self.inputs])]
-      if all(_largest(g) <= MAX_NODE for g in grads):
+      if all(largest_value(g) <= MAX_NODE for g in grads):
         self.features.add("multi:grad")
         outs += grads
     return outs
@@ -262,7 +262,7 @@ class ShardGen:
       if kind == "matmul" and not self.dt.is_float: kind = "elementwise"
       self.features.add(f"multi:step:{kind}")
       getattr(self, f"step_{kind}")()
-    root, inputs = _numbered(Tensor.sink(*self.results()))
+    root, inputs = numbered(Tensor.sink(*self.results()))
     return Case(root, inputs, lowering_options(self.rng, self.w, self.features, root), "tensor", features=frozenset(self.features))
 
 

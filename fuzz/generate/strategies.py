@@ -37,7 +37,7 @@ EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.e
                      # spec defines where C does not, and special floats, through the constructs the renderers must guard
 SCATTER_SHARE = 0.05  # the share of cases that are scatter kernels (fuzz.generate.scatters; weight "kind:scatter"): atomics and
                       # the one-hot sums over data indices the scatter pass turns into them
-MULTI_SHARE = 0.05  # the share of cases that are sharded tensor cases (fuzz.generate.shards; weight "kind:multi"): tensors over
+MULTI_SHARE = 0.05  # the share of tensor cases that are sharded tensor cases (fuzz.generate.shards; weight "kind:multi"): tensors over
                    # several devices, which the multi pass runs per device with gathers and all-reduces
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
@@ -685,13 +685,6 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       c = scatter_kernel_case(sc, weights)
       c.seed, c.index = seed, index
       return c
-    # sharded tensor cases (tensors over several devices, fuzz.generate.shards) too: weight "kind:multi"
-    mc = random.Random(f"tinyspec-fuzz-multi:{seed}:{index}")
-    if mc.random() < min(0.95, multi_share(weights)):
-      from fuzz.generate.shards import multi_case
-      c = multi_case(mc, weights)
-      c.seed, c.index = seed, index
-      return c
     rng = random.Random(f"tinyspec-fuzz:{seed}:{index}")
     kind_roll = rng.random()
     if kind_roll < (weights or {}).get("kind:kernel", KERNEL_SHARE):
@@ -707,7 +700,12 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       # replace stay the same
       alias = random.Random(f"tinyspec-fuzz-alias:{seed}:{index}")
       comp = random.Random(f"tinyspec-fuzz-compose:{seed}:{index}")
-      if alias.random() < min(0.95, (weights or {}).get("kind:alias", ALIAS_SHARE)):
+      # and sharded tensor cases (tensors over several devices, fuzz.generate.shards): weight "kind:multi"
+      mc = random.Random(f"tinyspec-fuzz-multi:{seed}:{index}")
+      if mc.random() < min(0.95, multi_share(weights)):
+        from fuzz.generate.shards import multi_case
+        c = multi_case(mc, weights)
+      elif alias.random() < min(0.95, (weights or {}).get("kind:alias", ALIAS_SHARE)):
         from fuzz.generate.aliasing import aliasing_case
         c = aliasing_case(alias, {**default_weights(), **(weights or {})})
       elif comp.random() < min(0.95, (weights or {}).get("kind:compose", COMPOSE_SHARE)):
