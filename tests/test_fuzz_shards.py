@@ -14,6 +14,7 @@ from fuzz.check.multi_twin import SHARD_DEVICES, multi_devices, one_device_twin,
 from fuzz.check.oracles import Checker, Config
 from fuzz.generate.shards import multi_case, multi_cases
 from fuzz.generate.strategies import case_for
+from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.lower import multi as M
@@ -88,18 +89,6 @@ def test_no_twin_for_a_case_with_a_copy_or_an_assign():
 
 
 # ---- the oracle ----
-def _all_reduce_drops_last(r: UOp, m: UOp) -> UOp:
-  """multi_reduce whose all-reduce combines every partial but the last shard's."""
-  op, n = r.arg
-  parts = [s.reduce(op, n) for s in m.src]
-  if m.arg is None or m.arg >= n: return UOp.multi(parts, None if m.arg is None else m.arg - n)
-  def combined(dev: str) -> UOp:
-    acc = M._to(parts[0], dev)
-    for p in parts[1:-1]: acc = acc.alu(op, M._to(p, dev))
-    return acc
-  return UOp.multi([combined(p.device) for p in parts], None)
-
-
 def _gather_reversed(c: UOp, m: UOp) -> UOp:
   """multi_copy_gather with the shards concatenated last first."""
   if m.arg is None: return M.gather(m, c.arg)
@@ -111,7 +100,7 @@ def _broken(rule: str, fn) -> list:
 
 
 def test_the_sharded_twin_finds_a_broken_all_reduce_in_ordinary_cases():
-  ch = Checker(Config(passes=_broken("multi_reduce", _all_reduce_drops_last), gradients=False, numeric_gradients=False))
+  ch = Checker(Config(passes=MUTANTS_BY_NAME["all_reduce_drops_last"].pipeline(), gradients=False, numeric_gradients=False))
   real = Checker(Config(gradients=False, numeric_gradients=False))
   hits = []
   for i in range(60):

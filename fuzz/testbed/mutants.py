@@ -453,6 +453,19 @@ def _log2_grad_times_ln2(ctx: UOp, x: UOp) -> tuple[UOp]:
   return (ctx.alu(Ops.MUL, x.alu(Ops.MUL, full_like(x, math.log(2))).alu(Ops.RECIP)).alu(Ops.MUL, full_like(x, math.log(2) ** 2)),)  # ln2 twice
 
 
+def _all_reduce_drops_last(r: UOp, m: UOp) -> UOp:
+  from tinyspec.lower.multi import multi_reduce
+  out = multi_reduce(r, m)
+  if out.op is not Ops.MULTI or m.arg is None or m.arg >= r.arg[1]: return out  # not an all-reduce: as the real rule
+  # each device combines the partial results of every shard but the last
+  parts = [s.reduce(*r.arg) for s in m.src[:-1]]
+  def combined(dev: str) -> UOp:
+    acc = parts[0] if parts[0].device == dev else parts[0].copy_to(dev)
+    for p in parts[1:]: acc = acc.alu(r.arg[0], p if p.device == dev else p.copy_to(dev))
+    return acc
+  return UOp.multi([combined(s.device) for s in m.src], None)
+
+
 def _reduce_max_grad_all(ctx: UOp, ret: UOp) -> tuple[UOp]:
   x = ret.src[0]
   n = ret.arg[1]
@@ -466,6 +479,9 @@ def _sqrt_grad_no_half(ctx: UOp, ret: UOp) -> tuple[UOp]:
 
 
 MUTANTS: list[Mutant] = [
+  # multi
+  Mutant("all_reduce_drops_last", PASS_RULE, "multi", "multi_reduce", _all_reduce_drops_last,
+         "a reduction over the sharded axis combines every shard's partial result but the last one's"),
   # callify
   Mutant("inline_binds_body_as_slot0", PASS_RULE, "callify", "inline_gettuple_of_call", _inline_call_body_as_slot0,
          "inlining binds PARAM slot k to the call's source k, the body included, not to arg k"),
