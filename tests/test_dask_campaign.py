@@ -24,7 +24,7 @@ from tinyspec.lower.base import Pass  # noqa: E402
 from tinyspec.spec import Stage  # noqa: E402
 
 SEED, CASES, BUG = 0, 24, "pad_gate_dropped"  # the bug is found at case 9 of seed 0 with these weights
-WEIGHTS = {"kind:kernel": 0.0, "value:edge": 0.0, "value:special": 0.0}  # as tests/test_fuzz_finds_bugs.py
+WEIGHTS = {"kind:kernel": 0.0, "kind:multi": 0.0, "value:edge": 0.0, "value:special": 0.0}  # as tests/test_fuzz_finds_bugs.py
 DIE_AT = 12  # the pass run (of the worker process) at which the one worker dies
 
 

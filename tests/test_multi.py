@@ -162,6 +162,18 @@ def test_a_call_that_reduces_across_the_split_runs_once_on_the_gathered_args():
   np.testing.assert_allclose(evaluate(Tensor.sink(z), inputs_of(Tensor.sink(z)))[0], A.sum(0), rtol=1e-5)
 
 
+def test_a_selected_shard_combines_with_tensors_over_the_devices():
+  # a SHRINK to exactly one shard's block is that shard, on its device: an op with a tensor over the devices (here
+  # replicated, and sharded) copies it to each device rather than refusing it, and so does a call on it
+  x = Tensor(A).shard(D, 0)  # blocks of 3 and 2 rows
+  y, z = Tensor(A[3:]).shard(D), Tensor(A[3:]).shard(D, 1)
+  root = Tensor.sink(x[3:] + y, x[3:] * z, column_sums(x[3:]) + y.sum(0), scale_exp(x[3:], Tensor(W[:, 0]).shard(D))[1])
+  assert check(root, Stage.TENSOR) == []
+  assert all(len(devs) == 1 for _, devs in _calls(root))  # each call runs on one device, its args moved there
+  want = [A[3:] * 2, A[3:] * A[3:], A[3:].sum(0) * 2, A[3:].sum(1)]
+  for got, w in zip(evaluate(lower(root)["render"], inputs_of(root)), want): np.testing.assert_allclose(got.reshape(w.shape), w, rtol=1e-5)
+
+
 def _loss(x: Tensor, b: Tensor, shard: bool) -> Tensor:
   xs, bs = (x.shard(D, 0), b.shard(D)) if shard else (x, b)
   y, s = scale_exp(xs, bs)

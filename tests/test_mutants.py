@@ -124,7 +124,17 @@ A12 = np.arange(12, dtype=np.float32)
 FLOATS_TO_INT = np.array([NAN, 1e10, -1e10, 2.5], np.float32)
 
 # mutant name -> its witness: a case on which the mutated pipeline's result differs from the reference's (or it raises)
+def sharded_sum_case() -> Case:
+  """The column sums of a 5 x 2 tensor split by rows over two devices (3 + 2): an all-reduce of two partial sums."""
+  from tinyspec.frontend import Tensor, inputs_of
+  x = Tensor(np.arange(1, 11, dtype=np.float32).reshape(5, 2)).shard(("CPU:0", "CPU:1"), 0)
+  root = Tensor.sink(x.sum(0))
+  b = next(u for u in root.toposort() if u.op is Ops.BUFFER)
+  return tensor_case(root, {b.arg.id: inputs_of(root)[b.arg.id]})
+
+
 WITNESS: dict[str, Callable[[], Case]] = {
+  "all_reduce_drops_last": sharded_sum_case,
   "inline_binds_body_as_slot0": value_call_case,
   "tuple_element_from_end": tuple_case,
   "flip_off_by_one": lambda: unary(A12, lambda x: x.flip((True, False)), (3, 4)),
@@ -158,7 +168,6 @@ WITNESS: dict[str, Callable[[], Case]] = {
   "acc_init_once": lambda: unary(-np.arange(1, 16, dtype=np.float32), lambda x: x.reduce(Ops.ADD, 1), (5, 3)),
   "count_misses_one": lambda: scatter_case("count"),
   "scatter_row_plus_k": lambda: scatter_case("onehot", k=2),
-  "allreduce_drops_last": lambda: sharded_case(lambda x: x.sum(0)),
   "gather_reversed": lambda: sharded_case(lambda x: x.to("CPU:1") * 2),
   "flip_per_shard": lambda: sharded_case(lambda x: x.flip(0)),
   "scatter_init_drops_base": lambda: scatter_case("onehot", with_base=True),

@@ -7,8 +7,10 @@
    evaluation of the input graph, compared by fuzz.check.agree (exact for ints and bools; floats within per-dtype
    tolerances, NaN equal to NaN, an infinity only to itself).
 3. metamorphic: other lowering choices (precompiled instead of inlined value calls, realizing everything, other
-   optimize actions) give the same results; and for graphs with value calls, gradients taken through the calls
-   equal gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
+   optimize actions) give the same results; a tensor case gives what its twin on the other side of "sharded against one
+   device" gives (fuzz.check.multi_twin: a case with MULTIs against its one-device twin, an ordinary case against its
+   inputs sharded over two devices); and for graphs with value calls, gradients taken through the calls equal
+   gradients of the inlined graph (fuzz.check.gradient_oracle.call_gradient_mismatches).
    gradient: the gradient rules against central differences of the case's float64 twin, for tensor cases whose float
    values read float buffers (fuzz.check.numeric_grad): a finding ("gradient", "autograd", the blamed rule).
 4. crash: an exception in a pass, the evaluator or a runtime, or a signal that kills a kernel (kernels run in the
@@ -93,6 +95,7 @@ class Stats:
   def __init__(self):
     self.phase: Counter = Counter()
     self.fired: Counter = Counter()
+    self.twins: Counter = Counter()  # the sharded-vs-one-device relation (multi_twin): cases it applied to, and not
     self.cases = 0
 
 
@@ -221,6 +224,7 @@ class Checker:
           if f is not None:
             findings.append(f)
             break
+        if not findings and (f := self.multi_twin(case, ref)) is not None: findings.append(f)
       # on even when the lowering alternatives are off (reducing, replaying): a gradient finding has no other oracle
       if (cfg.gradients or cfg.numeric_gradients) and not findings:
         self.at("gradient")
@@ -308,6 +312,53 @@ class Checker:
             {**o, "realize": "all" if o.get("realize") == "minimal" else "minimal"},
             {**o, "opts": None if o.get("opts") else (("unroll", 0),)}]
     return [alts[(case.index or 0) % len(alts)]]
+
+  def multi_twin(self, case: Case, ref: Any) -> Finding | None:
+    """The sharded-vs-one-device relation (fuzz.check.multi_twin) on a tensor case: its twin on the other side, lowered
+    once and evaluated on the reference, gives the case's results. A difference is blamed as the lowering's parity is:
+    ("metamorphic", "multi", rule) of the multi pass's rule application that first changed the twin's results,
+    ("metamorphic", "multi", the twin's name) when none did; one another pass made is counted, not reported. The cases
+    it applies to, and not, are counted in stats.twins."""
+    if case.kind != "tensor": return None
+    from fuzz.check.multi_twin import multi_devices, one_device_twin, sharded_twin
+    self.at("multi twin")
+    if multi_devices(case.root):
+      name, twin = "one_device_twin", one_device_twin(case.root)
+    else:
+      name, twin = "sharded_twin", sharded_twin(case.root, case.index or 0)
+      if twin is None:
+        self.stats.twins["sharded_twin:not_applicable"] += 1
+        return None
+    if (why := self._twin_refused(twin)) is not None:
+      self.stats.twins[f"{name}:{why}"] += 1
+      return None
+    self.stats.twins[name] += 1
+    with _Timer(self.stats, "multi twin"):
+      _, f = self.chain(Case(twin, case.inputs, case.options, "tensor", case.seed, case.index, case.features), case.options, ref, "metamorphic",
+                        full=False)
+    if f is None: return None
+    f.message = f"the case's {name.replace('_', ' ')}: {f.message}"
+    unblamed = f.oracle == "metamorphic" and (f.stage == "pipeline" or f.rule in ("-", "<outside rules>"))
+    if f.stage != "multi" and not unblamed:
+      # another pass's bug, which the twin reached: the graph that shows it is the twin, which neither the reducer nor a
+      # replay (both without the metamorphic oracles) checks, so it is counted here and left to that pass's own oracles
+      self.stats.twins[f"{name}:elsewhere:{f.sig_str}"] += 1
+      return None
+    # blamed on a rule of the multi pass, the difference is that rule's, as any metamorphic one is (a parity finding of
+    # the same bug is the same entry); unblamed, it is the relation's
+    if unblamed: return Finding("metamorphic", "multi", name, f.message, f.blame, f.options, f.also)
+    return f
+
+  def _twin_refused(self, twin: UOp) -> str | None:
+    """Why the relation does not apply to a twin (illegal at TENSOR, or a MultiError of the multi pass), or None."""
+    if check(twin, Stage.TENSOR): return "illegal"
+    from tinyspec.lower.multi import MultiError
+    multi = next((p for p in self.passes if p.name == "multi"), None)
+    if multi is None: return None
+    try: multi.run(twin, lower_options({}))
+    except MultiError: return "multi_error"
+    except Exception: return None  # a crash of the pass: the chain finds it, blamed
+    return None
 
   def chain(self, case: Case, opts: dict[str, Any], ref: Any, label: str, full: bool, backend: str = "c") -> tuple[UOp | None, Finding | None]:
     """Lower case.root pass by pass with `opts`. full: check spec and parity after each pass; else only the final

@@ -140,7 +140,8 @@ COMPOSITIONS: dict[str, Callable[[random.Random, Tensor], Tensor]] = dict(zip(CO
   _conv, _max_pool, _pad, _gather, _scatter, _layout, _window, _scan, _contract, _embedding)))
 
 
-def _largest(t: Tensor) -> int:
+def largest_value(t: Tensor) -> int:
+  """The elements of the biggest value in t's graph (call bodies included)."""
   return max(u.size for u in t.uop.toposort() if u.shape_ok and u.shape is not None)
 
 
@@ -172,11 +173,11 @@ def _composed(rng: random.Random, weights: dict[str, float]) -> Case:
   for _ in range(rng.randint(1, 3)):
     name, call = pick(), in_call()
     y = _step(rng, name, x, call)
-    while not used and _largest(y) > MAX_COMPOSE_SIZE:  # the first step on a smaller input: (1, 1, 1, 1) always fits
+    while not used and largest_value(y) > MAX_COMPOSE_SIZE:  # the first step on a smaller input: (1, 1, 1, 1) always fits
       shape = tuple(max(1, d // 2) for d in shape)
       x = _ints(rng, shape, dt)
       y = _step(rng, name, x, call)
-    if used and _largest(y) > MAX_COMPOSE_SIZE: break
+    if used and largest_value(y) > MAX_COMPOSE_SIZE: break
     used.append(name)
     if call: features.add("compose:call")
     if y.ndim != 4 or 0 in y.shape:  # a composition that leaves nothing to compose further ends the chain
@@ -187,11 +188,11 @@ def _composed(rng: random.Random, weights: dict[str, float]) -> Case:
   if rng.random() < min(0.95, CAST_SHARE * weights.get("compose:cast", 1.0)):  # clamped, its values fit every dtype
     x = _bounded(x).cast(rng.choice([d for d in DTYPES if d is not x.dtype]))
     features.add("compose:cast")
-  root, inputs = _numbered(Tensor.sink(x))
+  root, inputs = numbered(Tensor.sink(x))
   return Case(root, inputs, lowering_options(rng, weights, features, root), "tensor", features=frozenset(features))
 
 
-def _numbered(root: UOp) -> tuple[UOp, dict[int, np.ndarray]]:
+def numbered(root: UOp) -> tuple[UOp, dict[int, np.ndarray]]:
   """root with its BUFFERs numbered 1, 2, ... in walk order, and their inputs: the frontend numbers buffers from a
   process-wide counter, so without this the same seed and case index would give another graph on every call."""
   data = inputs_of(root)

@@ -17,6 +17,7 @@ undefined behaviour or float rounding.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, replace
@@ -147,6 +148,7 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
     raise Unsafe(f"PARAM slot {u.arg.slot} outside any call")
   if op in (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): return s[0]
   if op is Ops.PAD: return _join(s[0], Info(0, 0, True, 0, True))
+  if op is Ops.MULTI: return functools.reduce(_join, s)  # a tensor over devices holds its shards' values (side by side, or one replica's)
   if op is Ops.AFTER:
     ret = s[0]
     for dep in u.src[1:]:

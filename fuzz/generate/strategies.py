@@ -37,6 +37,8 @@ EDGE_SHARE = 0.1     # the share of cases that are edge kernels (fuzz.generate.e
                      # spec defines where C does not, and special floats, through the constructs the renderers must guard
 SCATTER_SHARE = 0.05  # the share of cases that are scatter kernels (fuzz.generate.scatters; weight "kind:scatter"): atomics and
                       # the one-hot sums over data indices the scatter pass turns into them
+MULTI_SHARE = 0.05  # the share of tensor cases that are sharded tensor cases (fuzz.generate.shards; weight "kind:multi"): tensors over
+                   # several devices, which the multi pass runs per device with gathers and all-reduces
 COMPOSE_SHARE = 0.15  # the share of tensor cases built with the frontend's compositions (fuzz.generate.compositions; weight
                       # "kind:compose"): convolutions, pooling, gathers and scatters the one-op tensor generator rarely reaches
 ALIAS_SHARE = 0.1  # the share of tensor cases about aliasing (fuzz.generate.aliasing; weight "kind:alias"): a buffer read and
@@ -670,6 +672,11 @@ def scatter_share(weights: dict[str, float] | None) -> float:
   return SCATTER_SHARE if w.get("kind:kernel", KERNEL_SHARE) > 0 else 0.0
 
 
+def multi_share(weights: dict[str, float] | None) -> float:
+  """The share of sharded tensor cases: weight "kind:multi", else MULTI_SHARE."""
+  return (weights or {}).get("kind:multi", MULTI_SHARE)
+
+
 def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> Case:
     """Case number `index` of the campaign with this seed (the same seed, index and weights give the same case)."""
     # integer kernels draw from a Random of their own: every case they do not replace stays the one it was
@@ -708,7 +715,12 @@ def case_for(seed: int, index: int, weights: dict[str, float] | None = None) -> 
       # replace stay the same
       alias = random.Random(f"tinyspec-fuzz-alias:{seed}:{index}")
       comp = random.Random(f"tinyspec-fuzz-compose:{seed}:{index}")
-      if alias.random() < min(0.95, (weights or {}).get("kind:alias", ALIAS_SHARE)):
+      # and sharded tensor cases (tensors over several devices, fuzz.generate.shards): weight "kind:multi"
+      mc = random.Random(f"tinyspec-fuzz-multi:{seed}:{index}")
+      if mc.random() < min(0.95, multi_share(weights)):
+        from fuzz.generate.shards import multi_case
+        c = multi_case(mc, weights)
+      elif alias.random() < min(0.95, (weights or {}).get("kind:alias", ALIAS_SHARE)):
         from fuzz.generate.aliasing import aliasing_case
         c = aliasing_case(alias, {**default_weights(), **(weights or {})})
       elif comp.random() < min(0.95, (weights or {}).get("kind:compose", COMPOSE_SHARE)):

@@ -355,18 +355,6 @@ def _reduce_init_once(red: UOp) -> UOp | None:
 
 
 # ================================================================ multi
-def _allreduce_drops_last(r: UOp, m: UOp) -> UOp:
-  from tinyspec.lower.multi import devices, multi_reduce
-  op, n = r.arg
-  if m.arg is None or m.arg >= n: return multi_reduce(r, m)
-  parts = [s.reduce(op, n) for s in m.src]
-  def combined(dev: str) -> UOp:  # every device combines the partials of all shards but the last one
-    acc = parts[0] if parts[0].device == dev else parts[0].copy_to(dev)
-    for p in parts[1:-1]: acc = acc.alu(op, p if p.device == dev else p.copy_to(dev))
-    return acc
-  return UOp.multi([combined(d) for d in devices(m)], None)
-
-
 def _gather_reversed(c: UOp, m: UOp) -> UOp:
   from tinyspec.lower.multi import concat, gather
   if m.arg is None: return gather(m, c.arg)
@@ -479,6 +467,19 @@ def _log2_grad_times_ln2(ctx: UOp, x: UOp) -> tuple[UOp]:
   return (ctx.alu(Ops.MUL, x.alu(Ops.MUL, full_like(x, math.log(2))).alu(Ops.RECIP)).alu(Ops.MUL, full_like(x, math.log(2) ** 2)),)  # ln2 twice
 
 
+def _all_reduce_drops_last(r: UOp, m: UOp) -> UOp:
+  from tinyspec.lower.multi import multi_reduce
+  out = multi_reduce(r, m)
+  if out.op is not Ops.MULTI or m.arg is None or m.arg >= r.arg[1]: return out  # not an all-reduce: as the real rule
+  # each device combines the partial results of every shard but the last
+  parts = [s.reduce(*r.arg) for s in m.src[:-1]]
+  def combined(dev: str) -> UOp:
+    acc = parts[0] if parts[0].device == dev else parts[0].copy_to(dev)
+    for p in parts[1:]: acc = acc.alu(r.arg[0], p if p.device == dev else p.copy_to(dev))
+    return acc
+  return UOp.multi([combined(s.device) for s in m.src], None)
+
+
 def _reduce_max_grad_all(ctx: UOp, ret: UOp) -> tuple[UOp]:
   x = ret.src[0]
   n = ret.arg[1]
@@ -492,6 +493,9 @@ def _sqrt_grad_no_half(ctx: UOp, ret: UOp) -> tuple[UOp]:
 
 
 MUTANTS: list[Mutant] = [
+  # multi
+  Mutant("all_reduce_drops_last", PASS_RULE, "multi", "multi_reduce", _all_reduce_drops_last,
+         "a reduction over the sharded axis combines every shard's partial result but the last one's"),
   # callify
   Mutant("inline_binds_body_as_slot0", PASS_RULE, "callify", "inline_gettuple_of_call", _inline_call_body_as_slot0,
          "inlining binds PARAM slot k to the call's source k, the body included, not to arg k"),
@@ -551,8 +555,6 @@ MUTANTS: list[Mutant] = [
   Mutant("acc_init_once", PASS_RULE, "lower_reduce", "reduce_to_accumulator", _reduce_init_once,
          "the accumulator is initialized once, not in every iteration of the outer ranges"),
   # multi
-  Mutant("allreduce_drops_last", PASS_RULE, "multi", "multi_reduce", _allreduce_drops_last,
-         "the all-reduce after a reduction over the sharded axis leaves out the last shard's partial result"),
   Mutant("gather_reversed", PASS_RULE, "multi", "multi_copy_gather", _gather_reversed,
          "gathering a sharded tensor onto one device concatenates its shards last first"),
   Mutant("flip_per_shard", PASS_RULE, "multi", "multi_view", _flip_per_shard,
