@@ -53,15 +53,19 @@ def one_device_inputs():
   return inputs_of(one_device_graph())
 
 
-def expected():
-  x, y = X.astype(np.float64), Y.astype(np.float64)
-  w1, b1, w2, b2 = (p.astype(np.float64) for p in PARAMS)
+def numpy_step(x: np.ndarray, y: np.ndarray, params: list[np.ndarray]) -> list[np.ndarray]:
+  """[loss, w1, b1, w2, b2 updated]: the step in numpy, float64."""
+  x, y = x.astype(np.float64), y.astype(np.float64)
+  w1, b1, w2, b2 = (p.astype(np.float64) for p in params)
   pre = x @ w1 + b1
   h = np.maximum(pre, 0)
   err = h @ w2 + b2 - y
   d_out = 2 * err / err.size
-  d_w2, d_b2 = h.T @ d_out, d_out.sum(0)
   d_pre = (d_out @ w2.T) * (pre > 0)
-  d_w1, d_b1 = x.T @ d_pre, d_pre.sum(0)
-  new = [p - LR * g for p, g in zip((w1, b1, w2, b2), (d_w1, d_b1, d_w2, d_b2))]
-  return [np.array((err ** 2).mean())] + [p.astype(np.float32) for p in new] * 2
+  grads = (x.T @ d_pre, d_pre.sum(0), h.T @ d_out, d_out.sum(0))
+  return [np.array((err ** 2).mean())] + [p - LR * g for p, g in zip((w1, b1, w2, b2), grads)]
+
+
+def expected():
+  loss, *new = numpy_step(X, Y, PARAMS)
+  return [loss] + [p.astype(np.float32) for p in new] * 2
