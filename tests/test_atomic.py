@@ -252,11 +252,15 @@ def test_an_atomic_keeps_the_order_its_folded_value_carried():
   assert got[0] == 8
 
 
+def _loops_over_two_counters() -> tuple[UOp, UOp, UOp]:
+  """r < 13 and d < 2, LOOP ranges, and a uint64 PARAM of two counters, out[d]."""
+  return grange(13, 0, AxisType.LOOP), grange(2, 1, AxisType.LOOP), UOp.param(0, dtypes.uint64, 2)
+
+
 def test_an_atomic_runs_once_per_iteration_of_the_loops_it_is_placed_in():
   # out[d] += 1 for r < 13, d < 2: the update's index does not use r, its target is placed in r (AFTER(out, r)); run
   # vectorized or in order, every one of the 13 * 2 runs adds
-  r, d = grange(13, 0, AxisType.LOOP), grange(2, 1, AxisType.LOOP)
-  out = UOp.param(0, dtypes.uint64, 2)
+  r, d, out = _loops_over_two_counters()
   upd = out.after(r).index(d).atomic(Ops.ADD, UOp.const(dtypes.uint64, 1))
   k = UOp(Ops.SINK, src=(upd.end(r, d),))
   assert check(k, Stage.KERNEL) == []
@@ -272,8 +276,7 @@ def test_an_atomic_runs_once_per_iteration_of_the_loops_it_is_placed_in():
 
 def test_an_atomic_depends_on_every_range_it_runs_in():
   # without the placement the update would run once for all of r where linearize puts it: the spec rejects the form
-  r, d = grange(13, 0, AxisType.LOOP), grange(2, 1, AxisType.LOOP)
-  out = UOp.param(0, dtypes.uint64, 2)
+  r, d, out = _loops_over_two_counters()
   k = UOp(Ops.SINK, src=(out.index(d).atomic(Ops.ADD, UOp.const(dtypes.uint64, 1)).end(r, d),))
   vs = assert_breaks_exactly(k, Stage.KERNEL, {"kernel.atomic_ranges"})
   assert "axis 0" in vs[0].message

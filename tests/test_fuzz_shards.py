@@ -17,8 +17,7 @@ from fuzz.generate.strategies import case_for
 from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
-from tinyspec.lower import multi as M
-from tinyspec.lower.pipeline import PASSES, lower
+from tinyspec.lower.pipeline import lower
 from tinyspec.semantics import evaluate
 from tinyspec.uop import Ops, UOp, walk
 
@@ -89,16 +88,6 @@ def test_no_twin_for_a_case_with_a_copy_or_an_assign():
 
 
 # ---- the oracle ----
-def _gather_reversed(c: UOp, m: UOp) -> UOp:
-  """multi_copy_gather with the shards concatenated last first."""
-  if m.arg is None: return M.gather(m, c.arg)
-  return M.concat([M._to(s, c.arg) for s in reversed(m.src)], m.arg)
-
-
-def _broken(rule: str, fn) -> list:
-  return [p.replace_rule(rule, fn) if p.name == "multi" else p for p in PASSES]
-
-
 def test_the_sharded_twin_finds_a_broken_all_reduce_in_ordinary_cases():
   ch = Checker(Config(passes=MUTANTS_BY_NAME["all_reduce_drops_last"].pipeline(), gradients=False, numeric_gradients=False))
   real = Checker(Config(gradients=False, numeric_gradients=False))
@@ -116,7 +105,7 @@ def test_the_sharded_twin_finds_a_broken_all_reduce_in_ordinary_cases():
 
 
 def test_a_broken_gather_is_found_on_sharded_cases():
-  ch = Checker(Config(passes=_broken("multi_copy_gather", _gather_reversed), gradients=False, numeric_gradients=False))
+  ch = Checker(Config(passes=MUTANTS_BY_NAME["gather_reversed"].pipeline(), gradients=False, numeric_gradients=False))
   rules = {f.signature for s in range(40) for f in ch.check(multi_case(random.Random(s)))}
   assert ("parity", "multi", "multi_copy_gather") in rules, rules
 

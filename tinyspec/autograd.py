@@ -46,7 +46,7 @@ from tinyspec.dtype import DType
 from tinyspec.rewrite import PatternMatcher, UPat
 # a backward call is named "<forward name>" + GRAD_SUFFIX; the TENSOR table checks its form (spec/gradient.py)
 from tinyspec.spec.gradient import GRAD_SUFFIX
-from tinyspec.uop import GroupOp, Ops, UOp, home_device, is_value_call, walk
+from tinyspec.uop import GroupOp, Ops, UOp, home_device, is_value_call, shard_blocks, walk
 
 
 class GradientError(ValueError):
@@ -194,20 +194,17 @@ def _after_other(ret: UOp) -> None:
 def _copy_grad(ctx: UOp, x: UOp) -> tuple[UOp]:
   """Back to the source's device; to a tensor over several devices, replicated on each (the gradient's value is what
   matters, not how the source was split: an op combining it with the source's shards takes their blocks of it)."""
-  if isinstance(d := x.device, tuple): return (UOp.multi([UOp(Ops.COPY, ctx.dtype, (ctx,), dev) for dev in d], None),)
-  return (UOp(Ops.COPY, ctx.dtype, (ctx,), d or "CPU"),)
+  if isinstance(d := x.device, tuple): return (UOp.multi([ctx.copy_to(dev) for dev in d], None),)
+  return (ctx.copy_to(d or "CPU"),)
 
 
 def _multi_grad(ctx: UOp, ret: UOp) -> tuple:
   """Shard i of a sharded MULTI gets its block of the gradient, on its device. A replicated MULTI is the value of any
   replica: the gradient goes to replica 0 (its copy on that device) and the others get none."""
-  if ret.arg is None: return (UOp(Ops.COPY, ctx.dtype, (ctx,), ret.src[0].device), *(None for _ in ret.src[1:]))
-  a, off, out = ret.arg, 0, []
-  for s in ret.src:
-    block = ctx.shrink(tuple((off, s.shape[a]) if j == a else (0, d) for j, d in enumerate(ctx.shape)))
-    out.append(UOp(Ops.COPY, ctx.dtype, (block,), s.device))
-    off += s.shape[a]
-  return tuple(out)
+  if ret.arg is None: return (ctx.copy_to(ret.src[0].device), *(None for _ in ret.src[1:]))
+  a = ret.arg
+  return tuple(ctx.shrink(tuple(blk if j == a else (0, d) for j, d in enumerate(ctx.shape))).copy_to(s.device)
+               for s, blk in zip(ret.src, shard_blocks(ret)))
 
 
 def _no_grad(ret: UOp) -> tuple[None, ...]: return (None,) * len(ret.src)

@@ -568,6 +568,13 @@ def _multi_shape(u: UOp) -> tuple:
   return first[:a] + (sum(sh[a] for sh in shapes),) + first[a + 1:]
 
 
+def shard_blocks(m: UOp) -> tuple[tuple[int, int], ...] | None:
+  """(offset, size) of every shard's block along a MULTI's sharded axis; None for a replicated MULTI."""
+  if m.arg is None: return None
+  sizes = [s.shape[m.arg] for s in m.src]
+  return tuple((sum(sizes[:i]), n) for i, n in enumerate(sizes))
+
+
 def _gettuple_shape(u: UOp) -> tuple | None:
   t = u.src[0].src[0] if u.src[0].op is Ops.CALL else u.src[0]
   return t.src[u.arg].shape
@@ -592,6 +599,17 @@ def home_device(u: UOp) -> str:
   call body the multi pass gives each shard a PARAM of its own device); CPU for a device-less value (a constant)."""
   d = u.device
   return d if isinstance(d, str) else d[0] if d else "CPU"
+
+
+def device_conflict(srcs: Iterable[UOp]) -> tuple[Any, Any] | None:
+  """The first two devices that differ among the sources that have one (compared with ==: a device may be a tuple of
+  names), or None when they agree: what an op combining values must not have."""
+  first = None
+  for s in srcs:
+    if (d := s.device) is None: continue
+    if first is None: first = d
+    elif d != first: return first, d
+  return None
 
 
 def _device_rule(u: UOp) -> str | tuple[str, ...] | None:

@@ -356,9 +356,9 @@ def _reduce_init_once(red: UOp) -> UOp | None:
 
 # ================================================================ multi
 def _gather_reversed(c: UOp, m: UOp) -> UOp:
-  from tinyspec.lower.multi import concat, gather
+  from tinyspec.lower.multi import concat, gather, to_device
   if m.arg is None: return gather(m, c.arg)
-  return concat([s if s.device == c.arg else s.copy_to(c.arg) for s in reversed(m.src)], m.arg)  # the last shard first
+  return concat([to_device(s, c.arg) for s in reversed(m.src)], m.arg)  # the last shard first
 
 
 def _flip_per_shard(v: UOp, m: UOp) -> UOp:
@@ -468,14 +468,14 @@ def _log2_grad_times_ln2(ctx: UOp, x: UOp) -> tuple[UOp]:
 
 
 def _all_reduce_drops_last(r: UOp, m: UOp) -> UOp:
-  from tinyspec.lower.multi import multi_reduce
+  from tinyspec.lower.multi import multi_reduce, to_device
   out = multi_reduce(r, m)
   if out.op is not Ops.MULTI or m.arg is None or m.arg >= r.arg[1]: return out  # not an all-reduce: as the real rule
   # each device combines the partial results of every shard but the last
   parts = [s.reduce(*r.arg) for s in m.src[:-1]]
   def combined(dev: str) -> UOp:
-    acc = parts[0] if parts[0].device == dev else parts[0].copy_to(dev)
-    for p in parts[1:]: acc = acc.alu(r.arg[0], p if p.device == dev else p.copy_to(dev))
+    acc = to_device(parts[0], dev)
+    for p in parts[1:]: acc = acc.alu(r.arg[0], to_device(p, dev))
     return acc
   return UOp.multi([combined(s.device) for s in m.src], None)
 

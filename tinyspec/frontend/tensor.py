@@ -9,7 +9,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops import accepts, dtype_error
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, device_conflict
 
 # data of BUFFERs made from Python data, by buffer id; graphs only name buffers, this is where their contents live
 _BUFFER_DATA: dict[int, np.ndarray] = {}
@@ -309,8 +309,9 @@ class Tensor:
     # the op registry decides which dtypes an op computes on, so the frontend never builds a node the spec rejects
     dt = srcs[0].dtype if op is Ops.WHERE else self.dtype
     if (msg := dtype_error(op, dt)) is not None: raise TypeError(f"{what} on {dt.name}: {msg}" if what else msg)
-    if len(devs := {d for t in (self, *srcs) if (d := t.device) is not None}) > 1:
-      raise ValueError(f"{what or op.name} of tensors on {' and '.join(map(str, sorted(devs, key=str)))}: ops combine tensors on one device "
+    # tensor.one_device's condition, so the frontend never builds a node that rule rejects
+    if (clash := device_conflict(t.uop for t in (self, *srcs))) is not None:
+      raise ValueError(f"{what or op.name} of tensors on {clash[0]} and {clash[1]}: ops combine tensors on one device "
                        "(or one device tuple); move one first (Tensor.to, Tensor.shard)")
     return Tensor(self.uop.alu(op, *(s.uop for s in srcs)))
 
@@ -512,8 +513,7 @@ class Tensor:
   # ---- realization and effects ----
   def contiguous(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
-  def copy_to(self, device: str) -> Tensor: return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), device))
-
+  def copy_to(self, device: str) -> Tensor: return Tensor(self.uop.copy_to(device))
 
   # ---- gradients (tinyspec.gradient) ----
   def backward(self, *wrt: Tensor) -> Tensor:

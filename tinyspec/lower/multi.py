@@ -41,7 +41,7 @@ from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
 from tinyspec.spec import Stage
 from tinyspec.spec.gradient import GRAD_SUFFIX
-from tinyspec.uop import GroupOp, Ops, ParamArg, UOp, substitute, walk
+from tinyspec.uop import GroupOp, Ops, ParamArg, UOp, shard_blocks, substitute, walk
 
 
 class MultiError(ValueError):
@@ -49,14 +49,6 @@ class MultiError(ValueError):
 
 
 # ---- the sharding of a MULTI ----
-
-def blocks(m: UOp) -> tuple[tuple[int, int], ...] | None:
-  """(offset, size) of every shard's block along the sharded axis; None for a replicated MULTI."""
-  if m.arg is None: return None
-  sizes = [s.shape[m.arg] for s in m.src]
-  offs = [sum(sizes[:i]) for i in range(len(sizes))]
-  return tuple(zip(offs, sizes))
-
 
 def devices(m: UOp) -> tuple[str, ...]: return tuple(s.device for s in m.src)
 
@@ -81,14 +73,16 @@ def concat(parts: Sequence[UOp], axis: int) -> UOp:
   return out
 
 
-def _to(x: UOp, device: str) -> UOp: return x if x.device == device else x.copy_to(device)
+def to_device(x: UOp, device: str) -> UOp:
+  """x on device: itself when it is there, its COPY otherwise."""
+  return x if x.device == device else x.copy_to(device)
 
 
 def gather(m: UOp, device: str) -> UOp:
   """The whole value of MULTI m on one device."""
   if m.arg is None:
     return next((s for s in m.src if s.device == device), None) or m.src[0].copy_to(device)
-  return concat([_to(s, device) for s in m.src], m.arg)
+  return concat([to_device(s, device) for s in m.src], m.arg)
 
 
 def all_gather(m: UOp) -> UOp:
@@ -100,8 +94,8 @@ def all_gather(m: UOp) -> UOp:
 def all_reduce(op: Ops, partials: Sequence[UOp]) -> UOp:
   """partials[i] (on device i) combined with op on every device, in shard order on each: a replicated MULTI."""
   def combined(dev: str) -> UOp:
-    acc = _to(partials[0], dev)
-    for p in partials[1:]: acc = acc.alu(op, _to(p, dev))
+    acc = to_device(partials[0], dev)
+    for p in partials[1:]: acc = acc.alu(op, to_device(p, dev))
     return acc
   return UOp.multi([combined(p.device) for p in partials], None)
 
@@ -111,13 +105,13 @@ def _operand(x: UOp, ref: UOp, i: int, user: UOp) -> UOp:
   devs = devices(ref)
   if x.op is Ops.MULTI:
     if devices(x) != devs: raise MultiError(f"{user.op.name} combines values on {devices(x)} and {devs}")
-    if x.arg == ref.arg and blocks(x) == blocks(ref): return x.src[i]
+    if x.arg == ref.arg and shard_blocks(x) == shard_blocks(ref): return x.src[i]
     rep = all_gather(x)
-    return rep.src[i] if ref.arg is None else _cut(rep.src[i], ref.arg, blocks(ref)[i])
+    return rep.src[i] if ref.arg is None else _cut(rep.src[i], ref.arg, shard_blocks(ref)[i])
   if x.device is not None:
     raise MultiError(f"{user.op.name} combines a value on {devs} with one on {x.device}: shard the one (Tensor.shard) or gather the other "
                      "(Tensor.to) first")
-  return x if ref.arg is None else _cut(x, ref.arg, blocks(ref)[i])
+  return x if ref.arg is None else _cut(x, ref.arg, shard_blocks(ref)[i])
 
 
 def _reference(u: UOp) -> UOp:
@@ -149,7 +143,7 @@ def _reshape_axis(old: tuple[int, ...], new: tuple[int, ...], axis: int, blk: tu
 
 def _view_per_shard(v: UOp, m: UOp) -> UOp | None:
   """v over the shards of m, when v keeps m's sharded axis whole; None when it does not."""
-  a, blk = m.arg, blocks(m)
+  a, blk = m.arg, shard_blocks(m)
   if a is None: return UOp.multi([v.replace(src=(s,)) for s in m.src], None)
   if v.op is Ops.PERMUTE: return UOp.multi([v.replace(src=(s,)) for s in m.src], v.arg.index(a))
   if v.op is Ops.EXPAND: return UOp.multi([v.replace(src=(s,)) for s in m.src], a + len(v.arg))
@@ -169,12 +163,12 @@ def _view_per_shard(v: UOp, m: UOp) -> UOp | None:
 def multi_view(v: UOp, m: UOp) -> UOp:
   if (out := _view_per_shard(v, m)) is not None: return out
   a = m.arg
-  if v.op is Ops.SHRINK and v.arg[a] in blocks(m):
+  if v.op is Ops.SHRINK and v.arg[a] in shard_blocks(m):
     # exactly one shard's block: that shard, replicated (copied to a device only where something there reads it), so the
     # value stays on the MULTI's devices and every graph between two rule applications is legal
-    i = blocks(m).index(v.arg[a])
+    i = shard_blocks(m).index(v.arg[a])
     block = m.src[i].shrink(tuple((0, m.src[i].shape[a]) if j == a else p for j, p in enumerate(v.arg)))
-    return UOp.multi([_to(block, d) for d in devices(m)], None)
+    return UOp.multi([to_device(block, d) for d in devices(m)], None)
   return _view_per_shard(v, all_gather(m))
 
 
@@ -253,7 +247,7 @@ def multi_call(ctx: PatternMatcher, g: UOp, call: UOp) -> UOp:
     return UOp.multi([c.gettuple(g.arg) for c in calls], outs[g.arg].arg)
   devs = devices(next(a for a in call.src[1:] if a.op is Ops.MULTI))
   out = g.replace(src=(_exit(call, devs[0]),))
-  return UOp.multi([_to(out, d) for d in devs], None)
+  return UOp.multi([to_device(out, d) for d in devs], None)
 
 
 _MULTI_SRC = dict(pred=_has_multi)

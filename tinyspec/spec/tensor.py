@@ -10,7 +10,7 @@ from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, b
                                   dtype_passthrough, find_paths, group_effects, is_effect, var_dtype,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
                                   value_source, what, where_cond)
-from tinyspec.uop import GroupOp, Ops, UOp, body_kind, is_precompiled_call, is_value_call, walk
+from tinyspec.uop import GroupOp, Ops, UOp, body_kind, device_conflict, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
 T_STORAGE_WORDS = "storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one)"
@@ -71,14 +71,9 @@ def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
       "one device, those that have one (a CONST has none): COPY moves a value to another device first. An AFTER may wait for effects "
       "on any device, and a CALL's args may be on several (its body, checked on its own, is held to this rule).")
 def one_device(u: UOp, cx: Ctx) -> str | None:
-  first = None
-  for s in u.src:
-    if (d := s.device) is None: continue
-    if first is None: first = d
-    elif d != first:  # == whatever the devices are: a sharded value's device is a tuple of names
-      return (f"{u.op.name} combines values on {device_str(first)} and {device_str(d)} (COPY one first); at {cx.sname} the sources of "
-              f"{'a STORE' if u.op is Ops.STORE else 'an elementwise op'} are on one device")
-  return None
+  if (clash := device_conflict(u.src)) is None: return None
+  return (f"{u.op.name} combines values on {device_str(clash[0])} and {device_str(clash[1])} (COPY one first); at {cx.sname} the sources of "
+          f"{'a STORE' if u.op is Ops.STORE else 'an elementwise op'} are on one device")
 
 
 @rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
