@@ -18,7 +18,8 @@ finite values to +-max), the meaning tinyspec.dtype.round_float states.
 Without a native type the conversions are two generic integer routines parameterized by the format (exponent and
 mantissa widths, and the bits of its largest finite value, of what overflow, infinity and NaN give):
 ts_sf_narrow rounds an IEEE binary value given by its bits (a float's or a double's) to the format, ts_sf_widen
-builds the float32 bits of a format's value. They use no floating point arithmetic, so a device that flushes
+builds the float32 bits of a format's value. A NaN keeps its sign and the top of its payload both ways, so a stored
+NaN widened and narrowed again has its own bits (a BITCAST of it sees them). They use no floating point arithmetic, so a device that flushes
 denormal arithmetic still converts denormals exactly. One text per language: C99 (gcc, clang, tcc), in which the
 preprocessor picks the native types per compiler, and OpenCL C 1.2, where float16 storage is `half` accessed with
 vload_half / vstore_half_rte (core OpenCL 1.2, no cl_khr_fp16 needed) and the value helpers work on its ushort bits.
@@ -86,7 +87,10 @@ _NARROW = """static inline {u32} ts_sf_narrow({u64} b, int sE, int sM, int E, in
   {u32} neg = ({u32})(b >> (sE + sM)) & 1u, out;
   {u64} one = 1, mag = b & ((one << (sE + sM)) - 1), m = mag & ((one << sM) - 1);
   int e = (int)(mag >> sM), bias = (1 << (E - 1)) - 1;
-  if (e == (1 << sE) - 1) out = m ? nan_bits : inf_bits;
+  if (e == (1 << sE) - 1) {{  /* a NaN keeps the top of its payload (what widening put there), else is the format's NaN */
+    {u64} p = m >> (sM - M);
+    out = !m ? inf_bits : p ? (inf_bits | ({u32})p) : nan_bits;
+  }}
   else {{
     {u64} sig = e ? (m | (one << sM)) : m;
     int u = (e ? e : 1) - ((1 << (sE - 1)) - 1);
