@@ -2,7 +2,8 @@
 
 Fixed-width integers wrap (two's complement, as C with -fwrapv); `index` is unbounded (a Python int); bool
 arithmetic is C's (bool)(a op b); float32 and float64 compute in their own dtype (a numpy scalar, so float32 rounds
-as float32); the small floats (float16, bfloat16) compute in float32 and round back to their dtype after every op. IDIV and MOD truncate toward zero as C does.
+as float32); the small floats (float16, bfloat16) compute in float32 and round back to their dtype after every op.
+IDIV and MOD truncate toward zero as C does.
 
 C leaves some points undefined. tinyspec gives each a fixed value, the same in the evaluator, the z3 meaning
 (tinyspec.ops.smt) and the generated code (tinyspec.render adds the guards), and `c_undefined` names them, so a
