@@ -242,3 +242,137 @@ def test_inputs_hit_every_tie_both_ways(name: str) -> None:
 def test_helpers_refuse_unknown_formats() -> None:
   with pytest.raises(KeyError, match="small float format"): smallfloat.helpers("float32", "c")
   with pytest.raises(KeyError, match="language"): smallfloat.helpers("float16", "metal")
+
+
+# ---- kernels: the renderers' loads, stores, casts, bitcasts and arithmetic on small floats ----
+def _dt(name: str):
+  from tinyspec.dtype import dtypes
+  return getattr(dtypes, name)
+
+
+BACKENDS = [pytest.param(("cpu", cc), id=cc, marks=pytest.mark.skipif(shutil.which(cc) is None, reason=f"{cc} is not installed"))
+            for cc in cpu.COMPILERS] + [pytest.param(("opencl", None), id="opencl")]
+
+
+def run_kernel(backend: tuple[str, str | None], ins: list[np.ndarray], outs: list) -> list[np.ndarray]:
+  """out_k = f_k(ins...) elementwise, rendered and run on backend (("cpu", compiler) or ("opencl", None))."""
+  from builders import elementwise_kernel_graph
+
+  import tinyspec.runtime as runtime
+  if backend[0] == "opencl":
+    from tinyspec.runtime.opencl import available
+    ok, why = available()
+    if not ok: pytest.skip(f"OpenCL unavailable: {why}")
+  root, inputs = elementwise_kernel_graph(ins, outs)
+  opts = {"compiler": backend[1]} if backend[1] else {}
+  return [np.asarray(o) for o in runtime.run(root, inputs, backend=backend[0], **opts)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernel_moves_and_converts_every_pattern(backend, name: str) -> None:
+  """Every bit pattern loaded and stored (bit for bit, a NaN's too, except where a native float16 conversion changes a
+  NaN's payload), bitcast to the unsigned int of its size, and cast to float32, float64 and int32."""
+  from tinyspec.dtype import dtypes
+  dt, u = _dt(name), UINT[NP[name].itemsize]
+  b = all_bits(name)
+  x = b.view(NP[name])
+  udt = dtypes.from_np(u)
+  got = run_kernel(backend, [x], [(dt, lambda v: v), (udt, lambda v: v.bitcast(udt)), (dtypes.float32, lambda v: v.cast(dtypes.float32)),
+                                  (dtypes.float64, lambda v: v.cast(dtypes.float64)), (dtypes.int32, lambda v: v.cast(dtypes.int32))])
+  with np.errstate(invalid="ignore"):
+    f32 = x.astype(np.float32)
+    nan = np.isnan(f32)
+    i32 = np.where(nan, 0, np.clip(np.trunc(np.nan_to_num(f32.astype(np.float64))), -2 ** 31, 2 ** 31 - 1)).astype(np.int32)
+  # gcc's native _Float16 conversions may set a NaN's quiet bit; PoCL's vload_half / vstore_half_rte give every NaN one
+  # pattern. A NaN stays a NaN, which is all the meaning says of it
+  quiet = nan & (backend[1] == "gcc" or backend[0] == "opencl") & (name == "float16")
+  for what, g in (("copy", got[0].view(u)), ("bitcast", got[1])):
+    bad = np.flatnonzero((g != b) & ~quiet)
+    assert bad.size == 0, f"{what} {name}: {bad.size} patterns differ, e.g. {[(hex(b[i]), hex(g[i])) for i in bad[:6]]}"
+    assert np.isnan(g.view(NP[name])[nan].astype(np.float32)).all()
+  assert_f32(got[2], f32, b, f"cast {name} -> float32")
+  assert_f32(got[3].astype(np.float32), f32, b, f"cast {name} -> float64")
+  assert (got[3][~nan] == f32[~nan].astype(np.float64)).all()
+  assert (got[4] == i32).all(), f"cast {name} -> int32"
+
+
+INTS = np.array([0, 1, -1, 7, 2 ** 11 + 1, 2 ** 12 + 2, 2049, 4097, 65519, 65520, 65535, 65536, 2 ** 24 + 1, 2 ** 24 + 3, 2 ** 25 + 2 ** 17 + 1,
+                 2 ** 31 - 1, -(2 ** 31), 448, 449, 464, 465, 57344, 61439, 61440, 16777217, -16777217, 123456789], np.int64)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernel_casts_into_small_floats_round_once(backend, name: str) -> None:
+  """CAST float64 / float32 / int32 / int64 -> the small float: rounded once from the exact source (a double 1 ulp
+  off a tie, an int past 2**24), saturating or overflowing as the format says."""
+  dt, u = _dt(name), UINT[NP[name].itemsize]
+  x64 = inputs64(name)
+  with np.errstate(over="ignore"): x32 = x64.astype(np.float32)
+  i64 = np.resize(np.concatenate([INTS, -INTS, INTS * 2 ** 20 + 1, [2 ** 53 + 1, 2 ** 62 + 2 ** 40 + 1, -(2 ** 63)]]), x64.size)
+  i32 = np.resize(np.concatenate([INTS, -INTS]), x64.size).astype(np.int32)
+  got = run_kernel(backend, [x64, x32, i32, i64], [(dt, lambda a, b, c, d: a.cast(dt)), (dt, lambda a, b, c, d: b.cast(dt)),
+                                                   (dt, lambda a, b, c, d: c.cast(dt)), (dt, lambda a, b, c, d: d.cast(dt))])
+  assert_bits(got[0].view(u), expected(x64, name), name, x64, "cast float64 ->")
+  assert_bits(got[1].view(u), expected(x32, name), name, x32, "cast float32 ->")
+  f = i32.astype(np.float64)
+  assert_bits(got[2].view(u), expected(f, name), name, f, "cast int32 ->")
+  f = i64.astype(np.float64)  # an int64 past 2**53 goes through float64 (the meaning round_float states)
+  assert_bits(got[3].view(u), expected(f, name), name, f, "cast int64 ->")
+
+
+ARITH = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernel_arithmetic_is_correctly_rounded(backend, name: str) -> None:
+  """+ - * / sqrt on float16 and bfloat16: the correctly rounded result (computed exactly in float64, rounded once),
+  which the float32-then-round of the renderers must equal; across the whole range, denormals and overflow included."""
+  from tinyspec.uop import Ops
+  dt = _dt(name)
+  rng = np.random.default_rng(7)
+  with np.errstate(invalid="ignore"):
+    v = all_bits(name).view(NP[name])
+    v = v[~np.isnan(v.astype(np.float32))]
+  a, b = rng.choice(v, 40000), rng.choice(v, 40000)
+  outs = [(dt, lambda x, y, op=getattr(Ops, k): x.alu(op, y)) for k in ARITH] + [(dt, lambda x, y: x * y.alu(Ops.RECIP)),
+                                                                                  (dt, lambda x, y: x.alu(Ops.SQRT))]
+  got = run_kernel(backend, [a, b], outs)
+  a64, b64 = a.astype(np.float64), b.astype(np.float64)
+  with np.errstate(all="ignore"):
+    want = [f(a64, b64) for f in ARITH.values()]
+    want += [(a64 * np.float64(b.astype(np.float64) ** -1).astype(NP[name]).astype(np.float64)), np.sqrt(a64)]
+  for k, (g, w) in enumerate(zip(got, want)):
+    wb = expected(w, name)
+    assert_bits(g.view(UINT[2]), wb, name, w, f"op {k} on")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_atomics_on_small_floats_are_refused(name: str) -> None:
+  from tinyspec.ops.atomic import atomic_error
+  from tinyspec.uop import Ops
+  for op in (Ops.ADD, Ops.MAX): assert "not defined" in atomic_error(op, _dt(name))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_kernel_host_passes_and_returns_small_float_arrays(backend: str) -> None:
+  """The kernel host (a child process) takes and gives arrays of every small float dtype, bits intact."""
+  from builders import elementwise_kernel_graph
+
+  from tinyspec.dtype import dtypes
+  from tinyspec.runtime import host
+  from tinyspec.runtime.cpu import prepare
+  if backend == "opencl":
+    from tinyspec.runtime.opencl import available
+    if not available()[0]: pytest.skip("OpenCL unavailable")
+  ins = [(np.arange(200) * 331 % (1 << 8 * NP[n].itemsize)).astype(UINT[NP[n].itemsize]).view(NP[n]) for n in NAMES]  # spread patterns
+  outs = [(getattr(dtypes, n), lambda *xs, k=k: xs[k]) for k, n in enumerate(NAMES)]
+  outs += [(dtypes.float16, lambda a, b, c, d: b.cast(dtypes.float32).cast(dtypes.float16))]
+  root, inputs = elementwise_kernel_graph(ins, outs)
+  got = host.run_graph(backend, prepare(root, backend="c" if backend == "cpu" else "opencl"), inputs)
+  for n, x, g in zip(NAMES, ins, got):
+    assert np.asarray(g).dtype == NP[n]
+    with np.errstate(invalid="ignore"): assert_f32(np.asarray(g).astype(np.float32), x.astype(np.float32), x, f"host {n}")
+  with np.errstate(invalid="ignore", over="ignore"): want = ins[1].astype(np.float32).astype(np.float16)
+  assert_bits(np.asarray(got[-1]).view(np.uint16), want.view(np.uint16), "float16", ins[1], "host bfloat16 -> float16")

@@ -81,11 +81,13 @@ class dtypes:
   uint64 = DType("uint64", 8, "u", "uint64_t", "ulong")
   float32 = DType("float32", 4, "f", "float", "float")
   float64 = DType("float64", 8, "f", "double", "double")
-  # the small floats: their C and OpenCL names are those of their storage (tinyspec.render chooses native types)
-  float16 = DType("float16", 2, "f", "uint16_t", "half")
-  bfloat16 = DType("bfloat16", 2, "f", "uint16_t", "ushort")
-  float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "uint8_t", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
-  float8_e5m2 = DType("float8_e5m2", 1, "f", "uint8_t", "uchar")       # 5 exponent bits, 2 mantissa bits, IEEE-like
+  # the small floats: their C and OpenCL names are those of their storage. In C that is the typedef of
+  # tinyspec.render.smallfloat, which picks _Float16 / __bf16 where the compiler converts them and the bits otherwise;
+  # in OpenCL float16 is half (read and written with vload_half / vstore_half_rte), the others their bits
+  float16 = DType("float16", 2, "f", "ts_float16", "half")
+  bfloat16 = DType("bfloat16", 2, "f", "ts_bfloat16", "ushort")
+  float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "ts_float8_e4m3fn", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
+  float8_e5m2 = DType("float8_e5m2", 1, "f", "ts_float8_e5m2", "uchar")         # 5 exponent bits, 2 mantissa bits, IEEE-like
   void = DType("void", 0, "v", "void", "void")
   # the unbounded integer of shapes and indices; linearize lowers it to int32 or int64
   index = DType("index", 8, "x", "int64_t", "long")
