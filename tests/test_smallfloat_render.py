@@ -376,3 +376,34 @@ def test_kernel_host_passes_and_returns_small_float_arrays(backend: str) -> None
     with np.errstate(invalid="ignore"): assert_f32(np.asarray(g).astype(np.float32), x.astype(np.float32), x, f"host {n}")
   with np.errstate(invalid="ignore", over="ignore"): want = ins[1].astype(np.float32).astype(np.float16)
   assert_bits(np.asarray(got[-1]).view(np.uint16), want.view(np.uint16), "float16", ins[1], "host bfloat16 -> float16")
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensor_graphs_of_small_floats_match_the_evaluator(backend, name: str) -> None:
+  """Whole graphs through the pipeline: a matmul, a prod and a max that accumulate in the small float itself (its
+  accumulator a float the kernel declares, rounded after every combine), a sum, fp8 round trips; bit for bit the
+  reference evaluator's."""
+  from tinyspec.dtype import dtypes
+  from tinyspec.frontend import Tensor, inputs_of
+  from tinyspec.semantics import evaluate
+  rng = np.random.default_rng(1)
+  a = (rng.standard_normal((6, 21)) * 4).astype(NP[name])
+  b = (rng.standard_normal((21, 5)) * 4).astype(NP[name])
+  x, y = Tensor(a), Tensor(b)
+  outs = [x @ y, (x * 0.75 + 1).prod(axis=1), (x * 3 - 1).max(axis=0), x.sum(axis=1), x.cast(dtypes.float8_e4m3fn).cast(dtypes.float32),
+          (x * 1000).cast(dtypes.float8_e5m2).cast(_dt(name))]
+  for k, o in enumerate(outs):
+    root = Tensor.sink(o)
+    want = np.asarray(evaluate(root, inputs_of(root))[0])
+    got = np.asarray(run_graph(backend, root)[0])
+    assert got.dtype == want.dtype and np.array_equal(got.astype(np.float64), want.astype(np.float64), equal_nan=True), (k, got, want)
+
+
+def run_graph(backend: tuple[str, str | None], root):
+  import tinyspec.runtime as runtime
+  from tinyspec.frontend import inputs_of
+  if backend[0] == "opencl":
+    from tinyspec.runtime.opencl import available
+    if not available()[0]: pytest.skip("OpenCL unavailable")
+  return runtime.run(root, inputs_of(root), backend=backend[0], **({"compiler": backend[1]} if backend[1] else {}))
