@@ -210,3 +210,30 @@ def test_precompiled_schedule_becomes_a_nested_kernel_graph():
   assert all(e.src[0].op in (Ops.PARAM, Ops.AFTER) and e.src[-1].op is Ops.CALL for e in inner.src)
   assert all(a.op is Ops.PARAM or a.op is Ops.AFTER for c in inner.toposort() if c.op is Ops.CALL for a in c.src[1:])
   assert check(kg, Stage.KERNEL_GRAPH) == []
+
+
+# ---- small floats ----
+# values float16 cannot hold (so the casts into it round) whose float16 doubles are exact, and one past its range: tinygrad's
+# CPU backend renders half as clang's __fp16, whose sum is computed in float and not rounded back to half, so only sums
+# float16 holds exactly give both the same numbers
+HALF_IN = np.array([[0.1, 1.3, -2.7], [7e4, 1e-6, 333.3]], np.float32)
+
+
+def half_program():
+  from tinygrad import Tensor
+  return (Tensor(HALF_IN).half() + Tensor(HALF_IN.copy()).half()).float()
+
+
+def test_a_float16_program_translates_checks_and_reproduces_tinygrad():
+  rep = run_check(half_program)
+  assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
+  assert all(r is None for r in rep.numbers.values()) and rep.ok, rep.numbers
+  t = translate(capture(half_program))
+  root = t.graphs["tensor"][0][1]
+  assert {u.dtype for u in root.toposort() if u.op is Ops.ADD} == {dtypes.float16}
+  want = capture(half_program).outputs[0]
+  got = np.asarray(evaluate_callified(t)[0]).reshape(want.shape)
+  # the expected numbers by numpy alone: each input rounded to float16 (70000 overflows to inf, 1e-6 is subnormal), doubled exactly
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(got, 2 * HALF_IN.astype(np.float16).astype(np.float32))
+  assert not np.array_equal(got, 2 * HALF_IN)
