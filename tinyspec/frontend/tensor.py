@@ -372,7 +372,7 @@ class Tensor:
 
   def _wide(self) -> Tensor:
     # exp and cos of a small float compute in float32 and cast back, as tinygrad 0.14's exp and cos do
-    return self.cast(promote(self.dtype, dtypes.float32))
+    return self.cast(self.dtype.compute_dtype)
 
   # ---- elementwise ----
   def __add__(self, x: Any) -> Tensor: return self._arith(Ops.ADD, x, False, "+")
