@@ -244,3 +244,12 @@ def test_a_float16_program_translates_checks_and_reproduces_tinygrad(tmp_path, c
   with np.errstate(over="ignore"): halves = HALF_IN.astype(np.float16).astype(np.float32)
   np.testing.assert_array_equal(got, 2 * halves)
   assert not np.array_equal(got, 2 * HALF_IN)
+
+
+def test_small_float_dtypes_translate_by_tinygrad_name():
+  from tinygrad.dtype import dtypes as tgd
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  # tinygrad's float8_e4m3 saturates to 448 and has no infinity (float_to_fp8 gives NaN for one): OCP's e4m3fn
+  pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2}
+  assert {DTYPES[t.name] for t in pairs} == set(pairs.values()) and all(DTYPES[t.name] is d for t, d in pairs.items())
+  assert tgd.fp8e4m3fnuz.name not in DTYPES and tgd.fp8e5m2fnuz.name not in DTYPES  # no tinyspec form
