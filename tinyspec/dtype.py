@@ -38,6 +38,11 @@ class DType:
   def storage_only(self) -> bool:
     """The fp8 dtypes: values are stored, moved, selected and converted, never computed on (tinyspec.ops.classes)."""
     return self.kind == "f" and self.itemsize == 1
+  @property
+  def compute_dtype(self) -> DType:
+    """The dtype values of this type are computed in: float32 for the small floats (the evaluator widens float16 and
+    bfloat16 to it; fp8 is cast to it by the program), the dtype itself otherwise (docs/spec.md "Small floats")."""
+    return dtypes.float32 if self.is_small_float else self
 
   @property
   def np(self) -> np.dtype:
