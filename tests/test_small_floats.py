@@ -20,10 +20,7 @@ from tinyspec.uop import GroupOp, Ops
 F32 = np.float32
 HALVES = [dtypes.float16, dtypes.bfloat16]
 FP8S = [dtypes.float8_e4m3fn, dtypes.float8_e5m2]
-# until the C and OpenCL renderers of the small floats are on main, the compiled backends give wrong numbers for them:
-# the reference evaluator must pass, cpu and opencl are expected to fail (drop this mark when the renderers land)
-RENDERERS_PENDING = pytest.mark.xfail(reason="the C and OpenCL renderers of the small floats are not on main yet", strict=False)
-BACKENDS = ["reference", pytest.param("cpu", marks=RENDERERS_PENDING), pytest.param("opencl", marks=RENDERERS_PENDING)]
+BACKENDS = ["reference", "cpu", "opencl"]
 
 
 def _run(backend: str, request, *outs: Tensor) -> list[np.ndarray]:
