@@ -9,13 +9,14 @@ from tinyspec.ops.atomic import atomic_error, commute
 from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, image_storage_error,
+                                  is_view_index,
                                   shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
   | GroupOp.Elementwise | GroupOp.RangeForm
-STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
+STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER, Ops.IMAGE})
 EFFECT_OPS = GroupOp.Effect
 
 
@@ -385,6 +386,26 @@ def local_read_after_write(u: UOp, cx: Ctx) -> str | None:
           f"{cx.sname} a kernel-local buffer is read only after it is written (through AFTER(buffer, the STORE...))")
 
 
+# ---- images: IMAGE(PARAM), arg (height, width), the PARAM's flat storage seen as RGBA pixels (uop.image_coords) ----
+
+@rule("kernel.image_view", "An IMAGE view (arg (height, width)) sits directly over a GLOBAL PARAM of its dtype, float32, with height * "
+      "width * 4 equal to the PARAM's size and both dims in 1..IMAGE_MAX_DIM (8192, the image2d width and height limit of every OpenCL 1.2 "
+      "device with images); an INDEX through it addresses the PARAM's flat element.")
+def image_view(u: UOp, cx: Ctx) -> str | None:
+  p = u.src[0]
+  if p.op is not Ops.PARAM: return f"IMAGE over {what(p)}; at {cx.sname} an IMAGE views a PARAM"
+  if p.dtype != u.dtype: return f"IMAGE is {u.dtype.name} over a {p.dtype.name} PARAM; at {cx.sname} an IMAGE has its PARAM's dtype"
+  if (why := image_storage_error(p, u.arg)) is None: return None
+  return f"IMAGE {safe_repr(u.arg)} over PARAM slot {p.arg.slot}: {why}; at {cx.sname} an IMAGE's dims fit its PARAM"
+
+
+@rule("kernel.image_param", "At KERNEL a PARAM is flat (ParamArg.image None): a kernel sees its storage as an image through an IMAGE view, "
+      "which linearize folds into the PARAM's arg.")
+def image_param(u: UOp, cx: Ctx) -> str | None:
+  if getattr(u.arg, "image", None) is None: return None
+  return f"PARAM slot {u.arg.slot} carries image {safe_repr(u.arg.image)}; at {cx.sname} a PARAM is flat and an IMAGE view makes it an image"
+
+
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
 
 @rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
@@ -548,7 +569,7 @@ KERNEL_TABLE = table(
   (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
-  ((Ops.CONST, Ops.PARAM), ()),
+  (Ops.IMAGE, (image_view, dtype_passthrough)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),
 )
 
 # a kernel body reached while checking a TENSOR graph may still be under construction: rangeify addresses tensor values in it with view
