@@ -11,7 +11,7 @@ import pytest
 import z3
 from builders import elementwise_kernel_graph
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType, dtypes, finfo, round_float
 from tinyspec.ops import DTYPE_CLASS, accepts, scalar, smt, vector
 from tinyspec.ops.scalar import INDEX_OVERFLOW, c_undefined
 from tinyspec.uop import GroupOp, Ops
@@ -24,10 +24,10 @@ ALU = sorted((op for op in DTYPE_CLASS if op in GroupOp.ALU), key=lambda o: o.va
 def edges(dt: DType) -> list:
   if dt.kind == "b": return [False, True]
   if dt.kind == "f":
-    fi = np.finfo(dt.np)
-    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, 7.0, float(fi.max), float(fi.tiny), 2.0 ** 31, -(2.0 ** 31), 2.0 ** 63, 1e30,
-            math.inf, -math.inf, math.nan]
-    return [float(dt.np.type(v)) for v in vals]  # values of the dtype itself
+    fi = finfo(dt)
+    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, 7.0, float(fi.max), -float(fi.max), float(fi.tiny), float(fi.smallest_subnormal),
+            1.0 + float(fi.eps), 2.0 ** 31, -(2.0 ** 31), 2.0 ** 63, 1e30, math.inf, -math.inf, math.nan]
+    return sorted({float(round_float(np.float64(v), dt)) for v in vals if not math.isnan(v)}) + [math.nan]  # the dtype's own values
   bits = 64 if dt is dtypes.index else dt.bits
   vals = {dt.min, dt.min + 1, -7, -2, -1, 0, 1, 2, 3, 7, bits - 1, bits, bits + 1, dt.max - 1, dt.max}
   return sorted(v for v in vals if dt.min <= v <= dt.max)
@@ -311,6 +311,9 @@ def test_cast_interval_holds_the_casts_of_a_range(src, dst):
     pts = [lo, hi] + ([lo + (hi - lo) * t for t in (0.1, 0.5, 0.9)] if src.kind == "f" and math.isfinite(hi - lo) else [])
     for v in pts:
       c = scalar.cast(v, src, dst)
+      if math.isnan(c):  # only float8_e4m3fn, which has no infinity, makes a NaN of a number: of an infinity
+        assert dst is dtypes.float8_e4m3fn and math.isinf(v), (src.name, dst.name, v)
+        continue
       assert got[0] <= c <= got[1], (src.name, dst.name, (lo, hi), v, c, got)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 
@@ -29,12 +30,20 @@ class DType:
   def is_signed(self) -> bool: return self.kind in "ix"
   @property
   def bits(self) -> int: return self.itemsize * 8
+  @property
+  def is_small_float(self) -> bool:
+    """float16, bfloat16 and the fp8 dtypes: computed in float32 and rounded back after every op (docs/spec.md)."""
+    return self.kind == "f" and self.itemsize < 4
+  @property
+  def storage_only(self) -> bool:
+    """The fp8 dtypes: values are stored, moved, selected and converted, never computed on (tinyspec.ops.classes)."""
+    return self.kind == "f" and self.itemsize == 1
 
   @property
   def np(self) -> np.dtype:
     """The numpy dtype that stores values of this type (index is stored as int64)."""
     if self.kind == "v": raise TypeError("void has no numpy dtype")
-    return np.dtype({"index": "int64", "bool": "bool"}.get(self.name, self.name))
+    return _NP.get(self.name) or np.dtype(self.name)
 
   @property
   def min(self) -> int | float | bool:
@@ -42,7 +51,7 @@ class DType:
     if self.kind == "i": return -(1 << (self.bits - 1))
     if self.kind == "u": return 0
     if self.kind == "x": return -(1 << 63)
-    return -float("inf")
+    return -float("inf") if _has_inf(self) else -float(finfo(self).max)
 
   @property
   def max(self) -> int | float | bool:
@@ -50,7 +59,13 @@ class DType:
     if self.kind == "i": return (1 << (self.bits - 1)) - 1
     if self.kind == "u": return (1 << self.bits) - 1
     if self.kind == "x": return (1 << 63) - 1
-    return float("inf")
+    return float("inf") if _has_inf(self) else float(finfo(self).max)
+
+
+# the numpy dtypes that are not named as the DType is: index is stored as int64; the small floats past float16 are
+# ml_dtypes' (numpy has no bfloat16 or fp8)
+_NP: dict[str, np.dtype] = {"index": np.dtype("int64"), "bool": np.dtype("bool"), "bfloat16": np.dtype(ml_dtypes.bfloat16),
+                            "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
 
 
 class dtypes:
@@ -66,12 +81,19 @@ class dtypes:
   uint64 = DType("uint64", 8, "u", "uint64_t", "ulong")
   float32 = DType("float32", 4, "f", "float", "float")
   float64 = DType("float64", 8, "f", "double", "double")
+  # the small floats: their C and OpenCL names are those of their storage (tinyspec.render chooses native types)
+  float16 = DType("float16", 2, "f", "uint16_t", "half")
+  bfloat16 = DType("bfloat16", 2, "f", "uint16_t", "ushort")
+  float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "uint8_t", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
+  float8_e5m2 = DType("float8_e5m2", 1, "f", "uint8_t", "uchar")       # 5 exponent bits, 2 mantissa bits, IEEE-like
   void = DType("void", 0, "v", "void", "void")
   # the unbounded integer of shapes and indices; linearize lowers it to int32 or int64
   index = DType("index", 8, "x", "int64_t", "long")
 
   ints: tuple[DType, ...] = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-  floats: tuple[DType, ...] = (float32, float64)
+  small_floats: tuple[DType, ...] = (float16, bfloat16, float8_e4m3fn, float8_e5m2)
+  fp8s: tuple[DType, ...] = (float8_e4m3fn, float8_e5m2)
+  floats: tuple[DType, ...] = (float32, float64, *small_floats)
   all: tuple[DType, ...] = (bool, *ints, *floats, void, index)
   by_name: dict[str, DType] = {d.name: d for d in all}
 
@@ -83,6 +105,32 @@ class dtypes:
     return dtypes.by_name[name]
 
 
+def finfo(dt: DType) -> ml_dtypes.finfo:
+  """The float format of dt: eps, max, smallest normal (tiny), smallest subnormal, bits of mantissa and exponent."""
+  if dt.kind != "f": raise TypeError(f"{dt.name} is no float dtype")
+  return ml_dtypes.finfo(dt.np)
+
+
+def _has_inf(dt: DType) -> bool: return dt is not dtypes.float8_e4m3fn
+
+
+def round_float(a: Any, dt: DType) -> np.ndarray:
+  """The one meaning of converting values into float dtype dt: a (a numpy array or scalar of any int, bool or float
+  dtype) rounded once, to nearest even, from its exact value (ints into a small float go through float64, exact below
+  2**53; into float32 and float64 they convert as C converts them). Past the
+  largest finite value float16, bfloat16, float32 and float64 give +-inf; the fp8 dtypes saturate finite values to
+  +-max, as tinygrad's float_to_fp8 does, and float8_e4m3fn, which has no infinity, turns +-inf into NaN."""
+  a = np.asarray(a)
+  if not dt.is_small_float:  # C's own conversion into float and double
+    with np.errstate(over="ignore", invalid="ignore"): return np.asarray(a.astype(dt.np))
+  if a.dtype.kind in "iub": a = a.astype(np.float64)
+  elif a.dtype not in (np.float32, np.float64, np.float16): a = a.astype(np.float32)  # ml_dtypes values widen exactly
+  if dt.storage_only:
+    m = a.dtype.type(finfo(dt).max)
+    with np.errstate(invalid="ignore"): a = np.where(np.isfinite(a), np.clip(a, -m, m), a)
+  with np.errstate(over="ignore", invalid="ignore"): return np.asarray(a.astype(dt.np))
+
+
 def truncate(x: Any, dt: DType) -> int | float | bool:
   """A Python scalar wrapped into the range of dt, as C does with -fwrapv (ints wrap, bools are x != 0)."""
   if dt.kind == "b": return bool(x)
@@ -90,5 +138,5 @@ def truncate(x: Any, dt: DType) -> int | float | bool:
     x = int(x) & ((1 << dt.bits) - 1)
     return x - (1 << dt.bits) if dt.kind == "i" and x >= (1 << (dt.bits - 1)) else x
   if dt.kind == "x": return int(x)
-  if dt.kind == "f": return float(np.array(x, dtype=dt.np))
+  if dt.kind == "f": return float(round_float(x if isinstance(x, (np.ndarray, np.generic)) else np.float64(x), dt))
   raise TypeError(f"no value of dtype {dt}")

@@ -96,18 +96,18 @@ class EdgeKernelGen:
     return self.load(dt, self.int_pool(dt)).alu(r.choice([Ops.SHL, Ops.SHR]), n)
 
   def cast(self) -> UOp:
-    src = self.rng.choice(dtypes.floats)
+    src = self.rng.choice((dtypes.float32, dtypes.float64))
     return self.load(src, float_pool(src)).cast(self.rng.choice(INTS))
 
   def negzero(self) -> UOp:
-    r, dt = self.rng, self.rng.choice(dtypes.floats)
+    r, dt = self.rng, self.rng.choice((dtypes.float32, dtypes.float64))
     x = self.load(dt, [1.0, -2.0, 0.5, 3.0, -0.0, 4.0])
     picked = (self.load(dtypes.int32, [0, 1, 2, 3]) < UOp.const(dtypes.int32, 2)).where(UOp.const(dt, -0.0), x)
     if r.random() < 0.5: return picked.alu(Ops.RECIP)
     return picked.bitcast(dtypes.int32 if dt is dtypes.float32 else dtypes.int64)
 
   def nan(self) -> UOp:
-    r, dt = self.rng, self.rng.choice(dtypes.floats)
+    r, dt = self.rng, self.rng.choice((dtypes.float32, dtypes.float64))
     a, b = self.load(dt, float_pool(dt)), self.load(dt, float_pool(dt))
     kind = r.choice(["max", "max", "cmp", "where"])
     if kind == "max": return a.maximum(b) if r.random() < 0.7 else a.maximum(UOp.const(dt, r.choice([math.nan, math.inf, -math.inf, -0.0])))

@@ -49,8 +49,8 @@ COMPOSITION_NAMES = ("conv2d", "max_pool2d", "pad", "gather", "scatter", "layout
 MAX_DIM = 4
 MAX_RANK = 3
 
-NUM_DTYPES = (*dtypes.ints, *dtypes.floats)
-VALUE_DTYPES = (dtypes.bool, *dtypes.ints, *dtypes.floats)
+NUM_DTYPES = (*dtypes.ints, dtypes.float32, dtypes.float64)
+VALUE_DTYPES = (dtypes.bool, *NUM_DTYPES)
 
 UNARY_FLOAT = (Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC)
 ARITH = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX)
@@ -516,7 +516,7 @@ class TensorGen:
   def _ew_bitcast(self, scope: _Scope, op: Ops) -> None:
     a = self.pick(scope, lambda u: u.shape is not None and not u.dtype.is_bool)
     if a is None: return
-    same = [d for d in (*dtypes.ints, *dtypes.floats) if d.itemsize == a.dtype.itemsize and d is not a.dtype and (a.dtype.is_float or not d.is_float)]
+    same = [d for d in NUM_DTYPES if d.itemsize == a.dtype.itemsize and d is not a.dtype and (a.dtype.is_float or not d.is_float)]
     if not same: return
     dt = self.rng.choice(same)
     u = a.bitcast(dt)

@@ -4,6 +4,9 @@ A dtype class is a set of dtype kinds (DType.kind): b bool, i signed, u unsigned
 a dtype when the kind of its operands' dtype is in its class. WHERE's class is that of its two value operands (its
 condition is always bool); CAST converts between any two value dtypes; BITCAST reinterprets the bits of a
 fixed-width int or float of the same item size.
+
+The fp8 dtypes (DType.storage_only) are storage: the ops on them are STORAGE_OPS only (a value is converted,
+reinterpreted or selected, never computed on); a program casts them to a wider float first, as fp8 hardware does.
 """
 from __future__ import annotations
 
@@ -31,6 +34,10 @@ DTYPE_CLASS: dict[Ops, frozenset] = {
 }
 
 
+# the only elementwise ops on the fp8 dtypes: WHERE selects them, CAST and BITCAST convert them
+STORAGE_OPS = frozenset({Ops.CAST, Ops.BITCAST, Ops.WHERE})
+
+
 # DEFINE_VAR (and BIND, which has its variable's dtype) is an integer scalar: index, or a fixed-width int
 VAR_CLASS: frozenset = INTS
 
@@ -43,7 +50,13 @@ def var_accepts(dt: DType) -> bool:
 def accepts(op: Ops, dt: DType) -> bool:
   """Whether elementwise op computes on operands of dtype dt (for CAST and BITCAST: converts from or to dt)."""
   cls = DTYPE_CLASS.get(op)
-  return cls is not None and isinstance(dt, DType) and dt.kind in cls
+  return cls is not None and isinstance(dt, DType) and dt.kind in cls and (op in STORAGE_OPS or not dt.storage_only)
+
+
+def reduce_accepts(dt: DType) -> bool:
+  """Whether a REDUCE (ADD, MUL or MAX; on bool they combine as OR, AND, OR) may combine values of dtype dt: every
+  value dtype but the fp8 dtypes, which are storage only."""
+  return isinstance(dt, DType) and dt.kind in VALUES and not dt.storage_only
 
 
 def class_name(op: Ops) -> str:
@@ -55,7 +68,14 @@ def dtype_error(op: Ops, dt: DType) -> str | None:
   """None when op accepts dt, else a sentence naming the op, the dtype and what the op takes."""
   if accepts(op, dt): return None
   name = getattr(dt, "name", repr(dt))
+  if isinstance(dt, DType) and dt.storage_only and op in DTYPE_CLASS and dt.kind in DTYPE_CLASS[op]:
+    return f"{op.name} on {name}: {name} is storage only ({storage_summary()}); cast it to a wider float first"
   return f"{op.name} on {name}: {op.name} takes {class_name(op)}"
+
+
+def storage_summary() -> str:
+  """The ops the fp8 dtypes admit, in words ('CAST BITCAST WHERE')."""
+  return " ".join(op.name for op in sorted(STORAGE_OPS, key=lambda o: o.value))
 
 
 def class_summary() -> str:
@@ -64,4 +84,4 @@ def class_summary() -> str:
   groups: dict[str, list[str]] = {}
   for op in sorted(DTYPE_CLASS, key=lambda o: o.value):
     if op not in (Ops.CAST, Ops.BITCAST, Ops.WHERE): groups.setdefault(class_name(op), []).append(op.name)
-  return "; ".join(f"{' '.join(ops)} on {name}" for name, ops in groups.items())
+  return "; ".join(f"{' '.join(ops)} on {name}" for name, ops in groups.items()) + f"; on the fp8 dtypes only {storage_summary()}"

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType
+from tinyspec.dtype import DType, round_float
 from tinyspec.ops.scalar import cdiv, reduce_identity, shift_bits
 from tinyspec.uop import Ops, UOp
 
@@ -165,8 +165,9 @@ def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
 def cast_interval(src: DType, dst: DType, a: Interval) -> Interval:
   """The range of CAST from src to dst of a value in a (a float in a is no NaN)."""
   if dst.kind == "b": return (False, True) if a[0] <= 0 <= a[1] else (True, True)
-  if dst.kind == "f":  # rounding to the nearest dst value is monotone
-    with np.errstate(over="ignore"): return float(dst.np.type(a[0])), float(dst.np.type(a[1]))
+  if dst.kind == "f":  # rounding to the nearest dst value (saturating on fp8) is monotone; e4m3fn's NaN from inf is no number
+    lo, hi = (float(round_float(np.float64(v), dst)) for v in a)
+    return (dst.min if math.isnan(lo) else lo), (dst.max if math.isnan(hi) else hi)
   if src.kind == "f":  # truncates toward zero, saturating at dst's ends (tinyspec.ops.scalar.cast): monotone
     return tuple(int(dst.min) if v <= dst.min else int(dst.max) if v >= dst.max else int(math.trunc(v)) for v in a)
   if dst.min <= a[0] and a[1] <= dst.max: return int(a[0]), int(a[1])

@@ -1,8 +1,9 @@
 """The scalar meaning of every elementwise op: one Python value in, one out, as the generated C computes it.
 
 Fixed-width integers wrap (two's complement, as C with -fwrapv); `index` is unbounded (a Python int); bool
-arithmetic is C's (bool)(a op b); floats compute in their own dtype (a numpy scalar of float32 or float64, so
-float32 rounds as float32). IDIV and MOD truncate toward zero as C does.
+arithmetic is C's (bool)(a op b); float32 and float64 compute in their own dtype (a numpy scalar, so float32 rounds
+as float32); the small floats (float16, bfloat16) compute in float32 and round back to their dtype after every op.
+IDIV and MOD truncate toward zero as C does.
 
 C leaves some points undefined. tinyspec gives each a fixed value, the same in the evaluator, the z3 meaning
 (tinyspec.ops.smt) and the generated code (tinyspec.render adds the guards), and `c_undefined` names them, so a
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes, truncate
+from tinyspec.dtype import DType, dtypes, round_float, truncate
 from tinyspec.uop import Ops
 
 INDEX_SHIFT_BITS = 64  # index is stored as int64, so a shift count on index is taken modulo 64
@@ -90,6 +91,8 @@ def run(op: Ops, dt: DType, *vals: Any) -> Any:
   if op in _CMP:
     if dt.kind == "f": vals = tuple(dt.np.type(v) for v in vals)
     return bool(_CMP[op](*vals))
+  if dt.is_small_float:  # computed in float32, rounded back (tinyspec.ops.vector.run)
+    with np.errstate(all="ignore"): return float(round_float(_FLOAT[op](*(np.float32(v) for v in vals)), dt))
   if dt.kind == "f":
     with np.errstate(all="ignore"): return float(_FLOAT[op](*(dt.np.type(v) for v in vals)))
   if dt.kind == "b": return bool(INT_MEANING[op](dt, *(int(bool(v)) for v in vals)) & 1) if op is not Ops.NEG else not vals[0]
@@ -115,6 +118,7 @@ def cast(v: Any, src: DType, dst: DType) -> Any:
     if v <= dst.min: return int(dst.min)
     return int(math.trunc(v))
   if dst.kind == "f":
+    if dst.is_small_float: return float(round_float(np.float64(int(v)) if src.kind in "iuxb" else np.float64(v), dst))
     with np.errstate(all="ignore"): return float(dst.np.type(int(v) if src.kind in "iuxb" else v))
   return truncate(int(v), dst)
 

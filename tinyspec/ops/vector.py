@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops import scalar
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.uop import Ops
@@ -67,7 +67,12 @@ ELEMENTWISE: dict[Ops, Callable[..., np.ndarray]] = {
 
 
 def run(op: Ops, dt: DType, *xs: np.ndarray) -> np.ndarray:
-  """op on arrays whose dtype is dt (WHERE: dt is the values' dtype). CAST and BITCAST go through cast/bitcast."""
+  """op on arrays whose dtype is dt (WHERE: dt is the values' dtype). CAST and BITCAST go through cast/bitcast. A small
+  float computes in float32 and is rounded back to dt (tinyspec.dtype.round_float): the one meaning docs/spec.md
+  states, and for + - * / sqrt the correctly rounded result in dt."""
+  if dt.is_small_float and op is not Ops.WHERE:
+    out = np.asarray(ELEMENTWISE[op](dtypes.float32, *(x.astype(np.float32) for x in xs)))
+    return out if out.dtype == np.bool_ else round_float(out, dt)
   return np.asarray(ELEMENTWISE[op](dt, *xs))
 
 
@@ -81,6 +86,7 @@ def cast(a: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     big = t >= hi  # float(max) of 64-bit types rounds up, so compare before converting
     out = np.clip(t, lo, hi).astype(dst.np)
     return np.asarray(np.where(big, np.array(dst.max, dtype=dst.np), out))
+  if dst.kind == "f": return round_float(a, dst)
   return np.asarray(a.astype(dst.np))
 
 

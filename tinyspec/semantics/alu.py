@@ -63,9 +63,17 @@ def reduce_ufunc(u: UOp, op: Ops, dt: np.dtype) -> np.ufunc:
 
 
 def reduce_axes(u: UOp, op: Ops, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-  """x reduced over axes in x's own dtype (integers wrap), identity for empty axes."""
+  """x reduced over axes in x's own dtype (integers wrap), identity for empty axes. A small float is combined one
+  element at a time in index order, rounded to its dtype after every step, as its meaning says (docs/spec.md);
+  numpy would sum float16 pairwise in float32."""
   if not axes: return x
   fn = reduce_ufunc(u, op, x.dtype)
+  if (dt := dtypes.from_np(x.dtype)).is_small_float:
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
+    flat = np.transpose(x, rest + tuple(axes)).reshape(tuple(x.shape[i] for i in rest) + (-1,))
+    acc = np.full(flat.shape[:-1], reduce_identity(op, x.dtype), dtype=x.dtype)
+    for k in range(flat.shape[-1]): acc = vector.run(op, dt, acc, flat[..., k])
+    return np.asarray(acc)
   return np.asarray(fn.reduce(x, axis=axes, dtype=x.dtype, initial=reduce_identity(op, x.dtype)))
 
 

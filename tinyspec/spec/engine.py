@@ -242,7 +242,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
             dv = unknown
           if v is True:
             d = s.dtype
-            if u.dtype is d and d.kind in p2:
+            if u.dtype is d and id(d) in p2:
               a = u.arg
               if type(sh) is tuple:
                 if form == RESHAPE:  # fast._reshape
@@ -286,7 +286,7 @@ def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
             vb, sb, db = bc[k], bc.get("shape"), unknown
           if va is True and vb is True:
             d = a.dtype
-            if b.dtype is d and u.arg is None and d.kind in p1 and u.dtype is (boolean if p2 else d):
+            if b.dtype is d and u.arg is None and id(d) in p1 and u.dtype is (boolean if p2 else d):
               if type(sh) is tuple and (sh is sb or sh == sb):
                 # tensor.one_device: the same node twice agrees with itself; else same_dev gives u's device, or MIXED
                 dv = da if a is b else same_dev(u, a, b, da, db)

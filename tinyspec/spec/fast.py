@@ -36,7 +36,9 @@ from typing import Callable
 
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Rule, Stage, Table
-from tinyspec.spec.shared import alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, value_source, where_cond
+from tinyspec.ops.classes import reduce_accepts
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, reduce_dtype, value_source,
+                                  where_cond)
 from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
 from tinyspec.spec.kernel import image_param as kernel_image_param
 from tinyspec.spec.program import image_param as program_image_param
@@ -56,24 +58,23 @@ NO_PLAN = (6, None, None)
 _BOOL, _VOID = dtypes.bool, dtypes.void
 _VALUE_DTYPES = tuple(d for d in dtypes.all if d is not _VOID)
 _VALUE_IDS = frozenset(id(d) for d in _VALUE_DTYPES)
+_REDUCIBLE = frozenset(id(d) for d in _VALUE_DTYPES if reduce_accepts(d))  # reduce.dtype, by id
 # CONST args: (python type, min, max) per dtype; ints are range-checked, bool and float only type-checked
 _CONST_FORM = {id(d): (bool, None, None) if d.kind == "b" else (float, None, None) if d.kind == "f" else (int, d.min, d.max)
                for d in _VALUE_DTYPES}
 _REDUCE_OPS = (Ops.ADD, Ops.MAX, Ops.MUL)
 
 
-def _kinds(op: Ops) -> str:
-  """The dtype kinds alu.dtype_class lets op compute on, asked of the rule itself on one node per value dtype."""
-  out = ""
+def _taken(op: Ops) -> frozenset[int]:
+  """The dtypes (by id) alu.dtype_class lets op compute on, asked of the rule itself on one node per value dtype."""
+  out = set()
   for d in _VALUE_DTYPES:
     c = UOp(Ops.CONST, d, (), False if d.kind == "b" else 0.0 if d.kind == "f" else 0)
     n = 3 if op is Ops.WHERE else 1 if op in GroupOp.Unary else 2
     srcs = (UOp(Ops.CONST, _BOOL, (), False),) + (c,) * 2 if op is Ops.WHERE else (c,) * n
     u = UOp(op, _BOOL if op in GroupOp.Comparison else d, srcs)
-    ok = alu_dtype_class.fn(u, _PROBE) is None
-    if ok and d.kind not in out: out += d.kind
-    if not ok and d.kind in out: raise AssertionError(f"alu.dtype_class of {op.name} is not decided by dtype kind")
-  return out
+    if alu_dtype_class.fn(u, _PROBE) is None: out.add(id(d))
+  return frozenset(out)
 
 
 _PROBE = Ctx("probe", Stage.TENSOR, Table())
@@ -123,7 +124,7 @@ def _one_device3(u: UOp, c: UOp, a: UOp, b: UOp) -> bool:
   return True
 
 
-def _binary(kinds: str, cmp: bool, devices: bool = False) -> FastFn:
+def _binary(kinds: frozenset[int], cmp: bool, devices: bool = False) -> FastFn:
   """A binary ALU's test; devices: its sources are held to one device too (TENSOR's tensor.one_device: a kernel's values
   need no such check). The walk runs inline only the form with the device check, TENSOR's."""
 
@@ -133,7 +134,7 @@ def _binary(kinds: str, cmp: bool, devices: bool = False) -> FastFn:
     va, vb = ac[k], bc[k]
     if va is not True or vb is not True: return None if va and vb else False
     d = a.dtype
-    if b.dtype is not d or u.arg is not None or d.kind not in kinds or u.dtype is not (_BOOL if cmp else d): return None
+    if b.dtype is not d or u.arg is not None or id(d) not in kinds or u.dtype is not (_BOOL if cmp else d): return None
     sh = ac.get("shape")
     if type(sh) is not tuple or (sh is not (sb := bc.get("shape")) and sh != sb): return None
     if devices and a is not b and same_device(u, a, b) is MIXED: return None
@@ -143,14 +144,14 @@ def _binary(kinds: str, cmp: bool, devices: bool = False) -> FastFn:
   return fn
 
 
-def _where(kinds: str, devices: bool = False) -> FastFn:
+def _where(kinds: frozenset[int], devices: bool = False) -> FastFn:
   def fn(u: UOp, k: str) -> bool | None:
     c, a, b = u.src
     cc, ac, bc = c._cache, a._cache, b._cache
     vc, va, vb = cc[k], ac[k], bc[k]
     if vc is not True or va is not True or vb is not True: return None if vc and va and vb else False
     d = a.dtype
-    if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or d.kind not in kinds: return None
+    if c.dtype is not _BOOL or b.dtype is not d or u.dtype is not d or u.arg is not None or id(d) not in kinds: return None
     sh = ac.get("shape")
     if type(sh) is not tuple or sh != bc.get("shape") or sh != cc.get("shape"): return None
     if devices and not _one_device3(u, c, a, b): return None
@@ -174,10 +175,7 @@ def _cast(u: UOp, k: str) -> bool | None:
 
 # ---- one value source of the same dtype: views, REDUCE, CONTIGUOUS, DETACH, COPY, and unary ALUs ----
 
-_VALUE_KINDS = "".join(sorted({d.kind for d in _VALUE_DTYPES}))
-
-
-def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _VALUE_KINDS) -> FastFn:
+def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: frozenset[int] = _VALUE_IDS) -> FastFn:
   """A fused test for an op of one source whose dtype it keeps; shape_of(arg, source shape) is the node's shape, or None unless
   the arg is well formed and fits (for views: node.arg, tensor.movement_arg and the derived shape, in one pass over the arg)."""
   def fn(u: UOp, k: str) -> bool | None:
@@ -185,7 +183,7 @@ def _single(shape_of: Callable[[object, tuple], "tuple | None"], kinds: str = _V
     sc = s._cache
     if (v := sc[k]) is not True: return None if v else False
     d = s.dtype
-    if u.dtype is not d or d.kind not in kinds: return None
+    if u.dtype is not d or id(d) not in kinds: return None
     sh = sc.get("shape")
     if type(sh) is not tuple or (out := shape_of(u.arg, sh)) is None: return None
     u._cache["shape"] = out
@@ -316,12 +314,12 @@ def _sink(u: UOp, k: str) -> bool | None:
 def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   alu = (value_source, alu_dtype_match, alu_dtype_class, elementwise_shape)
   out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
-  for op in GroupOp.Unary: out[op] = (alu, _single(_no_arg, _kinds(op)))
-  for op in GroupOp.Binary: out[op] = ((*alu, one_device), _binary(_kinds(op), op in GroupOp.Comparison, devices=True))
-  out[Ops.WHERE] = ((*alu, one_device, where_cond), _where(_kinds(Ops.WHERE), devices=True))
+  for op in GroupOp.Unary: out[op] = (alu, _single(_no_arg, _taken(op)))
+  for op in GroupOp.Binary: out[op] = ((*alu, one_device), _binary(_taken(op), op in GroupOp.Comparison, devices=True))
+  out[Ops.WHERE] = ((*alu, one_device, where_cond), _where(_taken(Ops.WHERE), devices=True))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, elementwise_shape), _cast)
   for op in GroupOp.Movement: out[op] = ((value_source, movement_arg, dtype_passthrough), _single(_VIEW_SHAPES[op]))
-  out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough), _single(_reduce))
+  out[Ops.REDUCE] = ((value_source, reduce_form, reduce_axes, dtype_passthrough, reduce_dtype), _single(_reduce, _REDUCIBLE))
   for op in (Ops.CONTIGUOUS, Ops.DETACH): out[op] = ((value_source, dtype_passthrough), _single(_no_arg))
   out[Ops.COPY] = ((value_source, dtype_passthrough), _copy)
   out[Ops.CONST] = ((), _const)
@@ -362,9 +360,9 @@ def _kernel() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   differ from the declared tuple and fused_for leaves them to the rules."""
   alu = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
   out: dict[Ops, tuple[tuple[Rule, ...], FastFn]] = {}
-  for op in GroupOp.Unary: out[op] = (alu, _scalar_srcs(_single(_no_arg, _kinds(op))))
-  for op in GroupOp.Binary: out[op] = (alu, _scalar_srcs(_binary(_kinds(op), op in GroupOp.Comparison)))
-  out[Ops.WHERE] = ((*alu, where_cond), _scalar_srcs(_where(_kinds(Ops.WHERE))))
+  for op in GroupOp.Unary: out[op] = (alu, _scalar_srcs(_single(_no_arg, _taken(op))))
+  for op in GroupOp.Binary: out[op] = (alu, _scalar_srcs(_binary(_taken(op), op in GroupOp.Comparison)))
+  out[Ops.WHERE] = ((*alu, where_cond), _scalar_srcs(_where(_taken(Ops.WHERE))))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, scalar_values), _scalar_srcs(_cast))
   out[Ops.CONST] = ((), _const)
   out[Ops.PARAM] = ((kernel_image_param,), _param)

@@ -10,8 +10,8 @@ from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, image_storage_error,
-                                  is_view_index,
-                                  shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
+                                  is_view_index, reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what,
+                                  where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
@@ -558,7 +558,7 @@ _ALU = (value_source, alu_dtype_match, alu_dtype_class, scalar_values)
 KERNEL_TABLE = table(
   (GroupOp.Unary | GroupOp.Binary, _ALU), ((Ops.SHL, Ops.SHR), (shift_count,)), (Ops.WHERE, (*_ALU, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, scalar_values)),
-  (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough)),
+  (Ops.REDUCE, (value_source, reduce_form, scalar_values, dtype_passthrough, reduce_dtype)),
   (Ops.BUFFER, (buffer_local,)),
   (Ops.STORE, (store_target, store_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),
   (Ops.ATOMIC, (atomic_target, atomic_dtype, gate_bool, scalar_values, index_bounds, index_bounds_timeout)),

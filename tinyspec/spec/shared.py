@@ -5,7 +5,7 @@ import math
 from typing import Any, Callable
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.classes import accepts, class_name, class_summary, var_accepts
+from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
                           image_dims_error, is_value_call, union_of)
@@ -287,7 +287,15 @@ def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
 def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
   op, dt = u.op, u.src[-1].dtype
   if accepts(op, dt) or dt is dtypes.void: return None  # a void source is value.source's to report
+  if dt.storage_only: return f"{dtype_error(op, dt)} (at {cx.sname})"
   return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes {class_name(op)}"
+
+
+@rule("reduce.dtype", "A REDUCE combines values of any value dtype but the fp8 dtypes, which are storage only.")
+def reduce_dtype(u: UOp, cx: Ctx) -> str | None:
+  dt = u.dtype
+  if reduce_accepts(dt) or not isinstance(dt, DType) or dt.kind == "v": return None  # void is value.source's to report
+  return f"REDUCE on {dt.name}; at {cx.sname} {dt.name} is storage only: cast it to a wider float before reducing"
 
 
 @rule("alu.where_cond", "The condition of WHERE (source 0) is bool.")

@@ -9,7 +9,7 @@ from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, device_str,
                                   dtype_passthrough, find_paths, group_effects, image_storage_error, is_effect, var_dtype,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
-                                  value_source, what, where_cond)
+                                  reduce_dtype, value_source, what, where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, device_conflict, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
@@ -302,7 +302,7 @@ TENSOR_TABLE = table(
   (GroupOp.Movement, _VIEW),
   (GroupOp.Unary, _ALU), (GroupOp.Binary, _COMBINE), (Ops.WHERE, (*_COMBINE, where_cond)),
   (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
-  (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough)),
+  (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough, reduce_dtype)),
   (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots, precompiled_entry, precompiled_store_target,
               precompiled_arg_storage, precompiled_output)),
   (Ops.TUPLE, (tuple_values,)),
