@@ -146,7 +146,7 @@ class SourceArg:
 
 # ---- image storage: the one statement of how a flat storage's elements sit in an RGBA image ----
 IMAGE_CHANNELS = 4
-IMAGE_DTYPES: tuple[DType, ...] = (dtypes.float32,)  # the element dtypes an image holds (RGBA FLOAT)
+IMAGE_DTYPES: tuple[DType, ...] = (dtypes.float32, dtypes.float16)  # the element dtypes an image holds (RGBA FLOAT, HALF_FLOAT)
 IMAGE_MAX_DIM = 8192  # the image2d width and height every OpenCL 1.2 device with images supports (CL_DEVICE_IMAGE2D_MAX_*)
 
 
@@ -164,7 +164,7 @@ def image_coords(i: Any, width: int) -> tuple[Any, Any, Any]:
 
 def image_dims_error(dims: Any, size: Any, dtype: DType) -> str | None:
   """Why dims (height, width) is no image of flat storage of `size` dtype elements, or None when it is one: positive
-  ints within IMAGE_MAX_DIM, height * width * 4 == size, a float32 or float16 element."""
+  ints within IMAGE_MAX_DIM, height * width * 4 == size, an element of IMAGE_DTYPES (float32, float16)."""
   if not (type(dims) is tuple and len(dims) == 2 and all(type(d) is int for d in dims)): return f"dims {dims!r} are not (height, width) ints"
   h, w = dims
   if not (0 < h <= IMAGE_MAX_DIM and 0 < w <= IMAGE_MAX_DIM): return f"dims {dims} are not within 1..{IMAGE_MAX_DIM}"

@@ -290,22 +290,19 @@ class OpenCLRunner:
         if not v and (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
 
   def _images_in(self, ctx: DeviceContext, linear: tuple[UOp, ...], bufs: list[Any]) -> list[tuple[Any, Any, tuple[int, int]]]:
-    """Each image PARAM's arg as an RGBA image made for this launch (in bufs, in place of its buffer), the image a kernel
-    reads filled from the buffer's flat elements (their order is the image's: uop.image_coords). (image, buffer, dims)
-    of the images the kernel writes, copied back into their buffers after it runs."""
+    """Each image PARAM's arg as an RGBA image made for this launch (in bufs, in place of its buffer), filled from the
+    buffer's flat elements (their order is the image's: uop.image_coords; a kernel that writes some pixels leaves the
+    others as they were). (image, buffer, dims) of the images the kernel writes, copied back into their buffers after it runs."""
     cl = self.d["cl"]
     written = {u.src[0].src[0].arg.slot for u in linear if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}
     out = []
     for p in dict.fromkeys(u for u in linear if u.op is Ops.PARAM and u.arg.image is not None):
       h, w = p.arg.image
-      fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+      fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if p.dtype.itemsize == 2 else cl.channel_type.FLOAT)
       k, buf = p.arg.slot, bufs[p.arg.slot]
-      if k in written:
-        img = cl.Image(ctx.context, cl.mem_flags.WRITE_ONLY, fmt, shape=(w, h))
-        out.append((img, buf, (h, w)))
-      else:
-        img = cl.Image(ctx.context, cl.mem_flags.READ_ONLY, fmt, shape=(w, h))
-        cl.enqueue_copy(ctx.queue, img, buf, offset=0, origin=(0, 0), region=(w, h))
+      img = cl.create_image(ctx.context, cl.mem_flags.WRITE_ONLY if k in written else cl.mem_flags.READ_ONLY, fmt, shape=(w, h))
+      cl.enqueue_copy(ctx.queue, img, buf, offset=0, origin=(0, 0), region=(w, h))
+      if k in written: out.append((img, buf, (h, w)))
       bufs[k] = img
     return out
 

@@ -283,13 +283,14 @@ def multi_shards(u: UOp, cx: Ctx) -> str | None:
   return f"MULTI arg {u.arg!r} over shards of shapes {shapes}; at {cx.sname} the {form}"
 
 
-@rule("tensor.image_buffer", "A BUFFER may carry an image arg (BufferArg.image, (height, width)): it is then GLOBAL float32 storage of "
+@rule("tensor.image_buffer", "A BUFFER may carry an image arg (BufferArg.image, (height, width)): it is then GLOBAL float32 or float16 storage of "
       "height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192), element i being channel i % 4 of pixel i // 4 "
       "(uop.image_coords); its value is its flat elements all the same.")
 def image_buffer(u: UOp, cx: Ctx) -> str | None:
   dims = getattr(u.arg, "image", None)
   if dims is None or (why := image_storage_error(u, dims)) is None: return None
-  return f"BUFFER {u.arg.id} with image {safe_repr(dims)}: {why}; at {cx.sname} an image BUFFER is float32 storage an image of its dims holds"
+  return (f"BUFFER {u.arg.id} with image {safe_repr(dims)}: {why}; at {cx.sname} an image BUFFER is float32 or float16 storage an image of "
+          "its dims holds")
 
 
 _VIEW = (value_source, movement_arg, dtype_passthrough)
