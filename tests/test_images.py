@@ -75,6 +75,7 @@ def test_kernel_image_view():
   assert_breaks_exactly(_reads((2, 3)), Stage.KERNEL, {"kernel.image_view"})  # 24 elements over a PARAM of 16
   assert_breaks_exactly(_reads((1, 8193), n=4 * 8193), Stage.KERNEL, {"kernel.image_view"})  # wider than the device's limit
   assert_breaks_exactly(_reads((1, 4), dt=dtypes.int32), Stage.KERNEL, {"kernel.image_view"})
+  assert check(_reads((1, 4), dt=dtypes.float16), Stage.KERNEL) == []  # HALF_FLOAT images
   local = UOp.buffer(f32, 16, addrspace=AddrSpace.LOCAL)
   r = rng(16, 0)
   over_buffer = sink(UOp.param(0, f32, 16).index(r).store(local.image((2, 2)).index(r).load()).end(r))
@@ -147,23 +148,23 @@ def test_program_image_store_whole_pixels():
 
 
 # ---- the evaluator: an image means its flat storage ----
-def _transpose(dims):
+def _transpose(dims, dt=f32):
   """out[i, j] = in[j, i] over 8x8, the input through an image of dims (None: flat)."""
   i, j = rng(8, 0), rng(8, 1)
-  src = UOp.param(1, f32, 64)
+  src = UOp.param(1, dt, 64)
   src = src if dims is None else src.image(dims)
-  return sink(UOp.param(0, f32, 64).index(i * ic(8) + j).store(src.index(j * ic(8) + i).load()).end(i, j))
+  return sink(UOp.param(0, dt, 64).index(i * ic(8) + j).store(src.index(j * ic(8) + i).load()).end(i, j))
 
 
-@pytest.mark.parametrize("dims", [(4, 4), (1, 16), (16, 1)])
-def test_evaluator_image_kernel_equals_flat_kernel(dims):
-  x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
-  flat, img = np.zeros(64, np.float32), np.zeros(64, np.float32)
-  evaluate_kernel(_transpose(None), [flat, x])
-  evaluate_kernel(_transpose(dims), [img, x])
+@pytest.mark.parametrize("dims,dt", [((4, 4), f32), ((1, 16), f32), ((16, 1), f32), ((2, 8), dtypes.float16)])
+def test_evaluator_image_kernel_equals_flat_kernel(dims, dt):
+  x = np.random.default_rng(1).standard_normal(64).astype(dt.np)
+  flat, img = np.zeros(64, dt.np), np.zeros(64, dt.np)
+  evaluate_kernel(_transpose(None, dt), [flat, x])
+  evaluate_kernel(_transpose(dims, dt), [img, x])
   np.testing.assert_array_equal(img, x.reshape(8, 8).T.reshape(-1))
   np.testing.assert_array_equal(img, flat)
-  evaluate_kernel(_program(_transpose(dims)), [img := np.zeros(64, np.float32), x])  # the folded PROGRAM means the same
+  evaluate_kernel(_program(_transpose(dims, dt)), [img := np.zeros(64, dt.np), x])  # the folded PROGRAM means the same
   np.testing.assert_array_equal(img, flat)
 
 
@@ -232,16 +233,17 @@ def test_conv_with_image_inputs_on_opencl(opencl):
   np.testing.assert_allclose(cpu.run(root, inputs, images=True)[0], ref, rtol=1e-6, atol=1e-6)
 
 
-def _affine_graph():
-  x = np.arange(32, dtype=np.float32).reshape(8, 4) - 7.5
+def _affine_graph(rows: int = 8):
+  x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4) - 7.5
   root = sink((Tensor(x) * 2 + 1).uop)
   return root, inputs_of(root), x * 2 + 1
 
 
-def test_whole_pixel_writes_on_opencl(opencl):
+@pytest.mark.parametrize("rows", [8, 16384])  # 16384 pixels do not fit one row of 8192: a (2, 8192) image, y is 0 and 1
+def test_whole_pixel_writes_on_opencl(opencl, rows):
   from tinyspec.runtime import cpu
   from tinyspec.runtime import opencl as ocl
-  root, inputs, want = _affine_graph()
+  root, inputs, want = _affine_graph(rows)
   unroll = (("unroll", 1),)  # the 4-wide last axis unrolled: each thread stores the four channels of a pixel
   text = "\n".join(_sources(root, backend="opencl", images=True, opts=unroll))
   assert "write_only image2d_t data0" in text and text.count("write_imagef(") == 1 and "read_only image2d_t data1" in text
@@ -255,10 +257,11 @@ def test_whole_pixel_writes_on_opencl(opencl):
 
 def test_an_image_buffer_is_an_image_without_the_option(opencl):
   from tinyspec.runtime import opencl as ocl
-  x = np.arange(16, dtype=np.float32)
-  b = UOp(Ops.BUFFER, f32, (), BufferArg(7060, 16, image=(2, 2)))
-  root = sink(b.reshape((16,)) * c(3.0).reshape((1,)).expand((16,)).reshape((16,)))
+  x = np.arange(32, dtype=np.float32)
+  b = UOp(Ops.BUFFER, f32, (), BufferArg(7060, 32, image=(4, 2)))
+  flipped = b.reshape((4, 8)).flip((True, False)).reshape((32,))  # row r of the result reads row 3 - r: pixels of every y
+  root = sink(flipped * c(3.0).reshape((1,)).expand((32,)).reshape((32,)))
   assert check(root, Stage.TENSOR) == []
   text = "\n".join(_sources(root, backend="opencl"))
-  assert "read_only image2d_t" in text and "% 2" in text  # read through its own dims: a row of 2 pixels
-  np.testing.assert_array_equal(ocl.run(root, {7060: x})[0], x * 3)
+  assert "read_only image2d_t" in text and "% 2" in text  # read through its own dims: rows of 2 pixels
+  np.testing.assert_array_equal(ocl.run(root, {7060: x})[0], x.reshape(4, 8)[::-1].reshape(-1) * 3)

@@ -155,11 +155,17 @@ def image_size(dims: tuple[int, int]) -> int:
   return dims[0] * dims[1] * IMAGE_CHANNELS
 
 
+def pixel_of(i: Any) -> tuple[Any, Any]:
+  """(pixel, channel) of flat element i of an image: channel i % 4 of pixel i // 4. i is an int, a numpy array or a UOp
+  of a non-negative index (each divides as C does)."""
+  return i // IMAGE_CHANNELS, i % IMAGE_CHANNELS
+
+
 def image_coords(i: Any, width: int) -> tuple[Any, Any, Any]:
-  """(x, y, channel) of flat element i of an image `width` pixels wide: channel i % 4 of pixel p = i // 4, at
-  x = p % width, y = p // width. i is an int, a numpy array or a UOp of a non-negative index (each divides as C does)."""
-  p = i // IMAGE_CHANNELS
-  return p % width, p // width, i % IMAGE_CHANNELS
+  """(x, y, channel) of flat element i of an image `width` pixels wide: channel c of pixel p (pixel_of), at
+  x = p % width, y = p // width."""
+  p, c = pixel_of(i)
+  return p % width, p // width, c
 
 
 def image_dims_error(dims: Any, size: Any, dtype: DType) -> str | None:
@@ -216,7 +222,8 @@ def pixel_groups(root: UOp, stores: Sequence[UOp]) -> list[tuple[UOp, ...]]:
     for st in dict.fromkeys(g.src):
       if st not in want or len(st.src) != 2 or st.src[0].op is not Ops.INDEX or len(st.src[0].src) != 2: continue
       b, k = _split_offset(st.src[0].src[1])
-      if multiple_of(b, IMAGE_CHANNELS): buckets.setdefault((b, k // IMAGE_CHANNELS), {}).setdefault(k % IMAGE_CHANNELS, st)
+      pixel, channel = pixel_of(k)  # b is a whole number of pixels: k says which pixel past it and which channel
+      if multiple_of(b, IMAGE_CHANNELS): buckets.setdefault((b, pixel), {}).setdefault(channel, st)
     for chans in buckets.values():
       group = tuple(chans[c] for c in range(IMAGE_CHANNELS) if c in chans)
       if len(group) == IMAGE_CHANNELS and len({open_ranges(st) for st in group}) == 1: out.append(group)

@@ -298,6 +298,9 @@ class OpenCLRunner:
     out = []
     for p in dict.fromkeys(u for u in linear if u.op is Ops.PARAM and u.arg.image is not None):
       h, w = p.arg.image
+      dev = self.d["device"]
+      if w > dev.image2d_max_width or h > dev.image2d_max_height:
+        raise OpenCLUnsupported(f"an image of {w}x{h} pixels is past {dev.name}'s limit of {dev.image2d_max_width}x{dev.image2d_max_height}")
       fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if p.dtype.itemsize == 2 else cl.channel_type.FLOAT)
       k, buf = p.arg.slot, bufs[p.arg.slot]
       img = cl.create_image(ctx.context, cl.mem_flags.WRITE_ONLY if k in written else cl.mem_flags.READ_ONLY, fmt, shape=(w, h))

@@ -569,7 +569,7 @@ KERNEL_TABLE = table(
   (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
-  (Ops.IMAGE, (image_view, dtype_passthrough)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),
+  (Ops.IMAGE, (image_view,)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),
 )
 
 # a kernel body reached while checking a TENSOR graph may still be under construction: rangeify addresses tensor values in it with view
