@@ -89,6 +89,22 @@ def test_kernel_image_param():
   assert_breaks_exactly(_reads(None, over=UOp(Ops.PARAM, f32, (), ParamArg(1, 16, image=(2, 2)))), Stage.KERNEL, {"kernel.image_param"})
 
 
+def test_kernel_image_one_form():
+  r = rng(16, 0)
+  p0, p1 = UOp.param(0, f32, 16), UOp.param(1, f32, 16)
+  both = sink(p0.index(r).store(p1.image((2, 2)).index(r).load() + p1.index(r).load()).end(r))  # an image and flat
+  assert_breaks_exactly(both, Stage.KERNEL, {"kernel.image_one_form"})
+  two_dims = sink(p0.index(r).store(p1.image((2, 2)).index(r).load() + p1.image((1, 4)).index(r).load()).end(r))
+  assert_breaks_exactly(two_dims, Stage.KERNEL, {"kernel.image_one_form"})
+  same = sink(p0.index(r).store(p1.image((2, 2)).index(r).load() + p1.image((2, 2)).index(r).load()).end(r))
+  assert check(same, Stage.KERNEL) == []
+  # at PROGRAM: two PARAMs of one slot, one carrying the image, one flat
+  ri = rng(16, 0, i32)
+  img1 = UOp(Ops.PARAM, f32, (), ParamArg(1, 16, image=(2, 2)))
+  mixed = sink(UOp.param(0, f32, 16).index(ri).store(img1.index(ri).load() + p1.index(ri).load()).end(ri))
+  assert "kernel.image_one_form" in {v.rule for v in check(program(mixed), Stage.PROGRAM)}
+
+
 def _program(body: UOp, fold: bool = True) -> UOp:
   tables = {"pm_lower_index": pm_lower_index if fold else PatternMatcher([r for r in pm_lower_index.rules if r.name != "fold_image"], "x")}
   return linearize_body(body, "k", tables)

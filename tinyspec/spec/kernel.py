@@ -406,6 +406,27 @@ def image_param(u: UOp, cx: Ctx) -> str | None:
   return f"PARAM slot {u.arg.slot} carries image {safe_repr(u.arg.image)}; at {cx.sname} a PARAM is flat and an IMAGE view makes it an image"
 
 
+@rule("kernel.image_one_form", "A kernel sees each PARAM slot in one form: flat, or as an image of one dims (every use of the PARAM through "
+      "an IMAGE view of those dims at KERNEL, every PARAM of the slot carrying them at PROGRAM), since a device's kernel argument is either "
+      "a pointer or an image.")
+def image_one_form(u: UOp, cx: Ctx) -> list[Finding] | None:
+  forms: dict[int, dict[object, UOp]] = {}
+  for x in body_nodes(u):
+    for s in x.src:
+      if isinstance(s, UOp) and s.op is Ops.PARAM and isinstance(getattr(s.arg, "slot", None), int):
+        form = x.arg if x.op is Ops.IMAGE else getattr(s.arg, "image", None)
+        forms.setdefault(s.arg.slot, {}).setdefault(form, x)
+  bad = {slot: fs for slot, fs in forms.items() if len(fs) > 1}
+  if not bad: return None
+  paths = find_paths(u, {x for fs in bad.values() for x in fs.values()})
+  return [(paths.get(x, ()), x, "kernel.image_one_form", f"PARAM slot {slot} is used as {' and as '.join(_form_words(f) for f in fs)}; at "
+           f"{cx.sname} a kernel sees a storage in one form") for slot, fs in bad.items() for x in list(fs.values())[1:]]
+
+
+def _form_words(form: object) -> str:
+  return "flat storage" if form is None else f"a {safe_repr(form)} image"
+
+
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
 
 @rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
@@ -566,7 +587,7 @@ KERNEL_TABLE = table(
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
-  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent)),
+  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent, image_one_form)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
   (Ops.IMAGE, (image_view,)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),
