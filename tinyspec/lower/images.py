@@ -33,8 +33,9 @@ def _direct(a: UOp) -> bool:
   return a.src[0].op is Ops.INDEX and len(a.src[0].src) == 2 and a.src[0].src[0].op is Ops.PARAM
 
 
-# how each kind of access lets its PARAM be an image, given every access of that PARAM: reads need nothing more,
-# writes a whole-pixel group each and no read beside them, an atomic update never
+# how each kind of access lets its PARAM be an image, given every access of that PARAM (OpenCL 1.2: read_only or
+# write_only, no atomics on images): a LOAD when the PARAM is only loaded, an ungated STORE when it is only stored (and
+# then every store must be part of a whole pixel, _whole_pixels), an ATOMIC never
 ACCESS_FITS: dict[Ops, Callable[[UOp, list[UOp]], bool]] = {
   Ops.LOAD: lambda a, accs: all(x.op is Ops.LOAD for x in accs),
   Ops.STORE: lambda a, accs: all(x.op is Ops.STORE for x in accs) and len(a.src) == 2,
@@ -56,12 +57,12 @@ def eligible(body: UOp, call: UOp | None, on: bool) -> dict[UOp, tuple[int, int]
     if p.op is not Ops.PARAM or p in other or not all(_direct(a) and ACCESS_FITS[a.op](a, accs) for a in accs): continue
     if (dims := _dims_wanted(p, args[p.arg.slot] if p.arg.slot < len(args) else None, on)) is None: continue
     stores = [a for a in accs if a.op is Ops.STORE]
-    if stores and not _whole_pixels(body, stores, dims): continue
+    if stores and not _whole_pixels(body, stores): continue
     out[p] = dims
   return out
 
 
-def _whole_pixels(body: UOp, stores: list[UOp], dims: tuple[int, int]) -> bool:
+def _whole_pixels(body: UOp, stores: list[UOp]) -> bool:
   """Every store belongs to a group writing channels 0..3 of one pixel from one block (the ENDs around it)."""
   grouped = {s for g in pixel_groups(body, stores) for s in g}
   return len(grouped) == len(stores)
@@ -80,6 +81,8 @@ pm_images = PatternMatcher([
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   pm = tables["pm_images"]
   def one(call: UOp | None, body: UOp) -> UOp:
+    # with the option off only an image BUFFER arg asks for an image: most lowerings look at no kernel's insides here
+    if not options.images and (call is None or not any(storage_of(a).op is Ops.BUFFER and storage_of(a).arg.image for a in call.src[1:])): return body
     if body.op is not Ops.SINK or not (ctx := eligible(body, call, options.images)): return body
     return trace.rewrite(body, pm, ctx, body=True)
   return map_kernels(root, one)

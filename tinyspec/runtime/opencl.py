@@ -294,7 +294,7 @@ class OpenCLRunner:
     buffer's flat elements (their order is the image's: uop.image_coords; a kernel that writes some pixels leaves the
     others as they were). (image, buffer, dims) of the images the kernel writes, copied back into their buffers after it runs."""
     cl = self.d["cl"]
-    written = {u.src[0].src[0].arg.slot for u in linear if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}
+    written = {storage_of(u.src[0].src[0]).arg.slot for u in linear if u.op in GroupOp.Writes and storage_of(u.src[0].src[0]).op is Ops.PARAM}
     out = []
     for p in dict.fromkeys(u for u in linear if u.op is Ops.PARAM and u.arg.image is not None):
       h, w = p.arg.image
