@@ -15,7 +15,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor
 from tinyspec.frontend.tensor import inputs_of
 from tinyspec.lower.linearize import linearize_body, pm_lower_index
-from tinyspec.lower.pipeline import lower
+from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.pyread import read_graph
 from tinyspec.rewrite import PatternMatcher
 from tinyspec.semantics import EvalError, evaluate
@@ -281,3 +281,18 @@ def test_an_image_buffer_is_an_image_without_the_option(opencl):
   text = "\n".join(_sources(root, backend="opencl"))
   assert "read_only image2d_t" in text and "% 2" in text  # read through its own dims: rows of 2 pixels
   np.testing.assert_array_equal(ocl.run(root, {7060: x})[0], x.reshape(4, 8)[::-1].reshape(-1) * 3)
+
+
+def test_storage_given_twice_stays_flat():
+  # the same buffer at slots 1 and 2: an image is a copy made for the launch, so neither slot becomes one
+  r = rng(16, 0)
+  body = sink(UOp.param(0, f32, 16).index(r).store(UOp.param(1, f32, 16).index(r).load() + UOp.param(2, f32, 16).index(r).load()).end(r))
+  out, x = buf(16, id=7070), buf(16, id=7071)
+  g = sink(out.after(UOp(Ops.CALL, src=(body, out, x, x))))
+  stages = lower(g, passes=[p for p in PASSES if p.stage_in is not Stage.TENSOR],
+                 backend="opencl", images=True)
+  assert not any(u.op is Ops.IMAGE for u in stages["images"].toposort())
+  one = sink(out.after(UOp(Ops.CALL, src=(body, out, x, buf(16, id=7072)))))
+  stages = lower(one, passes=[p for p in PASSES if p.stage_in is not Stage.TENSOR],
+                 backend="opencl", images=True)
+  assert sum(u.op is Ops.IMAGE for u in stages["images"].toposort()) == 2

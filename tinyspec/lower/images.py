@@ -52,9 +52,11 @@ def eligible(body: UOp, call: UOp | None, on: bool) -> dict[UOp, tuple[int, int]
   # a PARAM used other than by the INDEX of an access (an AFTER of it, say) keeps its flat form
   other = {s for u in nodes if u.op is not Ops.INDEX for s in u.src if s.op is Ops.PARAM}
   args = call.src[1:] if call is not None else ()
+  # storage given at two slots stays flat: an image is a copy made for the launch, which the other slot's writes miss
+  shared = {k for k, a in enumerate(args) if sum(storage_of(b) is storage_of(a) for b in args) > 1}
   out: dict[UOp, tuple[int, int]] = {}
   for p, accs in accesses.items():
-    if p.op is not Ops.PARAM or p in other or not all(_direct(a) and ACCESS_FITS[a.op](a, accs) for a in accs): continue
+    if p.op is not Ops.PARAM or p in other or p.arg.slot in shared or not all(_direct(a) and ACCESS_FITS[a.op](a, accs) for a in accs): continue
     if (dims := _dims_wanted(p, args[p.arg.slot] if p.arg.slot < len(args) else None, on)) is None: continue
     stores = [a for a in accs if a.op is Ops.STORE]
     if stores and not _whole_pixels(body, stores): continue
