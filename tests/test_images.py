@@ -296,3 +296,19 @@ def test_storage_given_twice_stays_flat():
   stages = lower(one, passes=[p for p in PASSES if p.stage_in is not Stage.TENSOR],
                  backend="opencl", images=True)
   assert sum(u.op is Ops.IMAGE for u in stages["images"].toposort()) == 2
+
+
+def test_cli_lower_and_run_with_images(tmp_path, capsys, opencl):
+  from tinyspec.cli import main
+  f = tmp_path / "scaled.py"
+  f.write_text("import numpy as np\nfrom tinyspec.frontend import Tensor\nfrom tinyspec.frontend.tensor import inputs_of\n"
+               "from tinyspec.uop import UOp, Ops\n"
+               "_root = UOp(Ops.SINK, src=((Tensor(np.arange(16, dtype=np.float32)) * 3).uop,))\n"
+               "def graph(): return _root\ndef inputs(): return inputs_of(_root)\n")
+  assert main(["lower", str(f), "--backend", "opencl", "--images"]) == 0
+  out = capsys.readouterr().out
+  assert "images:" in out and "read_only image2d_t data1" in out
+  assert main(["lower", str(f), "--backend", "opencl"]) == 0
+  assert "image2d_t" not in capsys.readouterr().out
+  assert main(["run", str(f), "--backend", "opencl", "--images"]) == 0
+  assert "[ 0.  3.  6.  9. 12. 15. 18. 21. 24. 27. 30. 33. 36. 39. 42. 45.]" in capsys.readouterr().out
