@@ -104,7 +104,8 @@ def test_kernel_image_one_form():
 
 
 def _program(body: UOp, fold: bool = True) -> UOp:
-  tables = {"pm_lower_index": pm_lower_index if fold else PatternMatcher([r for r in pm_lower_index.rules if r.name != "fold_image"], "pm_lower_index")}
+  unfolded = PatternMatcher([r for r in pm_lower_index.rules if r.name != "fold_image"], "pm_lower_index")
+  tables = {"pm_lower_index": pm_lower_index if fold else unfolded}
   return linearize_body(body, "k", tables)
 
 
