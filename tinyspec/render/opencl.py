@@ -5,6 +5,10 @@ leaves signed overflow undefined, so signed add/sub/mul/neg run in the unsigned 
 are masked to the width as the evaluator defines them; float -> int casts are convert_<T>_sat_rtz, which truncates,
 saturates and maps NaN to 0 exactly as the evaluator does; float contraction is off so a*b+c rounds twice.
 Bool buffers are uchar in kernel signatures (OpenCL forbids bool kernel arguments); bool values are 0 or 1.
+float16 storage is `half`, read with vload_half and written with vstore_half_rte (core OpenCL 1.2: no cl_khr_fp16
+needed); bfloat16 and the fp8 dtypes are stored as their bits (ushort, uchar), converted by the helpers of
+tinyspec.render.smallfloat, as are float16's roundings, casts and bitcasts. A cast into a small float from a double or
+a wide int rounds from the double, so such a kernel turns cl_khr_fp64 on.
 
 An ATOMIC on a kernel argument's storage is an OpenCL atomic: atomic_add / atomic_max on 32-bit integers (core since
 OpenCL 1.1), atom_add / atom_max on 64-bit ones (cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics), integer
@@ -26,7 +30,7 @@ import functools
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import atomic_error
-from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, register
+from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, narrows_from_double, register
 from tinyspec.render.program import kernel_source
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, image_coords, pixel_groups, storage_of
 
@@ -160,9 +164,9 @@ class OpenCLRenderer(CStyleRenderer):
                                      "return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }")
     return f"ts_read_image({names[img]}, {xy}, (int)({c}))"
 
-  def render_store(self, st: UOp, flat: str, value: str, names: dict[UOp, str]) -> str | None:
+  def render_store(self, st: UOp, stmt: str, names: dict[UOp, str]) -> str | None:
     img = storage_of(st.src[0].src[0])
-    if img.op is not Ops.PARAM or img.arg.image is None: return super().render_store(st, flat, value, names)
+    if img.op is not Ops.PARAM or img.arg.image is None: return super().render_store(st, stmt, names)
     if (hit := self.pixel_writes.get(st)) is None:
       raise RenderError(f"a STORE into image data{img.arg.slot} that writes no whole pixel (program.image_store)")
     group, last = hit
@@ -176,10 +180,21 @@ class OpenCLRenderer(CStyleRenderer):
       return f"{{ {t} {var} = ({t})get_global_id({self.dims[u]});  /* < {bound} */"
     return super().render_range(u, var, bound, -1)
 
+  def load_expr(self, buf: str, idx: str, dt: DType) -> str:
+    return f"vload_half({idx}, {buf})" if dt is dtypes.float16 else super().load_expr(buf, idx, dt)
+
+  def store_stmt(self, buf: str, idx: str, v: str, dt: DType) -> str:
+    return f"vstore_half_rte({v}, {idx}, {buf});" if dt is dtypes.float16 else super().store_stmt(buf, idx, v, dt)
+
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
     if src.itemsize != dst.itemsize: raise RenderError(f"BITCAST {src.name} -> {dst.name} changes the item size")
     if dst.is_bool: return f"({x} != 0)"
     if src.is_bool: return self.cast_expr(x, dst)
+    if src.is_small_float or dst.is_small_float:
+      # through the bits: a small float value narrows to them (exactly) and widens from them; ts_X is their ushort / uchar
+      bits = f"{self.use_small_float(src)}_narrowf({x})" if src.is_small_float else x
+      if not dst.is_small_float: return f"as_{self.type_name(dst)}({bits})"
+      return f"{self.use_small_float(dst)}_widen(as_{self.type_name(dtypes.uint16 if dst.itemsize == 2 else dtypes.uint8)}({bits}))"
     return f"as_{self.type_name(dst)}({x})"
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
@@ -219,7 +234,8 @@ class OpenCLRenderer(CStyleRenderer):
   def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
     lin = UOp(Ops.LINEAR, src=tuple(linear))
     self.dims = global_dims(lin)
-    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params)
+    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params) or \
+      any(u.op is Ops.CAST and u.dtype.is_small_float and narrows_from_double(u.src[0].dtype) for u in linear)
     self.extensions = list(kernel_atomic_extensions(lin))
     self.pixel_writes = image_pixel_writes(lin)
     return super().render(name, linear, params)
