@@ -310,3 +310,21 @@ def test_cli_lower_and_run_with_images(tmp_path, capsys, opencl):
   assert "image2d_t" not in capsys.readouterr().out
   assert main(["run", str(f), "--backend", "opencl", "--images"]) == 0
   assert "[ 0.  3.  6.  9. 12. 15. 18. 21. 24. 27. 30. 33. 36. 39. 42. 45.]" in capsys.readouterr().out
+
+
+def test_float16_images_on_opencl(opencl):
+  # HALF_FLOAT images: read_imagef gives the half's value as a float, write_imagef of a value already rounded to half is exact
+  from tinyspec.runtime import cpu
+  from tinyspec.runtime import opencl as ocl
+  x = ((np.arange(32, dtype=np.float16) - 7.5) * np.float16(0.3)).reshape(8, 4)
+  root = sink((Tensor(x) * 2 + 1).uop)
+  inputs, unroll = inputs_of(root), (("unroll", 1),)
+  want = (x.astype(np.float32) * np.float16(2)).astype(np.float16).astype(np.float32) + 1  # rounded to half after each op
+  want = want.astype(np.float16)
+  text = "\n".join(_sources(root, backend="opencl", images=True, opts=unroll))
+  assert "write_only image2d_t data0" in text and "read_only image2d_t data1" in text and "write_imagef(" in text
+  got = ocl.run(root, inputs, images=True, opts=unroll)[0]
+  assert got.dtype == np.float16
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(got, evaluate(root, inputs)[0])
+  np.testing.assert_array_equal(cpu.run(root, inputs, images=True, opts=unroll)[0], want)
