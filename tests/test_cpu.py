@@ -236,7 +236,7 @@ def test_cli_lower_prints_stages_and_c_source(tmp_path, capsys):
   from tinyspec.cli import main
   assert main(["lower", str(_write_example(tmp_path))]) == 0
   out = capsys.readouterr().out
-  for name in ("input", "multi", "callify", "rangeify", "simplify", "scatter", "optimize", "lower_reduce", "linearize", "render"):
+  for name in ("input", "multi", "callify", "rangeify", "simplify", "scatter", "optimize", "lower_reduce", "images", "linearize", "render"):
     assert f"{name}:" in out
   assert "2 kernel(s)" in next(ln for ln in out.splitlines() if "render:" in ln)  # the sum, then the product
   assert "void kernel_0(float* restrict data0, float* restrict data1)" in out and "void kernel_1(" in out

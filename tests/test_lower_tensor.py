@@ -297,7 +297,8 @@ def test_lower_gives_every_stage_in_order_and_keeps_meaning() -> None:
   for cm in ("inline", "precompile"):
     out = lower(root, callify=cm, realize="all")
     assert list(out) == ["input", *[p.name for p in PASSES]]
-    assert [p.name for p in PASSES] == ["multi", "callify", "rangeify", "simplify", "scatter", "optimize", "lower_reduce", "linearize", "render"]
+    assert [p.name for p in PASSES] == ["multi", "callify", "rangeify", "simplify", "scatter", "optimize", "lower_reduce", "images", "linearize",
+                                        "render"]
     for name in ("input", "callify", "rangeify"):
       got = evaluate(out[name], {a.arg.id: av})
       for e, g in zip(exp, got): np.testing.assert_allclose(np.asarray(g).ravel(), e.ravel(), err_msg=f"{cm} {name}")

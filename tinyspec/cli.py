@@ -98,7 +98,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
   root = load_graph(args.file)
   opts = _parse_opts(args.opts)
   if not args.no_check and (code := _refuse_illegal(root, args.file, "lowered")) is not None: return code
-  try: stages = _lower_stages(root, {"backend": args.backend, "opts": opts})
+  try: stages = _lower_stages(root, {"backend": args.backend, "opts": opts, "images": args.images})
   except PassError as e:
     print(f"{args.file}: {e}")
     return 1
@@ -154,7 +154,7 @@ def _run_on(root, inputs: dict, args: argparse.Namespace):
     return evaluate(root, inputs)
   from tinyspec.runtime.cpu import match_shapes, prepare
   from tinyspec.runtime.host import run_graph
-  lowered = prepare(root, backend="c" if args.backend == "cpu" else "opencl")
+  lowered = prepare(root, backend="c" if args.backend == "cpu" else "opencl", images=args.images)
   return match_shapes(root, run_graph(args.backend, lowered, inputs, args.compiler if args.backend == "cpu" else None, args.timeout))
 
 
@@ -227,12 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
   lo.add_argument("--backend", default="c", choices=("c", "opencl"), help="renderer: c (default) or opencl")
   lo.add_argument("--no-check", action="store_true", help="lower the graph even when it breaks its stage's spec")
   lo.add_argument("--opts", default=None, help="optimize opts as a Python tuple, e.g. \"(('split', 0, 4), ('global', 0))\"")
+  lo.add_argument("--images", action="store_true", help="keep kernel args whose storage and accesses fit an RGBA image as images")
   lo.set_defaults(fn=cmd_lower)
   r = sub.add_parser("run", help="run a graph and print its outputs")
   r.add_argument("file")
   r.add_argument("--backend", default="reference", choices=("reference", "cpu", "opencl"), help="reference (default), cpu or opencl")
   r.add_argument("--compiler", default=None, choices=("gcc", "clang", "tcc"), help="C compiler of the cpu backend: gcc (default), clang or tcc")
   r.add_argument("--no-check", action="store_true", help="run the graph even when it breaks its stage's spec")
+  r.add_argument("--images", action="store_true", help="lower with images (LowerOptions.images; the reference backend has no kernels)")
   r.add_argument("--timeout", type=number(float, 0, above=True), default=RUN_TIMEOUT,
                  help=f"seconds the kernels may run in their child process before they count as hung (default {RUN_TIMEOUT:g})")
   r.set_defaults(fn=cmd_run)

@@ -38,7 +38,9 @@ def arg_source(a: Any) -> str:
     return f"{type(a).__name__}.{a.name}"
   if type(a) is tuple: return "(" + "".join(arg_source(x) + ", " for x in a) + ")"
   if type(a) in ARG_TYPES:
-    fields = ", ".join(f"{f.name}={arg_source(getattr(a, f.name))}" for f in dataclasses.fields(a))
+    # a field left at a default of None (ParamArg.image of flat storage) is not written: sources written before it existed stay as they are
+    fields = ", ".join(f"{f.name}={arg_source(getattr(a, f.name))}" for f in dataclasses.fields(a)
+                       if not (f.default is None and getattr(a, f.name) is None))
     return f"{type(a).__name__}({fields})"
   raise TypeError(f"arg of type {type(a).__name__} has no source form")
 

@@ -52,6 +52,7 @@ class LowerOptions:
   backend: str = "c"               # c | opencl: which renderer the render pass uses
   int_dtype: DType | None = None   # what `index` becomes at linearize (None: int32 when bounds fit, else int64)
   scatter: str = "atomic"          # atomic | dense: whether a one-hot sum over data indices becomes an atomic scatter-add
+  images: bool = False             # whether kernel args whose storage and accesses fit an RGBA image become images (the images pass)
 
 
 class Tables(Mapping[str, PatternMatcher]):

@@ -3,7 +3,9 @@
 Steps per kernel:
   1. every RANGE gets exactly one END: a RANGE closed by several ENDs (two stores or two reductions over the same
      axis) is copied, with a fresh axis id, into each END after the first, which then runs its own loop;
-  2. `index` becomes int32 when every index value of the kernel fits, else int64 (options.int_dtype overrides), by
+  2. every IMAGE view is folded into its PARAM's arg (ParamArg.image, the rule fold_image): a program's image is a
+     PARAM that carries its dims, which the renderer and the runtime read;
+     `index` becomes int32 when every index value of the kernel fits, else int64 (options.int_dtype overrides), by
      the rewrite rule index_to_int, which retypes the whole kernel SINK in one application (a kernel typed half in
      `index` and half in int32 would mix dtypes), then drop_noop_cast removes the casts that became no-ops;
   3. scheduling: a node runs inside the loops of the RANGEs it depends on (through no END that closes them) and
@@ -15,6 +17,7 @@ the kernel stays the (KERNEL-legal) kernel SINK it has become so far.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Mapping
 
@@ -58,14 +61,20 @@ def index_to_int(ctx: DType, sink: UOp) -> UOp | None:
 def _noop_cast(c: UOp) -> bool: return c.op is Ops.CAST and c.dtype is c.src[0].dtype
 
 
+def fold_image(img: UOp, p: UOp) -> UOp:
+  """IMAGE(PARAM) as the PARAM whose arg carries the image's dims: the same storage, seen as pixels by the program."""
+  return p.replace(arg=dataclasses.replace(p.arg, image=img.arg))
+
+
 pm_lower_index = PatternMatcher([
+  ("fold_image", UPat(Ops.IMAGE, src=(UPat(Ops.PARAM, name="p"),), name="img"), fold_image),
   ("index_to_int", UPat(Ops.SINK, name="sink"), index_to_int),
   ("drop_noop_cast", UPat(Ops.CAST, name="c", src=(UPat.var("x"),)), lambda c, x: x if _noop_cast(c) else None),
 ], name="pm_lower_index")
 
 
 def _lowered(body: UOp) -> bool:
-  return not any(u.dtype is dtypes.index or _noop_cast(u) for u in body.toposort())
+  return not any(u.dtype is dtypes.index or _noop_cast(u) or u.op is Ops.IMAGE for u in body.toposort())
 
 
 def _kernel_name(call: UOp | None, i: int) -> str:

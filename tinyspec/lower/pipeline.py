@@ -8,6 +8,7 @@ from typing import Callable
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.lower.callify import CALLIFY
+from tinyspec.lower.images import IMAGES
 from tinyspec.lower.linearize import LINEARIZE
 from tinyspec.lower.lower_reduce import LOWER_REDUCE
 from tinyspec.lower.multi import MULTI
@@ -19,7 +20,7 @@ from tinyspec.lower.simplify import SIMPLIFY
 from tinyspec.spec import SpecError, verify
 from tinyspec.uop import UOp
 
-PASSES: list[Pass] = [MULTI, CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, LINEARIZE, RENDER]
+PASSES: list[Pass] = [MULTI, CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, IMAGES, LINEARIZE, RENDER]
 
 
 def passes_through(name: str, passes: list[Pass] | None = None) -> list[Pass]:

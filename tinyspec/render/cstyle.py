@@ -70,10 +70,13 @@ def int_field(u: UOp, field: str, low: int) -> int:
 @dataclass(frozen=True)
 class KernelParam:
   """One parameter of a kernel function: a pointer to storage of element dtype `dtype` (None: a slot the kernel never
-  reads), or, when `var` names a variable, a scalar of dtype `dtype` passed by value."""
+  reads), or, when `var` names a variable, a scalar of dtype `dtype` passed by value. `image` (height, width): the
+  storage is an RGBA image the kernel reads, or writes when `writes` (a renderer without images takes the pointer)."""
   dtype: DType | None
   restrict: bool = False
   var: str | None = None
+  image: tuple[int, int] | None = None
+  writes: bool = False
 
 
 def var_symbol(name: str) -> str:
@@ -173,6 +176,20 @@ class CStyleRenderer:
   def param_decl(self, slot: int, dt: DType | None, restrict: bool) -> str:
     t = self.storage_name(dt) if dt is not None else "void"
     return f"{self.buffer_qualifier}{t}* {self.restrict + ' ' if restrict and self.restrict else ''}data{slot}"
+
+  def storage_decl(self, slot: int, p: KernelParam) -> str:
+    """A storage parameter. An image is its flat elements here (the plain-array stand-in): a renderer with images overrides it."""
+    return self.param_decl(slot, p.dtype, p.restrict)
+
+  def render_load_expr(self, idx: UOp, flat: str, names: dict[UOp, str]) -> str:
+    """The expression a LOAD through idx reads (flat: the element of storage, widened for a small float); a renderer with
+    images reads an image PARAM its way."""
+    return flat
+
+  def render_store(self, st: UOp, stmt: str, names: dict[UOp, str]) -> str | None:
+    """The statement of a STORE (stmt: into the element of storage, narrowed for a small float; None: nothing to write
+    here); a renderer with images writes an image PARAM its way."""
+    return stmt
 
   def var_decl(self, name: str, dt: DType) -> str:
     """A variable parameter: a scalar passed by value."""
@@ -389,6 +406,7 @@ class CStyleRenderer:
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
         alt = names[u.src[1]] if len(u.src) == 3 else self.render_const(0, u.dtype)
         if (sdt := small_arg(u.src[0])) is not None: p = self.load_expr(storage(u.src[0].src[0]), names[u.src[0].src[1]], sdt)
+        p = self.render_load_expr(u.src[0], p, names)
         expr = p if gate is None else f"({gate} ? {p} : {alt})"
         names[u] = fresh("val")
         emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
@@ -397,7 +415,7 @@ class CStyleRenderer:
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
         sdt = small_arg(u.src[0])
         stmt = f"{p} = {names[u.src[1]]};" if sdt is None else self.store_stmt(storage(u.src[0].src[0]), names[u.src[0].src[1]], names[u.src[1]], sdt)
-        emit(stmt if gate is None else f"if ({gate}) {stmt}")
+        if (stmt := self.render_store(u, stmt, names)) is not None: emit(stmt if gate is None else f"if ({gate}) {stmt}")
       elif op is Ops.ATOMIC:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
@@ -419,7 +437,7 @@ class CStyleRenderer:
         raise self.unsupported(u)
     if depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({depth - 1} loop(s) left open)")
     sig = self.signature(name, [self.var_decl(p.var, p.dtype) if p.var is not None and p.dtype is not None else
-                                self.param_decl(k, p.dtype, p.restrict) for k, p in enumerate(params)])
+                                self.storage_decl(k, p) for k, p in enumerate(params)])
     helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{body}\n#endif" for fn, body in self.helpers.items()]
     return "\n".join([*self.prelude(), *helpers, sig + " {", *lines, "}", ""])
 

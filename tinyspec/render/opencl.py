@@ -17,6 +17,12 @@ element's bits (atomic_cmpxchg on as_uint, atom_cmpxchg on as_ulong for float64,
 computing op(old, v) as render_alu spells it; comparing bits, a NaN element never makes it spin and -0.0 is replaced
 by 0.0. `atomic_extensions` names the extensions a kernel's atomics need; the runtime checks them on the device. A
 buffer the kernel declares is private to its work item in OpenCL C, so an ATOMIC there is a plain update.
+
+An image PARAM (ParamArg.image) is a `read_only image2d_t` or a `write_only image2d_t` (OpenCL 1.2 has no read_write
+images). A LOAD of flat element i reads pixel (x, y) with read_imagef and takes channel c, (x, y, c) as
+uop.image_coords says, through a sampler of unnormalized coordinates, no addressing and nearest filtering (so a read
+is exactly the stored texel); the four STOREs of a whole-pixel group (uop.pixel_groups) are one write_imagef, written
+where the group's last STORE stands.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import atomic_error
 from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, narrows_from_double, register
 from tinyspec.render.program import kernel_source
-from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, image_coords, pixel_groups, storage_of
 
 MAX_DIMS = 3  # get_global_id dimensions OpenCL guarantees
 
@@ -101,6 +107,18 @@ def _is_reg(idx_or_buf: UOp) -> bool:
   return u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.REG
 
 
+def image_pixel_writes(linear: UOp) -> dict[UOp, tuple[tuple[UOp, ...], UOp]]:
+  """Each STORE into an image PARAM that belongs to a whole-pixel group: (the group by channel, its last STORE in the LINEAR)."""
+  pos = {u: i for i, u in enumerate(linear.src)}
+  stores = [u for u in linear.src if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and (b := storage_of(u.src[0].src[0])).op is Ops.PARAM
+            and b.arg.image is not None]
+  out: dict[UOp, tuple[tuple[UOp, ...], UOp]] = {}
+  for g in pixel_groups(linear, stores) if stores else ():
+    last = max(g, key=lambda st: pos.get(st, -1))
+    out.update((st, (g, last)) for st in g)
+  return out
+
+
 class OpenCLRenderer(CStyleRenderer):
   lang = "opencl"
   kernel_qualifier = "__kernel "
@@ -111,6 +129,7 @@ class OpenCLRenderer(CStyleRenderer):
     self.dims: dict[UOp, int] = {}
     self.fp64 = False
     self.extensions: list[str] = []
+    self.pixel_writes: dict[UOp, tuple[tuple[UOp, ...], UOp]] = {}
 
   def scalar_name(self, dt: DType) -> str: return dt.clname
 
@@ -120,6 +139,40 @@ class OpenCLRenderer(CStyleRenderer):
     if dt is dtypes.bool: dt = dtypes.uint8  # a bool kernel argument is not allowed; its storage is bytes of 0 or 1
     if dt is None: dt = dtypes.uint8  # a slot the kernel never reads: any pointer type will do
     return super().param_decl(slot, dt, restrict)
+
+  def storage_decl(self, slot: int, p: KernelParam) -> str:
+    if p.image is None: return super().storage_decl(slot, p)
+    return f"{'write_only' if p.writes else 'read_only'} image2d_t data{slot}"
+
+  def _expr(self, u: UOp, names: dict[UOp, str]) -> str:
+    """u as one expression over the named nodes: the coordinates image_coords builds from an index."""
+    if u in names: return names[u]
+    if u.op is Ops.CONST: return self.render_const(u.arg, u.dtype)
+    return self.render_alu(u, [self._expr(s, names) for s in u.src])
+
+  def _pixel(self, img: UOp, i: UOp, names: dict[UOp, str]) -> tuple[str, str]:
+    """The (int2) coordinates of flat element i of image PARAM img and its channel expression."""
+    x, y, c = image_coords(i, img.arg.image[1])
+    return f"(int2)((int)({self._expr(x, names)}), (int)({self._expr(y, names)}))", self._expr(c, names)
+
+  def render_load_expr(self, idx: UOp, flat: str, names: dict[UOp, str]) -> str:
+    img = storage_of(idx.src[0])
+    if img.op is not Ops.PARAM or img.arg.image is None: return flat
+    xy, c = self._pixel(img, idx.src[1], names)
+    self.helpers["smp"] = "__constant sampler_t ts_smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;"
+    self.helpers["ts_read_image"] = ("float ts_read_image(read_only image2d_t img, int2 xy, int c) { float4 v = read_imagef(img, ts_smp, xy); "
+                                     "return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }")
+    return f"ts_read_image({names[img]}, {xy}, (int)({c}))"
+
+  def render_store(self, st: UOp, stmt: str, names: dict[UOp, str]) -> str | None:
+    img = storage_of(st.src[0].src[0])
+    if img.op is not Ops.PARAM or img.arg.image is None: return super().render_store(st, stmt, names)
+    if (hit := self.pixel_writes.get(st)) is None:
+      raise RenderError(f"a STORE into image data{img.arg.slot} that writes no whole pixel (program.image_store)")
+    group, last = hit
+    if st is not last: return None  # the group's last STORE writes the pixel, once every channel's value is computed
+    xy, _ = self._pixel(img, group[0].src[0].src[1], names)
+    return f"write_imagef({names[img]}, {xy}, (float4)({', '.join(names[g.src[1]] for g in group)}));"
 
   def render_range(self, u: UOp, var: str, bound: str, global_index: int) -> str:
     if u in self.dims:
@@ -184,6 +237,7 @@ class OpenCLRenderer(CStyleRenderer):
     self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params) or \
       any(u.op is Ops.CAST and u.dtype.is_small_float and narrows_from_double(u.src[0].dtype) for u in linear)
     self.extensions = list(kernel_atomic_extensions(lin))
+    self.pixel_writes = image_pixel_writes(lin)
     return super().render(name, linear, params)
 
 

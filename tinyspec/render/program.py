@@ -43,15 +43,20 @@ def kernel_params(call: UOp | None, linear: tuple[UOp, ...]) -> list[KernelParam
   """The parameters of the kernel, one per arg of call: a pointer per storage arg (restrict when no two args share
   storage), a scalar per variable arg. Without a call, one pointer per PARAM slot and a scalar per DEFINE_VAR, by name."""
   pdt = {int_field(u, "slot", 0): u.dtype for u in linear if u.op is Ops.PARAM}
+  images = {u.arg.slot: u.arg.image for u in linear if u.op is Ops.PARAM and getattr(u.arg, "image", None) is not None}
+  written = {storage_of(u.src[0].src[0]).arg.slot for u in linear if u.op in GroupOp.Writes and u.src and u.src[0].op is Ops.INDEX
+             and storage_of(u.src[0].src[0]).op is Ops.PARAM}
+  def storage(k: int, dt: DType | None, restrict: bool = False) -> KernelParam:
+    return KernelParam(dt, restrict, image=images.get(k), writes=k in written)
   if call is None:
     n = max(pdt, default=-1) + 1
     vs = sorted({u.arg.name: u for u in linear if u.op is Ops.DEFINE_VAR}.items())
-    return [KernelParam(pdt.get(k)) for k in range(n)] + [KernelParam(var_param_dtype(u, linear), var=name) for name, u in vs]
+    return [storage(k, pdt.get(k)) for k in range(n)] + [KernelParam(var_param_dtype(u, linear), var=name) for name, u in vs]
   args = call.src[1:]
   stores = [storage_of(a) for a in args if a.op not in GroupOp.Variable]
   restrict = len(set(stores)) == len(stores)
   return [KernelParam(var_param_dtype(a, linear), var=(a.src[0] if a.op is Ops.BIND else a).arg.name) if a.op in GroupOp.Variable
-          else KernelParam(pdt.get(k, a.dtype), restrict) for k, a in enumerate(args)]
+          else storage(k, pdt.get(k, a.dtype), restrict) for k, a in enumerate(args)]
 
 
 def render_program(call: UOp | None, prg: UOp, renderer: CStyleRenderer) -> UOp:

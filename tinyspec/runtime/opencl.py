@@ -279,13 +279,38 @@ class OpenCLRunner:
     # a variable is passed by value, as the numpy scalar of its parameter's type; storage through its device buffer
     bufs = [var_param_dtype(arg, linear).np.type(int(a)) if v else self._buffer(a, device) for a, arg, v in zip(args, call.src[1:], is_var)]
     self.dirty.update(self._key(a) for a, v in zip(args, is_var) if not v)
+    images = self._images_in(ctx, linear, bufs)
     if 0 not in gsize:
       kern(ctx.queue, gsize, None, *bufs)
       self.launches += 1
+    self._images_out(ctx, images)
     if self.eager: self.sync()
     elif self.outputs:
       for a, arg, v in zip(args, call.src[1:], is_var):
         if not v and (storage_of(arg), call) in self.outputs: self._copy_out(self._key(a))
+
+  def _images_in(self, ctx: DeviceContext, linear: tuple[UOp, ...], bufs: list[Any]) -> list[tuple[Any, Any, tuple[int, int]]]:
+    """Each image PARAM's arg as an RGBA image made for this launch (in bufs, in place of its buffer), filled from the
+    buffer's flat elements (their order is the image's: uop.image_coords; a kernel that writes some pixels leaves the
+    others as they were). (image, buffer, dims) of the images the kernel writes, copied back into their buffers after it runs."""
+    cl = self.d["cl"]
+    written = {storage_of(u.src[0].src[0]).arg.slot for u in linear if u.op in GroupOp.Writes and storage_of(u.src[0].src[0]).op is Ops.PARAM}
+    out = []
+    for p in dict.fromkeys(u for u in linear if u.op is Ops.PARAM and u.arg.image is not None):
+      h, w = p.arg.image
+      dev = self.d["device"]
+      if w > dev.image2d_max_width or h > dev.image2d_max_height:
+        raise OpenCLUnsupported(f"an image of {w}x{h} pixels is past {dev.name}'s limit of {dev.image2d_max_width}x{dev.image2d_max_height}")
+      fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if p.dtype.itemsize == 2 else cl.channel_type.FLOAT)
+      k, buf = p.arg.slot, bufs[p.arg.slot]
+      img = cl.create_image(ctx.context, cl.mem_flags.WRITE_ONLY if k in written else cl.mem_flags.READ_ONLY, fmt, shape=(w, h))
+      cl.enqueue_copy(ctx.queue, img, buf, offset=0, origin=(0, 0), region=(w, h))
+      if k in written: out.append((img, buf, (h, w)))
+      bufs[k] = img
+    return out
+
+  def _images_out(self, ctx: DeviceContext, images: list[tuple[Any, Any, tuple[int, int]]]) -> None:
+    for img, buf, (h, w) in images: self.d["cl"].enqueue_copy(ctx.queue, buf, img, origin=(0, 0), region=(w, h), offset=0)
 
   def _copy_out(self, key: tuple[int, int]) -> None:
     device, a, buf = self.bufs[key]

@@ -90,8 +90,8 @@ class NotAhead(Exception):
 
 
 def storage_of(u: UOp) -> UOp:
-  """The storage node under AFTER / CONTIGUOUS / DETACH chains."""
-  while u.op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH) and u.src: u = u.src[0]
+  """The storage node under AFTER / CONTIGUOUS / DETACH chains and IMAGE views (an image is its PARAM's storage)."""
+  while u.op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.DETACH, Ops.IMAGE) and u.src: u = u.src[0]
   return u
 
 

@@ -24,7 +24,7 @@ from tinyspec.ops import atomic
 from tinyspec.semantics.alu import EvalError, elementwise
 from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell, LArr, LoopAnalysis, LoopInfo, Ptr, at_iteration, union_axes
 from tinyspec.semantics.loops import Item, Loop, kernel_items
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, image_dims_error, walk
 
 # the most iterations one loop nest (its loops' bounds times the kernel's threads) may run: past it the evaluator
 # refuses the kernel with an EvalError rather than run for hours or allocate arrays of that many elements (a
@@ -200,12 +200,22 @@ class KernelEval(LoopAnalysis):
     if not isinstance(a, np.ndarray) or a.ndim != 1: raise EvalError(u, f"arg {slot} is not a flat numpy array")
     if a.size != u.arg.size: raise EvalError(u, f"slot {slot} has size {u.arg.size} but its arg has {a.size} elements")
     if a.dtype != u.dtype.np: raise EvalError(u, f"slot {slot} has dtype {u.dtype.name} but its arg has numpy dtype {a.dtype}")
+    # a PROGRAM's image PARAM means its flat elements, as an IMAGE view does
+    if (dims := getattr(u.arg, "image", None)) is not None and (why := image_dims_error(dims, a.size, u.dtype)) is not None: raise EvalError(u, why)
     c = self.array_cells.get(id(a))  # one array bound to two slots is one storage
     if c is None:
       c = self.array_cells[id(a)] = Cell(a, (), u)
       self.cells.append(c)
     self.param_cells[slot] = c
     return c
+
+  def _image(self, u: UOp) -> Cell:
+    """An IMAGE view: its PARAM's cell itself (an image is a layout of the flat storage, not another value), once the
+    dims are checked to hold exactly the storage's elements."""
+    cell = self._get(u, u.src[0]) if len(u.src) == 1 else None
+    if not isinstance(cell, Cell): raise EvalError(u, "views no storage")
+    if (why := image_dims_error(u.arg, cell.size, u.dtype)) is not None: raise EvalError(u, why)
+    return cell
 
   def _buffer(self, u: UOp) -> Cell:
     # a REG buffer is per thread; any buffer declared inside a vectorized loop is per iteration
@@ -325,7 +335,7 @@ _BROADCASTS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPN
 
 _HANDLERS = {
   Ops.CONST: KernelEval._const, Ops.DEFINE_VAR: KernelEval._var, Ops.RANGE: KernelEval._range, Ops.PARAM: KernelEval._param,
-  Ops.BUFFER: KernelEval._buffer,
+  Ops.BUFFER: KernelEval._buffer, Ops.IMAGE: KernelEval._image,
   Ops.AFTER: KernelEval._after, Ops.INDEX: KernelEval._index, Ops.LOAD: KernelEval._load, Ops.STORE: KernelEval._store,
   Ops.ATOMIC: KernelEval._atomic,
   Ops.END: KernelEval._effect, Ops.GROUP: KernelEval._effect, Ops.SINK: KernelEval._effect,

@@ -40,8 +40,11 @@ from tinyspec.ops.classes import reduce_accepts
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, reduce_dtype, value_source,
                                   where_cond)
 from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
+from tinyspec.spec.kernel import image_param as kernel_image_param
+from tinyspec.spec.program import image_param as program_image_param
 from tinyspec.spec.program import no_index_dtype
 from tinyspec.spec.tensor import elementwise_shape, movement_arg, one_device, reduce_axes, reduce_form, sink_entry
+from tinyspec.spec.tensor import image_buffer as tensor_image_buffer
 from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Malformed, Ops, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
@@ -292,6 +295,7 @@ def _buffer(u: UOp, k: str) -> bool | None:
   if u.src or type(a) is not BufferArg or id(u.dtype) not in _VALUE_IDS: return None
   n = a.size
   if type(a.id) is not int or type(n) is not int or n < 0 or type(a.device) is not str or type(a.addrspace) is not AddrSpace: return None
+  if a.image is not None: return None  # an image BUFFER: tensor.image_buffer decides
   u._cache["shape"] = (n,)
   return True
 
@@ -320,7 +324,7 @@ def _tensor() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   for op in (Ops.CONTIGUOUS, Ops.DETACH): out[op] = ((value_source, dtype_passthrough), _single(_no_arg))
   out[Ops.COPY] = ((value_source, dtype_passthrough), _copy)
   out[Ops.CONST] = ((), _const)
-  out[Ops.BUFFER] = ((), _buffer)
+  out[Ops.BUFFER] = ((tensor_image_buffer,), _buffer)
   out[Ops.SINK] = ((sink_entry, bind_one_value), _sink)
   return out
 
@@ -331,6 +335,7 @@ def _param(u: UOp, k: str) -> bool | None:
   n, slot = a.size, a.slot
   if type(slot) is not int or slot < 0 or type(n) is not int or n < 0 or type(a.device) is not str or type(a.addrspace) is not AddrSpace:
     return None
+  if a.image is not None: return None  # an image PARAM: kernel.image_param / program.image_param decide
   u._cache["shape"] = (n,)
   return True
 
@@ -361,13 +366,15 @@ def _kernel() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   out[Ops.WHERE] = ((*alu, where_cond), _scalar_srcs(_where(_taken(Ops.WHERE))))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, scalar_values), _scalar_srcs(_cast))
   out[Ops.CONST] = ((), _const)
-  out[Ops.PARAM] = ((), _param)
+  out[Ops.PARAM] = ((kernel_image_param,), _param)
   return out
 
 
 def _program(kernel: dict[Ops, tuple[tuple[Rule, ...], FastFn]]) -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   """PROGRAM's: the kernel's, each with program.no_index_dtype, the rule PROGRAM adds to every op."""
-  return {op: ((*rules, no_index_dtype), _concrete(fn)) for op, (rules, fn) in kernel.items()}
+  out = {op: ((*rules, no_index_dtype), _concrete(fn)) for op, (rules, fn) in kernel.items()}
+  out[Ops.PARAM] = ((program_image_param, no_index_dtype), _concrete(_param))  # PROGRAM's PARAM may be an image: its own rule
+  return out
 
 
 _KERNEL = _kernel()

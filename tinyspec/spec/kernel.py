@@ -9,13 +9,14 @@ from tinyspec.ops.atomic import atomic_error, commute
 from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, is_view_index,
-                                  reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, image_storage_error,
+                                  is_view_index, reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what,
+                                  where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
   | GroupOp.Elementwise | GroupOp.RangeForm
-STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER})
+STORAGE_OPS = frozenset({Ops.PARAM, Ops.BUFFER, Ops.AFTER, Ops.IMAGE})
 EFFECT_OPS = GroupOp.Effect
 
 
@@ -385,6 +386,47 @@ def local_read_after_write(u: UOp, cx: Ctx) -> str | None:
           f"{cx.sname} a kernel-local buffer is read only after it is written (through AFTER(buffer, the STORE...))")
 
 
+# ---- images: IMAGE(PARAM), arg (height, width), the PARAM's flat storage seen as RGBA pixels (uop.image_coords) ----
+
+@rule("kernel.image_view", "An IMAGE view (arg (height, width)) sits directly over a GLOBAL PARAM of its dtype, float32 or float16, with height * "
+      "width * 4 equal to the PARAM's size and both dims in 1..IMAGE_MAX_DIM (8192, the image2d width and height limit of every OpenCL 1.2 "
+      "device with images); an INDEX through it addresses the PARAM's flat element.")
+def image_view(u: UOp, cx: Ctx) -> str | None:
+  p = u.src[0]
+  if p.op is not Ops.PARAM: return f"IMAGE over {what(p)}; at {cx.sname} an IMAGE views a PARAM"
+  if p.dtype != u.dtype: return f"IMAGE is {u.dtype.name} over a {p.dtype.name} PARAM; at {cx.sname} an IMAGE has its PARAM's dtype"
+  if (why := image_storage_error(p, u.arg)) is None: return None
+  return f"IMAGE {safe_repr(u.arg)} over PARAM slot {p.arg.slot}: {why}; at {cx.sname} an IMAGE's dims fit its PARAM"
+
+
+@rule("kernel.image_param", "At KERNEL a PARAM is flat (ParamArg.image None): a kernel sees its storage as an image through an IMAGE view, "
+      "which linearize folds into the PARAM's arg.")
+def image_param(u: UOp, cx: Ctx) -> str | None:
+  if getattr(u.arg, "image", None) is None: return None
+  return f"PARAM slot {u.arg.slot} carries image {safe_repr(u.arg.image)}; at {cx.sname} a PARAM is flat and an IMAGE view makes it an image"
+
+
+@rule("kernel.image_one_form", "A kernel sees each PARAM slot in one form: flat, or as an image of one dims (every use of the PARAM through "
+      "an IMAGE view of those dims at KERNEL, every PARAM of the slot carrying them at PROGRAM), since a device's kernel argument is either "
+      "a pointer or an image.")
+def image_one_form(u: UOp, cx: Ctx) -> list[Finding] | None:
+  forms: dict[int, dict[object, UOp]] = {}
+  for x in body_nodes(u):
+    for s in x.src:
+      if isinstance(s, UOp) and s.op is Ops.PARAM and isinstance(getattr(s.arg, "slot", None), int):
+        form = x.arg if x.op is Ops.IMAGE else getattr(s.arg, "image", None)
+        forms.setdefault(s.arg.slot, {}).setdefault(form, x)
+  bad = {slot: fs for slot, fs in forms.items() if len(fs) > 1}
+  if not bad: return None
+  paths = find_paths(u, {x for fs in bad.values() for x in fs.values()})
+  return [(paths.get(x, ()), x, "kernel.image_one_form", f"PARAM slot {slot} is used as {' and as '.join(_form_words(f) for f in fs)}; at "
+           f"{cx.sname} a kernel sees a storage in one form") for slot, fs in bad.items() for x in list(fs.values())[1:]]
+
+
+def _form_words(form: object) -> str:
+  return "flat storage" if form is None else f"a {safe_repr(form)} image"
+
+
 # ---- the view INDEX of rangeify: INDEX(x, i0, ..., in-1) with arg "view", the element (i0, ...) of the tensor value x ----
 
 @rule("kernel.view_index", "At KERNEL (and PROGRAM) no view INDEX(x, i0, ...) is left: it is rangeify's addressing of a tensor value while it "
@@ -545,10 +587,10 @@ KERNEL_TABLE = table(
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
-  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent)),
+  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent, image_one_form)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
-  ((Ops.CONST, Ops.PARAM), ()),
+  (Ops.IMAGE, (image_view,)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),
 )
 
 # a kernel body reached while checking a TENSOR graph may still be under construction: rangeify addresses tensor values in it with view

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
-from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, param_dtype,
-                                  param_outside, param_size, param_slot, storage_base, var_dtype, what)
+from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, image_storage_error,
+                                  param_dtype, param_outside, param_size, param_slot, storage_base, var_dtype, what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
 
 # a BIND's own sources (its DEFINE_VAR and CONST) are checked as kernel values (spec/engine.py): only the BIND stands in the graph
@@ -30,6 +30,15 @@ op_allowed = forbid("kgraph.op_allowed", "A kernel graph holds only SINK, AFTER,
 def buffer_global(u: UOp, cx: Ctx) -> str | None:
   if u.arg.addrspace is not AddrSpace.REG: return None
   return f"REG BUFFER {u.arg.id} in the kernel graph; at KERNEL_GRAPH buffers are device memory (REG accumulators belong inside a kernel)"
+
+
+@rule("kgraph.image_buffer", "An image BUFFER (BufferArg.image, (height, width)) of the kernel graph is GLOBAL float32 or float16 storage of "
+      "height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192); it passes to kernel CALLs as storage, binding a flat PARAM "
+      "of its size that the kernel may view as an image (IMAGE).")
+def image_buffer(u: UOp, cx: Ctx) -> str | None:
+  dims = getattr(u.arg, "image", None)
+  if dims is None or (why := image_storage_error(u, dims)) is None: return None
+  return f"BUFFER {u.arg.id} with image {dims!r}: {why}; at KERNEL_GRAPH an image BUFFER is float32 or float16 storage an image of its dims holds"
 
 
 @rule("kgraph.sink_entry", "Every entry of a kernel-graph SINK is storage: a BUFFER, a PARAM, or an AFTER of one.")
@@ -180,7 +189,7 @@ def precompiled_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
 
 def kgraph_table() -> Table:
   return table(
-    (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global]),
+    (Ops.PARAM, [param_outside]), (Ops.BUFFER, [buffer_global, image_buffer]),
     (Ops.SINK, [sink_entry, bind_one_value]), (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)),
     (Ops.CALL, (call_body, body_stage, call_arg_storage, one_device, copy_device, call_vars, param_slot, param_size, param_dtype,
                 precompiled_body, precompiled_entry)),

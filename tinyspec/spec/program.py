@@ -5,13 +5,67 @@ from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
 from tinyspec.spec.kernel import KERNEL_TABLE, range_name, body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
-from tinyspec.spec.shared import what
-from tinyspec.uop import GroupOp, Ops, UOp, open_ranges
+from tinyspec.spec.shared import find_paths, image_storage_error, storage_base, what
+from tinyspec.uop import GroupOp, Ops, UOp, open_ranges, pixel_groups
 
 
 no_reduce = forbid("program.no_reduce", "No REDUCE in a program: lower_reduce has turned every REDUCE into an accumulator loop.",
                    "in a program; at PROGRAM reductions are accumulator loops (lower_reduce runs before linearize)")
 no_movement = forbid("program.no_movement", "No movement op in a program.", "view in a program; at PROGRAM there are no views")
+
+
+no_image_view = forbid("program.no_image_view", "No IMAGE view in a program: linearize folds each into its PARAM's arg (ParamArg.image).",
+                       "view in a program; at PROGRAM an image is a PARAM whose arg carries its dims (linearize folds the view)")
+
+
+@rule("program.image_param", "An image PARAM (ParamArg.image, (height, width)) is GLOBAL float32 or float16 storage of height * width * 4 elements, "
+      "both dims in 1..IMAGE_MAX_DIM (8192).")
+def image_param(u: UOp, cx: Ctx) -> str | None:
+  dims = getattr(u.arg, "image", None)
+  if dims is None or (why := image_storage_error(u, dims)) is None: return None
+  return f"PARAM slot {u.arg.slot} with image {dims!r}: {why}; at PROGRAM an image PARAM is float32 or float16 storage an image of its dims holds"
+
+
+def image_params(sink: UOp) -> dict[UOp, list[UOp]]:
+  """Every image PARAM of a kernel SINK with the LOADs, STOREs and ATOMICs that address it."""
+  out: dict[UOp, list[UOp]] = {}
+  for x in body_nodes(sink):
+    if x.op in GroupOp.Access and x.src and x.src[0].op is Ops.INDEX and x.src[0].src and (b := storage_base(x.src[0].src[0])) is not None \
+       and b.op is Ops.PARAM and getattr(b.arg, "image", None) is not None: out.setdefault(b, []).append(x)
+  return out
+
+
+@rule("program.image_access", "A kernel reads an image PARAM or writes it, never both, and never by an ATOMIC: an OpenCL 1.2 image is "
+      "read_only or write_only in a kernel (no read_write images), and has no atomic updates.")
+def image_access(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if u.src[0].op is not Ops.SINK: return None
+  out: list[Finding] = []
+  for p, accs in image_params(u.src[0]).items():
+    ops = {a.op for a in accs}
+    if Ops.ATOMIC in ops: why = "is updated by an ATOMIC"
+    elif ops == {Ops.LOAD, Ops.STORE}: why = "is both loaded and stored"
+    else: continue
+    out.append(((0, *find_paths(u.src[0], {p}).get(p, ())), p, "program.image_access", f"image PARAM slot {p.arg.slot} {why}; at PROGRAM a "
+                "kernel only reads or only writes an image (OpenCL 1.2 images are read_only or write_only)"))
+  return out or None
+
+
+@rule("program.image_store", "A kernel writes an image in whole pixels: every STORE into an image PARAM is one of four ungated STOREs, "
+      "sources of one GROUP and run in the same loops, into indices b + 4j, b + 4j + 1, b + 4j + 2, b + 4j + 3 with b a multiple of 4 by "
+      "its form (uop.pixel_groups; the four channels of one pixel, as an UNROLL of a 4-wide channel axis makes them): write_imagef writes "
+      "a pixel at once.")
+def image_store(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if u.src[0].op is not Ops.SINK: return None
+  out: list[Finding] = []
+  for p, accs in image_params(u.src[0]).items():
+    stores = [a for a in accs if a.op is Ops.STORE]
+    if not stores: continue
+    whole = {st for g in pixel_groups(u.src[0], stores) for st in g}
+    paths = find_paths(u.src[0], set(stores) - whole)
+    out += [((0, *paths.get(st, ())), st, "program.image_store", f"STORE into image PARAM slot {p.arg.slot} is no part of a whole-pixel "
+             "group; at PROGRAM an image is written four channels of a pixel at once (four STOREs of one GROUP at b + 4j + c, c = 0..3)")
+            for st in dict.fromkeys(stores) if st not in whole]
+  return out or None
 
 
 @rule("program.no_index_dtype", "No node of dtype `index` in a program: linearize gives every integer a concrete width (int32 or int64).")
@@ -132,7 +186,9 @@ def _program_table() -> Table:
   for op in GroupOp.Movement: base[op] = (no_movement,)
   for op in (Ops.CALL, Ops.TUPLE, Ops.GETTUPLE, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): base[op] = (kernel_op_allowed,)
   base[Ops.LINEAR] = (linear_order, linear_duplicate, range_nesting, range_use_after_end, range_unclosed)
-  base[Ops.PROGRAM] = (program_form, linear_covers_sink)
+  base[Ops.PROGRAM] = (program_form, linear_covers_sink, image_access, image_store)
+  base[Ops.IMAGE] = (no_image_view,)
+  base[Ops.PARAM] = (image_param,)
   base[Ops.SOURCE] = ()
   every: list[Rule] = [no_index_dtype]
   return table((list(Ops), every), base=base)

@@ -9,8 +9,8 @@ import numpy as np
 from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
-from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold, is_value_call,
-                          union_of)
+from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
+                          image_dims_error, is_value_call, union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -39,6 +39,7 @@ def what(u: Any) -> str:
   op = u.op
   if not isinstance(op, Ops): return f"a node of unknown op {safe_repr(op, 40)}"
   if op in GroupOp.Movement: return f"{_a(op.name)} view"
+  if op is Ops.IMAGE: return "an IMAGE view"
   if op in STORAGE: return f"{op.name} storage"
   if op in GroupOp.Variable: return f"{_a(op.name)} variable"
   if op is Ops.AFTER: return f"an AFTER of {what(u.src[0])}" if u.src else "an AFTER"
@@ -59,8 +60,9 @@ def is_value(u: UOp) -> bool:
   return u.op not in VOID_OPS and u.dtype is not dtypes.void
 
 
-def storage_base(u: UOp, through: frozenset = frozenset({Ops.AFTER})) -> UOp | None:
-  """The BUFFER or PARAM under a chain of `through` ops (first source), or None."""
+def storage_base(u: UOp, through: frozenset = frozenset({Ops.AFTER, Ops.IMAGE})) -> UOp | None:
+  """The BUFFER or PARAM under a chain of `through` ops (first source), or None. By default through AFTERs and IMAGE
+  views: an image in a kernel is its PARAM's storage seen as pixels, addressed by the same flat index."""
   while True:
     if u.op in STORAGE: return u
     if u.op not in through or not u.src: return None
@@ -112,7 +114,7 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
   **{op: (2, 2) for op in GroupOp.Binary}, Ops.INDEX: (1, None), Ops.WHERE: (3, 3),
   Ops.REDUCE: (1, None), Ops.CALL: (1, None), Ops.TUPLE: _ANY, Ops.STORE: (2, 3), Ops.ATOMIC: (2, 3), Ops.AFTER: (2, None),
   Ops.GROUP: _ANY, Ops.SINK: _ANY, Ops.END: (2, None), Ops.LOAD: (1, 3), Ops.LINEAR: _ANY, Ops.PROGRAM: (2, 3),
-  Ops.MULTI: (2, None),
+  Ops.MULTI: (2, None), Ops.IMAGE: (1, 1),
 }
 
 
@@ -141,14 +143,24 @@ def _is_value_of(a: float, dt: DType) -> bool:
   return r == a or (math.isnan(r) and math.isnan(a))
 
 
+def _dims(a: Any) -> bool: return type(a) is tuple and len(a) == 2 and _ints(a)
+
+
 def _param_ok(a: Any) -> bool:
   return isinstance(a, ParamArg) and _is_int(a.slot) and a.slot >= 0 and _is_int(a.size) and a.size >= 0 and isinstance(a.device, str) \
-    and isinstance(a.addrspace, AddrSpace)
+    and isinstance(a.addrspace, AddrSpace) and (a.image is None or _dims(a.image))
 
 
 def _buffer_ok(a: Any) -> bool:
   return isinstance(a, BufferArg) and _is_int(a.id) and _is_int(a.size) and a.size >= 0 and isinstance(a.device, str) \
-    and isinstance(a.addrspace, AddrSpace)
+    and isinstance(a.addrspace, AddrSpace) and (a.image is None or _dims(a.image))
+
+
+def image_storage_error(u: UOp, dims: Any) -> str | None:
+  """Why storage u (a PARAM or BUFFER) cannot be an image of dims (height, width), or None: GLOBAL storage whose size and
+  dtype an image of those dims holds (uop.image_dims_error)."""
+  if getattr(u.arg, "addrspace", None) is not AddrSpace.GLOBAL: return f"{u.op.name} is kernel-local, an image is GLOBAL storage"
+  return image_dims_error(dims, u.arg.size, u.dtype)
 
 
 def _var_arg_ok(a: Any) -> bool:
@@ -177,8 +189,9 @@ _sizes = lambda a: _ints(a) and all(x >= 0 for x in a)
 _pairs = lambda a: isinstance(a, tuple) and all(isinstance(p, tuple) and len(p) == 2 and _ints(p) for p in a)
 _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
   Ops.CONST: _const_arg, Ops.REDUCE: _reduce_arg,
-  Ops.PARAM: _arg(_param_ok, "ParamArg(slot >= 0, size >= 0, device str, addrspace AddrSpace)"),
-  Ops.BUFFER: _arg(_buffer_ok, "BufferArg(id int, size >= 0, device str, addrspace AddrSpace)"),
+  Ops.PARAM: _arg(_param_ok, "ParamArg(slot >= 0, size >= 0, device str, addrspace AddrSpace, image None or (height, width) ints)"),
+  Ops.BUFFER: _arg(_buffer_ok, "BufferArg(id int, size >= 0, device str, addrspace AddrSpace, image None or (height, width) ints)"),
+  Ops.IMAGE: _arg(_dims, "the image's (height, width): two ints"),
   Ops.RESHAPE: _arg(_sizes, "a shape: a tuple of ints >= 0"), Ops.EXPAND: _arg(_sizes, "the prepended dims: a tuple of ints >= 0"),
   Ops.PERMUTE: _arg(_ints, "a tuple of axis numbers"), Ops.PAD: _arg(_pairs, "a tuple of (offset, size) int pairs"),
   Ops.SHRINK: _arg(_pairs, "a tuple of (offset, size) int pairs"),
