@@ -139,7 +139,7 @@ def union_violations(root: UOp, a: Stage, b: Stage, check_at: Callable[[UOp, Sta
 
 
 def lower_options(opts: dict[str, Any], backend: str = "c") -> LowerOptions:
-  kw = {k: v for k, v in opts.items() if k in ("callify", "realize", "opts", "int_dtype")}
+  kw = {k: v for k, v in opts.items() if k in ("callify", "realize", "opts", "int_dtype", "images")}
   return LowerOptions(**kw, backend=backend)
 
 
@@ -310,7 +310,8 @@ class Checker:
       return [{**o, "opts": None if o.get("opts") else (alt,)}]
     alts = [{**o, "callify": "precompile" if o.get("callify") == "inline" else "inline"},
             {**o, "realize": "all" if o.get("realize") == "minimal" else "minimal"},
-            {**o, "opts": None if o.get("opts") else (("unroll", 0),)}]
+            {**o, "opts": None if o.get("opts") else (("unroll", 0),)},
+            {**o, "images": not o.get("images")}]
     return [alts[(case.index or 0) % len(alts)]]
 
   def multi_twin(self, case: Case, ref: Any) -> Finding | None:

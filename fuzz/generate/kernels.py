@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from fuzz.generate.opts import kernel_opts
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
+from fuzz.generate.strategies import IMAGE_SHARE, Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, storage_of
 
@@ -503,7 +503,11 @@ class RmwGen:
   def case(self) -> Case:
     root = self.graph()
     opts = self.opts(root)
-    return Case(root, self.inputs, {"callify": "inline", "realize": "minimal", "opts": opts}, "kernel", features=frozenset(self.features))
+    # drawn last, so every other choice stays the one it was
+    images = self.rng.random() < IMAGE_SHARE["on"] / sum(IMAGE_SHARE.values())
+    self.features.add(f"images:{'on' if images else 'off'}")
+    return Case(root, self.inputs, {"callify": "inline", "realize": "minimal", "opts": opts, "images": images}, "kernel",
+                features=frozenset(self.features))
 
 
 def rmw_kernel_case(rng: random.Random, dtype: DType | None = None) -> Case:

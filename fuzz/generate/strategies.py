@@ -130,19 +130,25 @@ class Case:
     return {k: v.copy() for k, v in self.inputs.items()}
 
 
+# the default weights of lowering with images (LowerOptions.images: eligible kernel args become RGBA images)
+IMAGE_SHARE = {"off": 1.0, "on": 0.25}
+
+
 def lowering_options(rng: random.Random, w: dict[str, float], features: set[str], root: UOp | None = None) -> dict[str, Any]:
   """The lowering choices of a tensor case (callify mode, realize policy, optimize actions over the ranges of root's
   kernels, fuzz.generate.opts), each weighted by its feature and added to `features`: what every generator of TENSOR
   cases gives its case."""
-  def choose(prefix: str, items: list[str]) -> str:
-    it = _pick_weighted(rng, items, [w.get(f"{prefix}:{i}", 1.0) for i in items])
+  def choose(prefix: str, items: list[str], default: dict[str, float] | None = None) -> str:
+    it = _pick_weighted(rng, items, [w.get(f"{prefix}:{i}", (default or {}).get(i, 1.0)) for i in items])
     features.add(f"{prefix}:{it}")
     return it
   opts = None
   if choose("opts", ["none", "some"]) == "some":
     # over the ranges the graph's kernels are expected to hold: blind axes and factors rarely meet a reduce range
     opts = draw_opts(rng, tensor_spots(root) if root is not None else [], w, features)
-  return {"callify": choose("callify", ["inline", "precompile"]), "realize": choose("realize", ["minimal", "all"]), "opts": opts}
+  out = {"callify": choose("callify", ["inline", "precompile"]), "realize": choose("realize", ["minimal", "all"]), "opts": opts}
+  # images last, so the choices above stay the ones they were; a modest share: PoCL reads images slowly
+  return {**out, "images": choose("images", ["off", "on"], IMAGE_SHARE) == "on"}
 
 
 class _Scope:
