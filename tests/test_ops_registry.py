@@ -301,6 +301,21 @@ def test_float_intervals_of_unbounded_and_partial_ranges():
   with pytest.raises(KeyError): float_interval(Ops.IDIV, f, (1.0, 2.0), (1.0, 2.0))
 
 
+@pytest.mark.parametrize("via", dtypes.floats, ids=lambda d: d.name)
+def test_an_int_through_a_float_and_back_keeps_tight_bounds_and_z3_proves_them(via):
+  """An integer index cast into a float (a small one included) and back is bounded by the casts of its ends, so the
+  bounds proofs of tinyspec.smt can use it: the bounds equal the extremes of the cast chain over every value, and z3
+  proves an index through it in bounds of exactly that many elements (and not of one fewer)."""
+  from tinyspec.smt import prove_in_bounds
+  from tinyspec.uop import UOp
+  n = UOp.variable("n", 0, 200, dtypes.int32)
+  chain = n.cast(via).cast(dtypes.int32)
+  vals = [scalar.cast(scalar.cast(v, dtypes.int32, via), via, dtypes.int32) for v in range(201)]
+  assert (chain.vmin, chain.vmax) == (min(vals), max(vals))
+  assert prove_in_bounds(chain, max(vals) + 1).status == "proved"
+  assert prove_in_bounds(chain, max(vals)).status == "violated"
+
+
 @pytest.mark.parametrize("src,dst", [(s, d) for s in VALUE_DTYPES for d in VALUE_DTYPES if s is not d and (s.kind == "f" or d.kind == "f")],
                          ids=lambda d: d.name)
 def test_cast_interval_holds_the_casts_of_a_range(src, dst):

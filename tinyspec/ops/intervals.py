@@ -272,6 +272,10 @@ _NODE: dict[Ops, Callable[[UOp], Interval]] = {
 def bounds_rule(u: UOp) -> Interval:
   """(vmin, vmax) of u; the dtype's range where nothing tighter is known."""
   dt = u.dtype
+  if dt.kind == "f" and u.op is Ops.CAST and u.src[0].dtype.kind in "iuxb":
+    # an integer converted to a float: rounding is monotone, so a cast back to an integer (through a small float,
+    # say) keeps bounds a proof can use
+    return cast_interval(u.src[0].dtype, dt, _src(u, 0))
   if dt.kind not in "iuxb": return dt.min, dt.max
   fn = _NODE.get(u.op)
   if fn is None: return dt.min, dt.max

@@ -57,8 +57,9 @@ _VALUE_DTYPES = tuple(d for d in dtypes.all if d is not _VOID)
 _VALUE_IDS = frozenset(id(d) for d in _VALUE_DTYPES)
 _REDUCIBLE = frozenset(id(d) for d in _VALUE_DTYPES if reduce_accepts(d))  # reduce.dtype, by id
 # CONST args: (python type, min, max) per dtype; ints are range-checked, bool and float only type-checked
+# (small float CONSTs have none: wf.arg checks their value is one of the dtype's)
 _CONST_FORM = {id(d): (bool, None, None) if d.kind == "b" else (float, None, None) if d.kind == "f" else (int, d.min, d.max)
-               for d in _VALUE_DTYPES}
+               for d in _VALUE_DTYPES if not d.is_small_float}
 _REDUCE_OPS = (Ops.ADD, Ops.MAX, Ops.MUL)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from tinyspec.dtype import DType, dtypes
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold, is_value_call,
@@ -125,8 +127,18 @@ def _const_arg(u: UOp) -> str | None:
   elif dt.kind in "iux": ok = _is_int(a) and dt.min <= a <= dt.max
   elif dt.kind == "f": ok = isinstance(a, float)
   else: ok = False
-  return None if ok else (f"CONST {dt.name} holds {safe_repr(a)} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
-                          "already wrapped into its range")
+  if not ok:
+    return (f"CONST {dt.name} holds {safe_repr(a)} ({type(a).__name__}); a CONST holds a Python scalar of its dtype's kind, "
+            "already wrapped into its range")
+  if dt.is_small_float and not _is_value_of(a, dt):
+    # a literal between two values of a small float would be rounded differently by each backend's parser
+    return f"CONST {dt.name} holds {a!r}, which is no {dt.name} value; a small float CONST holds a value of its dtype (UOp.const rounds it)"
+  return None
+
+
+def _is_value_of(a: float, dt: DType) -> bool:
+  r = float(round_float(np.float64(a), dt))
+  return r == a or (math.isnan(r) and math.isnan(a))
 
 
 def _param_ok(a: Any) -> bool:
