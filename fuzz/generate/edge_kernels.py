@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 from fuzz.generate.int_kernels import wrap_points
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import Case, edge_values, special_values
+from fuzz.generate.strategies import Case, edge_values, side_random, special_values
 from tinyspec.dtype import DType, dtypes, finfo
 from tinyspec.ops.classes import accepts
 from tinyspec.ops.scalar import shift_bits
@@ -43,9 +43,11 @@ from tinyspec.uop import Ops, UOp
 
 ATTEMPTS = 10      # draws before the last one is kept even when the screen rejects it (the oracles skip it then)
 # constructs, by weight: each a feature edge:<name> whose weight scales it
-# (edge:small is scaled by "dtype:small" too, the weight of the small floats in every generator)
-CONSTRUCT_WEIGHTS: dict[str, float] = {"divmod": 1.0, "shift": 1.0, "cast": 1.0, "negzero": 1.0, "nan": 1.0, "math64": 1.0, "wrap": 1.0,
-                                       "small": 0.5}
+CONSTRUCT_WEIGHTS: dict[str, float] = {"divmod": 1.0, "shift": 1.0, "cast": 1.0, "negzero": 1.0, "nan": 1.0, "math64": 1.0, "wrap": 1.0}
+# the chance that a construct is `small` instead, decided by a Random of its own (so a case that draws none is the case it
+# was before) and scaled by the weights edge:small and dtype:small (the small floats' weight in every generator)
+SMALL_SHARE = 0.08
+CONSTRUCTS = (*CONSTRUCT_WEIGHTS, "small")  # every construct, each a feature edge:<name>
 INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 SIGNED_WIDE = (dtypes.int32, dtypes.int64)
 # float64 values float32 rounds away: past its range, below its denormals, or of more digits than it keeps
@@ -82,6 +84,7 @@ class EdgeKernelGen:
     self.params: list[UOp] = []
     self.i = UOp.range(self.n, 0)
     self.n_outputs = rng.choice([2, 3, 4, 5])  # constructs are cheap next to the compile: several per kernel
+    self.srng = random.Random(f"tinyspec-fuzz-edge-small:{side_random(rng).getrandbits(64)}")
 
   # ---- leaves ----
   def load(self, dt: DType, pool: list) -> UOp:
@@ -175,9 +178,9 @@ class EdgeKernelGen:
 
   def construct(self) -> UOp:
     kinds = list(CONSTRUCT_WEIGHTS)
-    scale = {"small": self.w.get("dtype:small", 1.0)}
-    ws = [max(0.0, self.w.get(f"edge:{k}", CONSTRUCT_WEIGHTS[k]) * scale.get(k, 1.0)) for k in kinds]
+    ws = [max(0.0, self.w.get(f"edge:{k}", CONSTRUCT_WEIGHTS[k])) for k in kinds]
     kind = self.rng.choices(kinds, ws)[0] if sum(ws) > 0 else self.rng.choice(kinds)
+    if self.srng.random() < SMALL_SHARE * self.w.get("edge:small", 1.0) * self.w.get("dtype:small", 1.0): kind = "small"
     self.features.add(f"edge:{kind}")
     build: Callable[[], UOp] = getattr(self, kind)
     return build()
