@@ -16,7 +16,7 @@ from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.generate.edge_kernels import edge_kernel_case
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.safety import unsafe_reason
-from fuzz.generate.strategies import Case, case_for
+from fuzz.generate.strategies import ELEMENTWISE, Case, case_for, operand_dtypes
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.semantics import evaluate
@@ -57,6 +57,17 @@ def test_generated_cases_hold_every_small_float(tensor_cases, edge_cases):
   # float16 and bfloat16 are computed on: arithmetic and reductions in their own dtype
   assert any(u.op in (Ops.ADD, Ops.MUL, Ops.SUB) and u.dtype is dtypes.float16 for u in nodes)
   assert any(u.op is Ops.REDUCE and u.dtype in (dtypes.float16, dtypes.bfloat16) for u in nodes)
+
+
+def test_every_op_on_float16_and_bfloat16_is_generated():
+  # every ALU op the registry admits on a small float (on fp8: WHERE alone), with the small floats weighted up
+  want = {(op, d) for op in ELEMENTWISE if op in GroupOp.ALU for d in operand_dtypes(op) if d.is_small_float}
+  assert (Ops.WHERE, dtypes.float8_e5m2) in want and (Ops.ADD, dtypes.float8_e5m2) not in want and (Ops.SIN, dtypes.bfloat16) in want
+  seen: set = set()
+  for i in range(1500):
+    seen |= {(u.op, u.src[-1].dtype) for u in case_for(11, i, SMALL).root.toposort() if u.op in GroupOp.ALU}
+    if want <= seen: break
+  assert sorted((o.name, d.name) for o, d in want - seen) == []
 
 
 def test_generated_small_float_cases_are_legal_and_safe(tensor_cases, edge_cases):
@@ -175,6 +186,6 @@ def test_a_sum_of_float16_in_another_order_agrees_and_a_dropped_term_does_not():
 def test_a_short_campaign_with_small_floats_weighted_up_finds_nothing(tmp_path):
   w = {"dtype:small": 12.0, "kind:edge": 0.3, "edge:small": 6.0}
   assert sum(bool(_small_dtypes(case_for(11, i, w))) for i in range(40)) >= 15  # the campaign's cases hold small floats
-  s = run_campaign(CampaignConfig(seconds=60, seed=11, workers=0, corpus=str(tmp_path), max_cases=80, weights=w), io.StringIO())
-  assert s.cases == 80
+  s = run_campaign(CampaignConfig(seconds=60, seed=11, workers=0, corpus=str(tmp_path), max_cases=60, weights=w), io.StringIO())
+  assert s.cases == 60
   assert not s.findings, [f.describe() for f in s.findings][:2]
