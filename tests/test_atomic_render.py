@@ -219,8 +219,10 @@ def test_stdatomic_only_in_kernels_that_update_atomically() -> None:
   assert "#include <stdatomic.h>" in atomic and atomic.count("#define TS_HELPER_TS_ATOMIC32\n") == 1
 
 
-@pytest.mark.parametrize("op,dt,words", [(Ops.MUL, I32, "MUL"), (Ops.ADD, dtypes.int8, "int8"), (Ops.MAX, dtypes.bool, "bool")],
-                         ids=["mul", "int8", "bool"])
+@pytest.mark.parametrize("op,dt,words", [(Ops.MUL, I32, "MUL"), (Ops.ADD, dtypes.int8, "int8"), (Ops.MAX, dtypes.bool, "bool"),
+                                         (Ops.ADD, dtypes.float16, "float16 elements is not defined"),
+                                         (Ops.MAX, dtypes.bfloat16, "bfloat16 elements is not defined")],
+                         ids=["mul", "int8", "bool", "float16", "bfloat16"])
 def test_atomic_the_renderers_cannot_express_is_an_error(op: Ops, dt: DType, words: str) -> None:
   from tinyspec.render.opencl import OpenCLRenderer
   out, src = UOp.param(0, dt, 4), UOp.param(1, dt, 16)

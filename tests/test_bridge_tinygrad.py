@@ -210,3 +210,46 @@ def test_precompiled_schedule_becomes_a_nested_kernel_graph():
   assert all(e.src[0].op in (Ops.PARAM, Ops.AFTER) and e.src[-1].op is Ops.CALL for e in inner.src)
   assert all(a.op is Ops.PARAM or a.op is Ops.AFTER for c in inner.toposort() if c.op is Ops.CALL for a in c.src[1:])
   assert check(kg, Stage.KERNEL_GRAPH) == []
+
+
+# ---- small floats ----
+# values float16 cannot hold (so the casts into it round) whose float16 doubles are exact, and one past its range: tinygrad's
+# CPU backend renders half as clang's __fp16, whose sum is computed in float and not rounded back to half, so only sums
+# float16 holds exactly give both the same numbers
+HALF_IN = np.array([[0.1, 1.3, -2.7], [7e4, 1e-6, 333.3]], np.float32)
+
+
+def half_program():
+  from tinygrad import Tensor
+  return (Tensor(HALF_IN).half() + Tensor(HALF_IN.copy()).half()).float()
+
+
+def test_a_float16_program_translates_checks_and_reproduces_tinygrad(tmp_path, capsys):
+  prog = tmp_path / "half.py"
+  prog.write_text("import numpy as np\nfrom tinygrad import Tensor\n"
+                  f"A = np.array({HALF_IN.tolist()!r}, np.float32)\n"
+                  "def program():\n  return (Tensor(A).half() + Tensor(A.copy()).half()).float()\n")
+  assert check_main(str(prog)) == 0  # the verb: every stage translated, legal, and the numbers agree
+  assert "all holds" in capsys.readouterr().out
+  rep = run_check(half_program)
+  assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
+  assert all(r is None for r in rep.numbers.values()) and rep.ok, rep.numbers
+  t = translate(capture(half_program))
+  root = t.graphs["tensor"][0][1]
+  assert {u.dtype for u in root.toposort() if u.op is Ops.ADD} == {dtypes.float16}
+  want = capture(half_program).outputs[0]
+  got = np.asarray(evaluate_callified(t)[0]).reshape(want.shape)
+  # the expected numbers by numpy alone: each input rounded to float16 (70000 overflows to inf, 1e-6 is subnormal), doubled exactly
+  np.testing.assert_array_equal(got, want)
+  with np.errstate(over="ignore"): halves = HALF_IN.astype(np.float16).astype(np.float32)
+  np.testing.assert_array_equal(got, 2 * halves)
+  assert not np.array_equal(got, 2 * HALF_IN)
+
+
+def test_small_float_dtypes_translate_by_tinygrad_name():
+  from tinygrad.dtype import dtypes as tgd
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  # tinygrad's float8_e4m3 saturates to 448 and has no infinity (float_to_fp8 gives NaN for one): OCP's e4m3fn
+  pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2}
+  assert {DTYPES[t.name] for t in pairs} == set(pairs.values()) and all(DTYPES[t.name] is d for t, d in pairs.items())
+  assert tgd.fp8e4m3fnuz.name not in DTYPES and tgd.fp8e5m2fnuz.name not in DTYPES  # no tinyspec form

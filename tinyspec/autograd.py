@@ -77,6 +77,7 @@ def add(a: UOp | None, b: UOp) -> UOp:
   if a is None or is_zero(a) and a.op is not Ops.SINK: return b
   if b.op is Ops.SINK: return UOp(Ops.SINK, src=tuple(add(x, y) for x, y in zip(a.src, b.src)))
   if is_zero(b): return a
+  if a.dtype.storage_only: return (a.cast(a.dtype.compute_dtype) + b.cast(a.dtype.compute_dtype)).cast(a.dtype)  # no fp8 ADD
   return a + b
 
 
@@ -112,6 +113,13 @@ def _where_grad(ctx: UOp, ret: UOp) -> tuple[None, UOp, UOp]:
 def _cast_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None]:
   s = ret.src[0]
   return (ctx.cast(s.dtype) if s.dtype.is_float else None,)
+
+
+def _sum_leading(ctx: UOp, n: int) -> UOp:
+  """The gradient summed over its n leading axes. A small float sums in float32 and is cast back, as tinygrad's
+  gradient of an expand does (and fp8 has no REDUCE)."""
+  if not ctx.dtype.is_small_float: return ctx.reduce(Ops.ADD, n)
+  return ctx.cast(ctx.dtype.compute_dtype).reduce(Ops.ADD, n).cast(ctx.dtype)
 
 
 def _permute_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
@@ -235,7 +243,7 @@ pm_gradient = PatternMatcher([
   # movement: each one's inverse
   ("grad_reshape", UPat(Ops.RESHAPE, src=(UPat.var("x"),)), lambda ctx, x: (ctx if ctx.shape == x.shape else ctx.reshape(x.shape),)),
   ("grad_permute", UPat(Ops.PERMUTE, name="ret"), _permute_grad),
-  ("grad_expand", UPat(Ops.EXPAND, name="ret"), lambda ctx, ret: (ctx.reduce(Ops.ADD, len(ret.arg)) if ret.arg else ctx,)),
+  ("grad_expand", UPat(Ops.EXPAND, name="ret"), lambda ctx, ret: (_sum_leading(ctx, len(ret.arg)) if ret.arg else ctx,)),
   ("grad_pad", UPat(Ops.PAD, src=(UPat.var("x"),), name="ret"),
    lambda ctx, ret, x: (ctx.shrink(tuple((o, d) for (o, _), d in zip(ret.arg, x.shape))),)),
   ("grad_shrink", UPat(Ops.SHRINK, src=(UPat.var("x"),), name="ret"),

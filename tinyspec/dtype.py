@@ -38,6 +38,11 @@ class DType:
   def storage_only(self) -> bool:
     """The fp8 dtypes: values are stored, moved, selected and converted, never computed on (tinyspec.ops.classes)."""
     return self.kind == "f" and self.itemsize == 1
+  @property
+  def compute_dtype(self) -> DType:
+    """The dtype values of this type are computed in: float32 for the small floats (the evaluator widens float16 and
+    bfloat16 to it; fp8 is cast to it by the program), the dtype itself otherwise (docs/spec.md "Small floats")."""
+    return dtypes.float32 if self.is_small_float else self
 
   @property
   def np(self) -> np.dtype:
@@ -81,11 +86,13 @@ class dtypes:
   uint64 = DType("uint64", 8, "u", "uint64_t", "ulong")
   float32 = DType("float32", 4, "f", "float", "float")
   float64 = DType("float64", 8, "f", "double", "double")
-  # the small floats: their C and OpenCL names are those of their storage (tinyspec.render chooses native types)
-  float16 = DType("float16", 2, "f", "uint16_t", "half")
-  bfloat16 = DType("bfloat16", 2, "f", "uint16_t", "ushort")
-  float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "uint8_t", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
-  float8_e5m2 = DType("float8_e5m2", 1, "f", "uint8_t", "uchar")       # 5 exponent bits, 2 mantissa bits, IEEE-like
+  # the small floats: their C and OpenCL names are those of their storage. In C that is the typedef of
+  # tinyspec.render.smallfloat, which picks _Float16 / __bf16 where the compiler converts them and the bits otherwise;
+  # in OpenCL float16 is half (read and written with vload_half / vstore_half_rte), the others their bits
+  float16 = DType("float16", 2, "f", "ts_float16", "half")
+  bfloat16 = DType("bfloat16", 2, "f", "ts_bfloat16", "ushort")
+  float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "ts_float8_e4m3fn", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
+  float8_e5m2 = DType("float8_e5m2", 1, "f", "ts_float8_e5m2", "uchar")         # 5 exponent bits, 2 mantissa bits, IEEE-like
   void = DType("void", 0, "v", "void", "void")
   # the unbounded integer of shapes and indices; linearize lowers it to int32 or int64
   index = DType("index", 8, "x", "int64_t", "long")

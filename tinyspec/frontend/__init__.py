@@ -10,11 +10,22 @@ tinyspec.frontend.api lists the result (README.md's "Tensor API").
 A Tensor made from data is RESHAPE(BUFFER); its data is kept in a registry keyed by buffer id, so `inputs_of(root)`
 gives the {buffer id: array} a graph needs and `.numpy()` can evaluate (`with data_scope():` forgets the data of the
 Tensors made inside it, for code that builds many throwaway graphs). Conventions (documented choices):
-- dtypes: Python bools -> bool, ints -> int32, floats -> float32; numpy arrays keep their dtype (float64 included).
-  Binary ops promote: bool < ints < floats; two ints of one signedness -> the wider; signed with unsigned -> a signed
-  type wide enough for both (int64 at most); any float wins over ints; float32 with float64 -> float64. A Python
-  scalar takes the tensor's dtype, except a float scalar with an int/bool tensor (float32) and an int scalar with a
-  bool tensor (int32).
+- dtypes: Python bools -> bool, ints -> int32, floats -> float32; numpy arrays keep their dtype (float64, float16 and
+  ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2 included); data given a small float dtype is converted by
+  tinyspec.dtype.round_float (fp8 saturates). Binary ops promote to the least upper bound in tinygrad 0.14's lattice
+  (`promote` in tensor.py, the one table): bool < ints < fp8 < float16, bfloat16 < float32 < float64; two ints of
+  one signedness -> the wider; signed with unsigned -> a signed type wide enough for both, and a signed int with
+  uint64 -> float32 (tinygrad's weakfloat, which realizes as its default float); any float wins over ints;
+  float8_e4m3fn with float8_e5m2 -> float16; float16 with bfloat16 -> float32. A Python scalar takes the tensor's
+  dtype, except a float scalar with an int/bool tensor (float32) and an int scalar with a bool tensor (int32).
+- Small floats (as tinygrad 0.14): float16 and bfloat16 ops are the IR's (computed in float32, rounded back after
+  every op); exp and cos compute in float32 and cast back. The IR has no fp8 arithmetic, so an op on fp8 is built as
+  tinygrad computes it: its operands cast to float32, the result cast back to the fp8 dtype (comparisons give bool);
+  ops no float takes (`&`, `<<`, ...) raise TypeError naming the dtype. sum and mean of a small float accumulate in
+  float32 and cast back (tinygrad's sum_acc_dtype; mean divides in float32), so matmul, conv2d and einsum (products
+  rounded to the dtype, then summed) accumulate in float32 too; max keeps the dtype (fp8's max and prod combine in
+  float32, rounded once). Gradients flow through casts into and out of small floats (a gradient into a cast is cast
+  to its source's dtype), and a broadcast's gradient of a small float sums in float32.
 - Every node the frontend builds is legal at TENSOR: an op on a dtype it does not take (the op registry,
   tinyspec.ops, decides) raises TypeError naming the op and the dtype, e.g. `&`, `|`, `^`, `~`, `<<`, `>>` on floats,
   `-` on bools. On bools `+` is logical or and `*` logical and, as in numpy and tinygrad.

@@ -289,6 +289,10 @@ def rshift(self: Tensor, x: Any, reverse: bool = False) -> Tensor: return self._
 def tensor_float(self: Tensor) -> Tensor: return self.cast(dtypes.float32)
 @method
 def double(self: Tensor) -> Tensor: return self.cast(dtypes.float64)
+@method
+def half(self: Tensor) -> Tensor: return self.cast(dtypes.float16)
+@method
+def bfloat16(self: Tensor) -> Tensor: return self.cast(dtypes.bfloat16)
 @named("int")
 def tensor_int(self: Tensor) -> Tensor: return self.cast(dtypes.int32)
 @method

@@ -1,7 +1,8 @@
 """Reductions and prefix scans, from the IR's REDUCE (ADD, MAX, MUL) as tinygrad 0.14 builds them.
 
 dtypes (tinygrad's): sum accumulates and returns at least int32 for bools and signed ints, uint32 for unsigned ints,
-and keeps float32 and float64 (`dtype=` overrides); prod keeps the dtype (a bool prod is `all`); any and all give
+and keeps float32 and float64 (`dtype=` overrides); a small float (float16, bfloat16, fp8) accumulates in float32 and
+is cast back to its dtype, and its mean and var divide in float32 and round once; prod keeps the dtype (a bool prod is `all`); any and all give
 bool; mean, var and std give the input's float dtype, float32 for ints and bools. A mean over no elements is nan; var
 divides by max(n - correction, 0). One difference from tinygrad: var of an integer tensor sums its float squares, as
 numpy and torch do (tinygrad casts them to int32 first, so var([1, 2, 4]) there is 1.5, not 2.333).
@@ -24,7 +25,8 @@ Axis = int | Sequence[int] | None
 
 
 def sum_acc_dtype(dt: DType) -> DType:
-  """The dtype sum accumulates and returns in (tinygrad's sum_acc_dtype with SUM_DTYPE=float32)."""
+  """The dtype sum accumulates in (tinygrad's sum_acc_dtype with SUM_DTYPE=float32) and returns in, except that a
+  small float, accumulated in float32, is cast back to its own dtype."""
   if dt.kind == "u": return promote(dt, dtypes.uint32)
   if dt.is_int or dt.is_bool: return promote(dt, dtypes.int32)
   return promote(dt, dtypes.float32)
@@ -36,7 +38,9 @@ def _count(x: Tensor, axis: Axis) -> int:
 
 @named("sum")
 def tensor_sum(self: Tensor, axis: Axis = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
-  return self.cast(sum_acc_dtype(self.dtype) if dtype is None else dtype)._reduce(Ops.ADD, axis, keepdim)
+  ret = self.cast(sum_acc_dtype(self.dtype) if dtype is None else dtype)._reduce(Ops.ADD, axis, keepdim)
+  # a small float accumulates in float32 and gives its own dtype back (tinygrad's sum)
+  return ret.cast(self.dtype) if dtype is None and self.dtype.is_small_float else ret
 
 
 @method
@@ -61,7 +65,8 @@ def _out_float(x: Tensor) -> DType: return x.dtype if x.dtype.is_float else dtyp
 
 @method
 def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
-  num = self.sum(axis, keepdim)
+  # the sum of the accumulator's dtype, divided there: a small float's mean is rounded once, at the end (tinygrad's)
+  num = self.cast(sum_acc_dtype(self.dtype)).sum(axis, keepdim)
   return num.div(_count(self, axis)).cast(_out_float(self))
 
 
@@ -69,7 +74,8 @@ def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
 def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int | float = 1) -> Tensor:
   x = self.cast(_out_float(self))
   squares = (x - x.mean(axis, keepdim=True)).square()
-  return squares.sum(axis, keepdim).div(max(_count(self, axis) - correction, 0)).cast(_out_float(self))
+  num = squares.cast(sum_acc_dtype(squares.dtype)).sum(axis, keepdim)
+  return num.div(max(_count(self, axis) - correction, 0)).cast(_out_float(self))
 
 
 @method
@@ -140,7 +146,7 @@ def _cumalu(x: Tensor, axis: int, op: Ops) -> Tensor:
 
 def _scan(x: Tensor, axis: int, op: Ops) -> Tensor:
   axis = resolve_axis(axis, x.ndim)
-  if x.ndim == 0 or 0 in x.shape: return x.cast(sum_acc_dtype(x.dtype)) if op is Ops.ADD else x
+  if x.ndim == 0 or 0 in x.shape: return x.cast(sum_acc_dtype(x.dtype)) if op is Ops.ADD and not x.dtype.is_small_float else x
   return _cumalu(x, axis, op)
 
 

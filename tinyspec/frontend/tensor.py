@@ -1,14 +1,16 @@
 """The Tensor class: graph building over UOps with numpy-style broadcasting and dtype promotion."""
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops import accepts, dtype_error
+from tinyspec.ops.classes import reduce_accepts
 from tinyspec.uop import GroupOp, Ops, UOp, device_conflict
 
 # data of BUFFERs made from Python data, by buffer id; graphs only name buffers, this is where their contents live
@@ -37,20 +39,38 @@ def _default_dtype(x: Any) -> DType:
   raise TypeError(f"no dtype for {x!r}")
 
 
-def _rank(dt: DType) -> int:
-  return {"b": 0, "u": 1, "i": 1, "x": 1, "f": 2}[dt.kind]
+# tinygrad 0.14's promotion lattice (dtype.py promo_lattice, after JAX): each dtype's immediate parents. The least
+# upper bound of two dtypes is the first dtype of _ORDER (tinygrad's priority) above both. tinygrad's weakint (between
+# bool and the 8-bit ints) only orders Python scalars, so bool goes straight to int8 and uint8; its weakfloat sits
+# between the ints and the floats, where a signed int meets uint64: that result has no width of its own and is made
+# float32, tinygrad's default float (tinyspec has no weak dtypes, so it stays float32 in later ops).
+_WEAKFLOAT = "weakfloat"
+_PARENTS: dict[str, tuple[str, ...]] = {
+  "bool": ("int8", "uint8"), "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": (_WEAKFLOAT,),
+  "uint8": ("int16", "uint16"), "uint16": ("int32", "uint32"), "uint32": ("int64", "uint64"), "uint64": (_WEAKFLOAT,),
+  _WEAKFLOAT: ("float8_e4m3fn", "float8_e5m2"), "float8_e4m3fn": ("float16", "bfloat16"), "float8_e5m2": ("float16", "bfloat16"),
+  "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64",), "float64": (),
+}
+_ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", _WEAKFLOAT,
+          "float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64")
+
+
+@functools.cache
+def _above(name: str) -> frozenset[str]:
+  """name and every dtype above it in the lattice."""
+  return frozenset({name}).union(*(_above(p) for p in _PARENTS[name]))
 
 
 def promote(a: DType, b: DType) -> DType:
-  """The dtype of a binary op on a and b (see the module docstring)."""
+  """The dtype of a binary op on a and b: their least upper bound in tinygrad 0.14's lattice (see _PARENTS and the
+  module docstring). index, the IR's unbounded integer, wins over every int and bool and loses to every float."""
   if a is b: return a
-  if _rank(a) != _rank(b): return a if _rank(a) > _rank(b) else b
-  if a.is_float: return a if a.itemsize >= b.itemsize else b
-  if dtypes.index in (a, b): return dtypes.index
-  if a.is_signed == b.is_signed: return a if a.itemsize >= b.itemsize else b
-  s, u = (a, b) if a.is_signed else (b, a)
-  size = min(max(s.itemsize, 2 * u.itemsize), 8)
-  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[size]
+  if dtypes.index in (a, b):
+    other = b if a is dtypes.index else a
+    return other if other.is_float else dtypes.index
+  both = _above(a.name) & _above(b.name)
+  name = next(n for n in _ORDER if n in both)
+  return dtypes.float32 if name == _WEAKFLOAT else dtypes.by_name[name]
 
 
 def _scalar_dtype(t: DType, x: Any) -> DType:
@@ -210,7 +230,10 @@ class Tensor:
     if isinstance(data, np.ndarray): dt = dtype or dtypes.from_np(data.dtype)
     else: data, dt = _python_data(data, dtype)
     if dt is dtypes.void or dt is dtypes.index: raise TypeError(f"a data Tensor cannot have dtype {dt.name}")
-    with np.errstate(all="ignore"): arr = np.array(data, dtype=dt.np).copy()
+    # into a small float by the one meaning of the conversion (fp8 saturates; numpy's ml_dtypes casts would not)
+    if dt.is_small_float: arr = round_float(np.asarray(data), dt).copy()
+    else:
+      with np.errstate(all="ignore"): arr = np.array(data, dtype=dt.np).copy()
     buf = UOp.buffer(dt, arr.size, device)
     _BUFFER_DATA[buf.arg.id] = arr.reshape(-1)
     self.uop = buf.reshape(arr.shape)
@@ -308,12 +331,21 @@ class Tensor:
   def _alu(self, op: Ops, *srcs: Tensor, what: str | None = None) -> Tensor:
     # the op registry decides which dtypes an op computes on, so the frontend never builds a node the spec rejects
     dt = srcs[0].dtype if op is Ops.WHERE else self.dtype
+    if dt.storage_only and not accepts(op, dt) and accepts(op, dt.compute_dtype): return self._widened(op, srcs, what)
     if (msg := dtype_error(op, dt)) is not None: raise TypeError(f"{what} on {dt.name}: {msg}" if what else msg)
     # tensor.one_device's condition, so the frontend never builds a node that rule rejects
     if (clash := device_conflict(t.uop for t in (self, *srcs))) is not None:
       raise ValueError(f"{what or op.name} of tensors on {clash[0]} and {clash[1]}: ops combine tensors on one device "
                        "(or one device tuple); move one first (Tensor.to, Tensor.shard)")
     return Tensor(self.uop.alu(op, *(s.uop for s in srcs)))
+
+  def _widened(self, op: Ops, srcs: tuple[Tensor, ...], what: str | None) -> Tensor:
+    """op on fp8 operands as tinygrad 0.14 computes it (its renderers' non-native float rule): on the operands cast to
+    float32, the result cast back to the fp8 dtype (a comparison's bool stays bool). The IR has no fp8 arithmetic, so
+    the graph spells the casts."""
+    dt, wide = self.dtype, self.dtype.compute_dtype
+    out = self.cast(wide)._alu(op, *(s.cast(wide) for s in srcs), what=what)
+    return out if out.dtype.is_bool else out.cast(dt)
 
   def _bin(self, op: Ops, x: Any, reverse: bool = False, what: str | None = None) -> Tensor:
     a, b = self._binop_srcs(x, reverse)
@@ -337,6 +369,10 @@ class Tensor:
 
   def _float(self) -> Tensor:
     return self if self.dtype.is_float else self.cast(dtypes.float32)
+
+  def _wide(self) -> Tensor:
+    # exp and cos of a small float compute in float32 and cast back, as tinygrad 0.14's exp and cos do
+    return self.cast(self.dtype.compute_dtype)
 
   # ---- elementwise ----
   def __add__(self, x: Any) -> Tensor: return self._arith(Ops.ADD, x, False, "+")
@@ -398,11 +434,15 @@ class Tensor:
 
   def exp2(self) -> Tensor: return self._float()._alu(Ops.EXP2)
   def log2(self) -> Tensor: return self._float()._alu(Ops.LOG2)
-  def exp(self) -> Tensor: return (self._float() * (1 / math.log(2))).exp2()
+  def exp(self) -> Tensor:
+    x = self._float()
+    return (x._wide() * (1 / math.log(2))).exp2().cast(x.dtype)
   def log(self) -> Tensor: return self._float().log2() * math.log(2)
   def sqrt(self) -> Tensor: return self._float()._alu(Ops.SQRT)
   def sin(self) -> Tensor: return self._float()._alu(Ops.SIN)
-  def cos(self) -> Tensor: return (self._float() + math.pi / 2).sin()
+  def cos(self) -> Tensor:
+    x = self._float()
+    return (x._wide() + math.pi / 2).sin().cast(x.dtype)
   def reciprocal(self) -> Tensor: return self._float()._alu(Ops.RECIP)
   def trunc(self) -> Tensor: return self._alu(Ops.TRUNC) if self.dtype.is_float else self
   def square(self) -> Tensor: return self * self
@@ -464,6 +504,8 @@ class Tensor:
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     axes = _norm_axes(axis, self.ndim)
+    # fp8 has no REDUCE: combined in float32 and cast back, exact for MAX (a sum casts to float32 itself, see sum)
+    if axes and not reduce_accepts(self.dtype): return self.cast(self.dtype.compute_dtype)._reduce(op, axis, keepdim).cast(self.dtype)
     rest = [i for i in range(self.ndim) if i not in axes]
     x = self.permute(list(axes) + rest) if axes else self
     out = Tensor(x.uop.reduce(op, len(axes))) if axes else x

@@ -11,6 +11,12 @@ Where C leaves a point undefined the meaning is the registry's (tinyspec.ops.sca
 dividend, MIN / -1 wraps to MIN and MIN % -1 is 0, shift counts are taken modulo the width, float -> int casts
 truncate, map NaN to 0 and saturate, float MAX propagates NaN as numpy's maximum does. The guards are only rendered
 where the operands' bounds reach those points, so index arithmetic stays plain.
+
+The small floats (float16, bfloat16, the fp8 dtypes; docs/spec.md) are values of type float in a kernel: a local
+holds the float its value widens to, exactly. Only kernel argument storage is in the small format (a buffer the
+kernel declares holds floats): a LOAD widens, a STORE narrows, every ALU result of a small float dtype is rounded to
+it and widened back (so float16 and bfloat16 compute in float32 and round after every op), and CAST and BITCAST
+convert through tinyspec.render.smallfloat's helpers, which are part of a kernel's source only when it uses the dtype.
 """
 from __future__ import annotations
 
@@ -19,11 +25,14 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from tinyspec.dtype import DType, dtypes
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.atomic import atomic_error
 from tinyspec.ops.classes import accepts, class_name
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.ops.spelling import BOOL_INFIX, INFIX, MATH_FN, PREFIX, WRAPPING
+from tinyspec.render import smallfloat
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 
@@ -123,11 +132,35 @@ class CStyleRenderer:
   def type_name(self, dt: DType) -> str:
     if dt is dtypes.index: raise RenderError("`index` dtype reached the renderer; linearize lowers it to int32/int64")
     if not isinstance(dt, DType) or dtypes.by_name.get(dt.name) is not dt: raise RenderError(f"{str(dt)[:40]} is not one of the IR's dtypes")
+    return self.scalar_name(dtypes.float32 if dt.is_small_float else dt)  # a small float's value is the float it widens to
+
+  def storage_name(self, dt: DType) -> str:
+    """The element type of kernel argument storage of dt: a small float's storage type, every other dtype's name."""
+    self.type_name(dt)  # a registered dtype
+    if dt.is_small_float: self.use_small_float(dt)
     return self.scalar_name(dt)
 
   def scalar_name(self, dt: DType) -> str:
-    """The language's name of a (non-index) dtype."""
+    """The language's name of a (non-index) dtype; for a small float the name of its storage."""
     return dt.cname
+
+  def use_small_float(self, dt: DType, double: bool = False) -> str:
+    """Make dt's conversion helpers part of the kernel's source (double: also the one from double); its name in them."""
+    for k, v in smallfloat.helpers(dt.name, self.lang, double).items(): self.helpers.setdefault(k, v)
+    return f"ts_{dt.name}"
+
+  def load_expr(self, buf: str, idx: str, dt: DType) -> str:
+    """The value of element idx of kernel argument storage buf of dtype dt (a small float widens)."""
+    return f"{self.use_small_float(dt)}_widen({buf}[{idx}])" if dt.is_small_float else f"{buf}[{idx}]"
+
+  def store_stmt(self, buf: str, idx: str, v: str, dt: DType) -> str:
+    """The statement storing value v into element idx of kernel argument storage buf of dtype dt (a small float narrows:
+    v is one of its values already, so exactly)."""
+    return f"{buf}[{idx}] = {self.use_small_float(dt)}_narrowf({v});" if dt.is_small_float else f"{buf}[{idx}] = {v};"
+
+  def round_small_float(self, expr: str, dt: DType) -> str:
+    """A float result rounded to small float dt and widened back: what every op on dt ends with."""
+    return f"{self.use_small_float(dt)}_round({expr})"
 
   def unsigned_twin(self, dt: DType) -> str:
     """The unsigned type signed arithmetic of dt is computed in (at least 32 bits, so nothing promotes to int)."""
@@ -135,10 +168,10 @@ class CStyleRenderer:
 
   def float_fn(self, name: str, dt: DType) -> str:
     """The math function `name` (sqrt, exp2, log2, sin, trunc) for dt: sqrtf for float32 in C."""
-    return name + ("f" if dt is dtypes.float32 else "")
+    return name + ("f" if dt is dtypes.float32 or dt.is_small_float else "")
 
   def param_decl(self, slot: int, dt: DType | None, restrict: bool) -> str:
-    t = self.type_name(dt) if dt is not None else "void"
+    t = self.storage_name(dt) if dt is not None else "void"
     return f"{self.buffer_qualifier}{t}* {self.restrict + ' ' if restrict and self.restrict else ''}data{slot}"
 
   def var_decl(self, name: str, dt: DType) -> str:
@@ -162,6 +195,13 @@ class CStyleRenderer:
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
     fn = f"ts_bitcast_{src.name}_{dst.name}"
     s, d = self.type_name(src), self.type_name(dst)
+    if src.is_small_float or dst.is_small_float:
+      # through the bits of the storage: a small float value narrows to them (exactly), and widens from them
+      sv = f"{self.use_small_float(src)} b = {self.use_small_float(src)}_narrowf(x);" if src.is_small_float else f"{s} b = x;"
+      out = f"{self.use_small_float(dst)} y" if dst.is_small_float else f"{d} y"
+      ret = f"{self.use_small_float(dst)}_widen(y)" if dst.is_small_float else "y"
+      self.helpers[fn] = f"static inline {d} {fn}({s} x) {{ {sv} {out}; memcpy(&y, &b, sizeof(y)); return {ret}; }}"
+      return f"{fn}({x})"
     self.helpers[fn] = f"static inline {d} {fn}({s} x) {{ {d} y; memcpy(&y, &x, sizeof(y)); return y; }}"
     return f"{fn}({x})"
 
@@ -180,6 +220,10 @@ class CStyleRenderer:
     if dt.is_float:
       if math.isnan(v): return self.cast_expr(self.nan, dt)
       if math.isinf(v): return self.cast_expr(("-" if v < 0 else "") + self.infinity, dt)
+      if dt.is_small_float:  # a value of dt, as the float it widens to (a constant that is none is rounded, as CONST means)
+        v = float(round_float(np.float64(v), dt))
+        if math.isnan(v) or math.isinf(v): return self.render_const(v, dt)
+        return float(v).hex() + self.float_suffix[dtypes.float32]
       return float(v).hex() + self.float_suffix.get(dt, "")
     if dt.kind == "u":
       return f"(({self.type_name(dt)}){v}{'ull' if dt.bits > 32 else 'u'})"
@@ -262,6 +306,11 @@ class CStyleRenderer:
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
     if dst.is_bool: return f"({x} != 0)"
+    if dst.is_small_float:
+      # rounded once from the exact source: a float (a small float's value, every int of at most 16 bits) is exact in
+      # float, a double and a wider int go through double (ints exact below 2**53, as round_float says)
+      if narrows_from_double(src): return f"{self.use_small_float(dst, double=True)}_widen({self.use_small_float(dst)}_narrow((double)({x})))"
+      return self.round_small_float(f"(float)({x})", dst)
     if src.is_float and dst.kind in "iu":
       fn = f"ts_{src.name}_to_{dst.name}"
       s, d = self.type_name(src), self.type_name(dst)
@@ -301,6 +350,11 @@ class CStyleRenderer:
       gate = names[idx.src[2]] if len(idx.src) == 3 else None
       return f"{storage(idx.src[0])}[{names[idx.src[1]]}]", gate
 
+    def small_arg(idx: UOp) -> DType | None:
+      """The small float dtype of kernel argument storage idx indexes, when it is one (a declared buffer holds floats)."""
+      base = storage_of(idx.src[0]) if idx.op is Ops.INDEX else None
+      return base.dtype if base is not None and base.op is Ops.PARAM and base.dtype.is_small_float else None
+
     def both(g1: str | None, g2: str | None) -> str | None:
       return g1 if g2 is None else g2 if g1 is None else f"({g1} && {g2})"
 
@@ -334,13 +388,16 @@ class CStyleRenderer:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
         alt = names[u.src[1]] if len(u.src) == 3 else self.render_const(0, u.dtype)
+        if (sdt := small_arg(u.src[0])) is not None: p = self.load_expr(storage(u.src[0].src[0]), names[u.src[0].src[1]], sdt)
         expr = p if gate is None else f"({gate} ? {p} : {alt})"
         names[u] = fresh("val")
         emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
       elif op is Ops.STORE:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
-        emit(f"{p} = {names[u.src[1]]};" if gate is None else f"if ({gate}) {p} = {names[u.src[1]]};")
+        sdt = small_arg(u.src[0])
+        stmt = f"{p} = {names[u.src[1]]};" if sdt is None else self.store_stmt(storage(u.src[0].src[0]), names[u.src[0].src[1]], names[u.src[1]], sdt)
+        emit(stmt if gate is None else f"if ({gate}) {stmt}")
       elif op is Ops.ATOMIC:
         p, gate = ptr(u.src[0])
         if len(u.src) == 3: gate = both(gate, names[u.src[2]])
@@ -350,7 +407,10 @@ class CStyleRenderer:
         s = [names[x] for x in u.src]
         if op is Ops.CAST: expr = self.render_cast(s[0], u.src[0].dtype, u.dtype)
         elif op is Ops.BITCAST: expr = self.render_bitcast(s[0], u.src[0].dtype, u.dtype)
-        else: expr = self.render_alu(u, s)
+        else:
+          expr = self.render_alu(u, s)
+          # WHERE selects a value of the dtype; every other op's float result is rounded to it
+          if u.dtype.is_small_float and op is not Ops.WHERE: expr = self.round_small_float(expr, u.dtype)
         names[u] = fresh("alu")
         emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
       elif op in (Ops.GROUP, Ops.SINK, Ops.LINEAR, Ops.SOURCE):
@@ -365,6 +425,12 @@ class CStyleRenderer:
 
   def unsupported(self, u: UOp) -> RenderError:
     return RenderError(f"{self.lang} renderer has no rendering for {u.op.name} ({u.dtype.name})")
+
+
+def narrows_from_double(src: DType) -> bool:
+  """Whether a CAST from src into a small float rounds from a double: src is no float value (float32 or a small
+  float) and no int exact in float (at most 16 bits, or bool)."""
+  return not (src is dtypes.float32 or src.is_small_float or src.is_bool or (src.kind in "iu" and src.bits <= 16))
 
 
 RENDERERS: dict[str, Callable[[], CStyleRenderer]] = {}

@@ -5,6 +5,10 @@ leaves signed overflow undefined, so signed add/sub/mul/neg run in the unsigned 
 are masked to the width as the evaluator defines them; float -> int casts are convert_<T>_sat_rtz, which truncates,
 saturates and maps NaN to 0 exactly as the evaluator does; float contraction is off so a*b+c rounds twice.
 Bool buffers are uchar in kernel signatures (OpenCL forbids bool kernel arguments); bool values are 0 or 1.
+float16 storage is `half`, read with vload_half and written with vstore_half_rte (core OpenCL 1.2: no cl_khr_fp16
+needed); bfloat16 and the fp8 dtypes are stored as their bits (ushort, uchar), converted by the helpers of
+tinyspec.render.smallfloat, as are float16's roundings, casts and bitcasts. A cast into a small float from a double or
+a wide int rounds from the double, so such a kernel turns cl_khr_fp64 on.
 
 An ATOMIC on a kernel argument's storage is an OpenCL atomic: atomic_add / atomic_max on 32-bit integers (core since
 OpenCL 1.1), atom_add / atom_max on 64-bit ones (cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics), integer
@@ -20,7 +24,7 @@ import functools
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import atomic_error
-from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, register
+from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, narrows_from_double, register
 from tinyspec.render.program import kernel_source
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
@@ -123,10 +127,21 @@ class OpenCLRenderer(CStyleRenderer):
       return f"{{ {t} {var} = ({t})get_global_id({self.dims[u]});  /* < {bound} */"
     return super().render_range(u, var, bound, -1)
 
+  def load_expr(self, buf: str, idx: str, dt: DType) -> str:
+    return f"vload_half({idx}, {buf})" if dt is dtypes.float16 else super().load_expr(buf, idx, dt)
+
+  def store_stmt(self, buf: str, idx: str, v: str, dt: DType) -> str:
+    return f"vstore_half_rte({v}, {idx}, {buf});" if dt is dtypes.float16 else super().store_stmt(buf, idx, v, dt)
+
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
     if src.itemsize != dst.itemsize: raise RenderError(f"BITCAST {src.name} -> {dst.name} changes the item size")
     if dst.is_bool: return f"({x} != 0)"
     if src.is_bool: return self.cast_expr(x, dst)
+    if src.is_small_float or dst.is_small_float:
+      # through the bits: a small float value narrows to them (exactly) and widens from them; ts_X is their ushort / uchar
+      bits = f"{self.use_small_float(src)}_narrowf({x})" if src.is_small_float else x
+      if not dst.is_small_float: return f"as_{self.type_name(dst)}({bits})"
+      return f"{self.use_small_float(dst)}_widen(as_{self.type_name(dtypes.uint16 if dst.itemsize == 2 else dtypes.uint8)}({bits}))"
     return f"as_{self.type_name(dst)}({x})"
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
@@ -166,7 +181,8 @@ class OpenCLRenderer(CStyleRenderer):
   def render(self, name: str, linear: list[UOp], params: list[KernelParam]) -> str:
     lin = UOp(Ops.LINEAR, src=tuple(linear))
     self.dims = global_dims(lin)
-    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params)
+    self.fp64 = any(u.dtype is dtypes.float64 for u in linear) or any(p.dtype is dtypes.float64 for p in params) or \
+      any(u.op is Ops.CAST and u.dtype.is_small_float and narrows_from_double(u.src[0].dtype) for u in linear)
     self.extensions = list(kernel_atomic_extensions(lin))
     return super().render(name, linear, params)
 

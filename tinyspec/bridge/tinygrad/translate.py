@@ -31,7 +31,11 @@ DTYPES: dict[str, DType] = {"bool": dtypes.bool, "char": dtypes.int8, "signed ch
                             "int": dtypes.int32, "long": dtypes.int64, "uchar": dtypes.uint8, "unsigned char": dtypes.uint8,
                             "ushort": dtypes.uint16, "unsigned short": dtypes.uint16, "uint": dtypes.uint32,
                             "unsigned int": dtypes.uint32, "ulong": dtypes.uint64, "unsigned long": dtypes.uint64,
-                            "float": dtypes.float32, "double": dtypes.float64, "void": dtypes.void, "index": dtypes.index}
+                            "float": dtypes.float32, "double": dtypes.float64, "void": dtypes.void, "index": dtypes.index,
+                            # the small floats by tinygrad's names; its float8_e4m3 has no infinity (float_to_fp8 gives NaN
+                            # for one), which is float8_e4m3fn; the fnuz fp8 dtypes have no tinyspec form
+                            "half": dtypes.float16, "__bf16": dtypes.bfloat16, "float8_e4m3": dtypes.float8_e4m3fn,
+                            "float8_e5m2": dtypes.float8_e5m2}
 WEAK_DEFAULT = {"weakint": dtypes.index, "weakfloat": dtypes.float32}
 AXIS = {"LOOP": AxisType.LOOP, "WEAK": AxisType.LOOP, "GLOBAL": AxisType.GLOBAL, "REDUCE": AxisType.REDUCE,
         "UPCAST": AxisType.UNROLL, "UNROLL": AxisType.UNROLL, "GROUP_REDUCE": AxisType.REDUCE}
