@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fuzz.check.agree import compare, output_errors, tolerance
+from fuzz.check.oracles import Checker, Config
 from fuzz.corpus.store import load_entry, write_entry
 from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.generate.edge_kernels import edge_kernel_case
@@ -19,6 +20,7 @@ from fuzz.generate.safety import unsafe_reason
 from fuzz.generate.strategies import ELEMENTWISE, Case, case_for, operand_dtypes
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
+from tinyspec.runtime.cpu import available_compilers
 from tinyspec.semantics import evaluate
 from tinyspec.uop import GroupOp, Ops, UOp
 
@@ -181,6 +183,16 @@ def test_a_sum_of_float16_in_another_order_agrees_and_a_dropped_term_does_not():
   assert compare([seq(terms)], [seq(terms[::-1].copy())], errs) is None
   # 15 roundings of float16 allow 2 * 15 * 2^-11, 1.5%: a term of the sum left out (at least 0.5 of at most 32) is more
   assert compare([seq(terms)], [seq(terms[:-1])], errs) is not None
+
+
+@pytest.mark.skipif(not available_compilers(), reason="no C compiler")
+def test_small_float_cases_agree_on_the_cpu_backend(tensor_cases, edge_cases):
+  # the C renderer's small floats against the evaluator, on generated cases that hold them (one compile for the batch)
+  cases = [c for c in tensor_cases if _small_dtypes(c)][:6] + [c for c in edge_cases if "edge:small" in c.features][:6]
+  assert len(cases) == 12
+  ch = Checker(Config(backends=("reference", "cpu"), metamorphic=False, gradients=False, numeric_gradients=False))
+  for c, fs in zip(cases, ch.check_batch(cases)):
+    assert not fs, (c.index, sorted(c.features), [f.describe() for f in fs][:1])
 
 
 def test_a_short_campaign_with_small_floats_weighted_up_finds_nothing(tmp_path):
