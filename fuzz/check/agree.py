@@ -16,7 +16,8 @@ Values are compared as the spec defines them (docs/spec.md, "Comparing results" 
   the screens keep a computed zero away from those ops.
 
 The tolerance follows from the formats and from the roundings a value went through, not from a number picked per
-dtype. Every float op the spec defines exactly (ADD, SUB, MUL, RECIP, SQRT, a CAST that narrows) is one rounding to
+dtype. Every float op the spec defines exactly (ADD, SUB, MUL, RECIP, SQRT, a CAST that can round: from an int, or
+into a float of fewer digits or a smaller range) is one rounding to
 nearest in its dtype: at most eps/2 relative, eps = tinyspec.dtype.finfo(dt).eps. A float16 or bfloat16 op computes in
 float32 and rounds back: one rounding in its own dtype (the spec: this double rounding is the correctly rounded
 result). EXP2, LOG2 and SIN are the math library's, within APPROXIMATE_ULPS ulps (2 * ulps half-ulp roundings, in
