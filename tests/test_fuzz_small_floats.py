@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fuzz.check.agree import compare, output_errors, tolerance
+from fuzz.check.gradient_oracle import call_gradient_mismatches
 from fuzz.check.oracles import Checker, Config
 from fuzz.corpus.store import load_entry, write_entry
 from fuzz.engine.campaign import CampaignConfig, run_campaign
@@ -183,6 +184,17 @@ def test_a_sum_of_float16_in_another_order_agrees_and_a_dropped_term_does_not():
   assert compare([seq(terms)], [seq(terms[::-1].copy())], errs) is None
   # 15 roundings of float16 allow 2 * 15 * 2^-11, 1.5%: a term of the sum left out (at least 0.5 of at most 32) is more
   assert compare([seq(terms)], [seq(terms[:-1])], errs) is not None
+
+
+def test_float16_gradients_through_a_call_are_compared_at_float16s_precision():
+  # a campaign's finding (reduced): SIN of a float16 buffer read inside a value call and outside it, so the gradient
+  # sums two contributions, in another order through the call than inlined: one float16 ulp apart, which a float32
+  # tolerance called a mismatch
+  x = UOp.buffer(dtypes.float16, 2, id=5)
+  s = x.alu(Ops.SIN)
+  call = UOp(Ops.CALL, src=(UOp(Ops.TUPLE, src=(x, UOp.const(dtypes.bool, False), s)),), arg="f7")
+  root = _sink(call.gettuple(2), s)
+  assert call_gradient_mismatches(root, {5: np.array([0.25, 0.75], np.float16)}, seed=756) == []  # the weights of case 756
 
 
 @pytest.mark.skipif(not available_compilers(), reason="no C compiler")
