@@ -41,6 +41,9 @@ BOOL_UPDATES = ("AND", "OR", "XOR", "NE", "SELECT")
 # value dtypes, by weight: int32 and float32 most, every other width too
 DTYPE_WEIGHTS = {dtypes.int32: 4, dtypes.float32: 3, dtypes.int8: 1, dtypes.uint8: 1, dtypes.int16: 1, dtypes.uint16: 1, dtypes.uint32: 1,
                  dtypes.int64: 1.5, dtypes.uint64: 1, dtypes.float64: 1.5, dtypes.bool: 0.7}
+# the small floats, as the dtype of a buffer beside the first: read (cast to float32) and written by a store of a float32
+# value cast into them, or of an update computed in float32 (fp8 has no arithmetic; a float16 sum would round)
+SMALL_WEIGHTS = {dtypes.float16: 1.0, dtypes.bfloat16: 1.0, dtypes.float8_e4m3fn: 0.6, dtypes.float8_e5m2: 0.6}
 IDX = dtypes.index
 
 
@@ -192,6 +195,8 @@ class KernelBuilder:
     may be wide become floats only through int8."""
     sd = v.dtype
     self.g.features.add("rmw:cast")
+    if sd.is_small_float and dt is not sd and not dt.is_bool:  # widen exactly first: fp8 has no MAX to clamp with
+      v, sd = v.cast(dtypes.float32), dtypes.float32
     if dt.is_bool or sd is dt: return v if sd is dt else v.cast(dt)
     if sd.is_float and dt.is_int:
       lo, hi = (0.0, 100.0) if not dt.is_signed else (-100.0, 100.0)
@@ -279,6 +284,7 @@ class KernelBuilder:
     from another element (a prefix), or from another written buffer."""
     rng, g = self.rng, self.g
     dt, size = target.dtype, target.arg.size
+    if dt.is_small_float: return self.small_statement(target)
     st = self.storage(target)
     idx, gate, ikind = self.index(size)
     if ikind == "shift" and gate is not None: g.features.add("rmw:gated_store")
@@ -303,6 +309,20 @@ class KernelBuilder:
       g.features.add("rmw:gated_store")
     ix = st.index(idx)
     return ix.store(val) if gate is None else ix.store(val, gate)
+
+  def small_statement(self, target: UOp) -> UOp:
+    """One STORE into a small float target: a float32 value cast into it, or an update of the element it writes
+    computed in float32 (the element widened, combined, cast back)."""
+    rng, dt, f32 = self.rng, target.dtype, dtypes.float32
+    self.g.features.add(f"rmw:small:{dt.name}")
+    st = self.storage(target)
+    idx, gate, _ = self.index(target.arg.size)
+    x = self.expr(f32, rng.randint(0, 2), True)
+    if rng.random() < 0.5:
+      acc = (st.index(idx).load() if gate is None else st.index(idx).load(UOp.const(dt, 0.0), gate)).cast(f32)
+      x = self.update(self.update_name(f32), acc, x)
+    ix = st.index(idx)
+    return ix.store(x.cast(dt)) if gate is None else ix.store(x.cast(dt), gate)
 
   def gate(self) -> UOp:
     rng = self.rng
@@ -366,7 +386,9 @@ class KernelBuilder:
     rng = self.rng
     left = MAX_ITERS // self.iters()
     if left < 2: return None
-    target = rng.choice(self.written)
+    wide = [w for w in self.written if not w.dtype.is_small_float]  # an accumulator computes in its target's dtype
+    if not wide: return None
+    target = rng.choice(wide)
     dt = target.dtype
     acc = UOp.buffer(dt, 1, addrspace=AddrSpace.REG, id=self.g.next_reg())
     zero = _c(0)
@@ -440,7 +462,7 @@ class RmwGen:
     base = self.dtype or _pick(r, DTYPE_WEIGHTS)
     out = []
     for i in range(r.randint(2, 4)):
-      dt = base if (i == 0 or r.random() < 0.7) else _pick(r, DTYPE_WEIGHTS)
+      dt = base if (i == 0 or r.random() < 0.7) else _pick(r, {**DTYPE_WEIGHTS, **SMALL_WEIGHTS})
       size = r.choice([1, 2, 3, 4, 4, 6, 8, 8, 12, 16, 16, 24, 32, 64])
       b = UOp.buffer(dt, size, id=i + 1)
       if r.random() < 0.8: self.inputs[b.arg.id] = self.values(dt, size)
