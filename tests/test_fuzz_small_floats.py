@@ -133,6 +133,15 @@ def test_small_float_inputs_and_constants_survive_the_corpus(tmp_path):
     assert got.dtype == a.dtype and got.tobytes() == a.tobytes(), k  # every bit, -0.0 and the NaN included
 
 
+def test_a_replicated_multi_of_a_small_float_holding_nan_is_one_value():
+  # replicas are compared NaN to NaN in every float dtype, ml_dtypes' bfloat16 and fp8 included
+  for dt in dtypes.small_floats:
+    a, b = UOp.buffer(dt, 2, "CPU:0", id=1), UOp.buffer(dt, 2, "CPU:1", id=2)
+    v = np.array([math.nan, 1.0], dt.np)
+    got = evaluate(_sink(UOp.multi([a, b], None)), {1: v, 2: v.copy()})[0]
+    assert np.isnan(got[0]) and got[1] == 1.0, dt
+
+
 # ---- tolerances: from the formats and the roundings ----
 def _add16(n: int) -> tuple[UOp, dict]:
   a, b = UOp.buffer(dtypes.float16, n, id=1), UOp.buffer(dtypes.float16, n, id=2)
