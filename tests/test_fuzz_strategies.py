@@ -32,7 +32,7 @@ def test_same_seed_same_cases():
     a, b = case_for(3, i), case_for(3, i)
     assert a.root is b.root and a.options == b.options and a.kind == b.kind
     assert a.inputs.keys() == b.inputs.keys()
-    assert all(np.array_equal(a.inputs[k], b.inputs[k], equal_nan=a.inputs[k].dtype.kind == "f") for k in a.inputs)
+    assert all(a.inputs[k].dtype == b.inputs[k].dtype and a.inputs[k].tobytes() == b.inputs[k].tobytes() for k in a.inputs)  # every bit
   assert any(case_for(3, i).root is not case_for(4, i).root for i in range(5))
 
 
@@ -123,8 +123,9 @@ def test_elementwise_ops_cover_their_dtypes():
     c = case_for(11, i)
     for u in c.root.toposort():
       if u.op in GroupOp.ALU: pairs.add((u.op, u.src[-1].dtype))
-  # every ALU op on every value dtype its registry class admits (bool MAX and bool CMPLT included)
-  want = {(op, d) for op in ELEMENTWISE if op in GroupOp.ALU for d in operand_dtypes(op)}
+  # every ALU op on every value dtype its registry class admits (bool MAX and bool CMPLT included); the small floats, in
+  # a few cases by default, are held to it with their weight up (tests/test_fuzz_small_floats.py)
+  want = {(op, d) for op in ELEMENTWISE if op in GroupOp.ALU for d in operand_dtypes(op) if not d.is_small_float}
   assert {(Ops.MAX, dtypes.bool), (Ops.CMPLT, dtypes.bool), (Ops.IDIV, dtypes.uint8)} <= want and (Ops.ADD, dtypes.bool) not in want
   assert sorted((o.name, d.name) for o, d in want - pairs) == []
 

@@ -121,6 +121,16 @@ def finfo(dt: DType) -> ml_dtypes.finfo:
 def _has_inf(dt: DType) -> bool: return dt is not dtypes.float8_e4m3fn
 
 
+def rounding_bound(dt: DType, roundings: float, magnitude: float) -> float:
+  """How far a result of dtype dt may lie from the exact value after `roundings` roundings to nearest, each of a value
+  of magnitude at most `magnitude`: each errs by at most half an ulp, eps/2 relative, and to first order the errors
+  add, so roundings * eps / 2 * magnitude (Higham, Accuracy and Stability of Numerical Algorithms, 2.2; a sum of n
+  terms in any order rounds n - 1 times with partial sums bounded by the sum of the magnitudes, 4.2). 0 for ints,
+  which never round."""
+  if not dt.is_float or roundings <= 0: return 0.0
+  return roundings * float(finfo(dt).eps) / 2 * magnitude
+
+
 def round_float(a: Any, dt: DType) -> np.ndarray:
   """The one meaning of converting values into float dtype dt: a (a numpy array or scalar of any int, bool or float
   dtype) rounded once, to nearest even, from its exact value (ints into a small float go through float64, exact below

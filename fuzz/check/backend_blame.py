@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fuzz.check.agree import compare
+from fuzz.check.agree import compare, holds_floats, output_errors
 from fuzz.generate.int_kernels import wrap_points
 from fuzz.generate.strategies import edge_values, special_values
 from tinyspec.dtype import DType, dtypes
@@ -157,13 +157,15 @@ def kernel_name(call: UOp) -> str:
   return str(prg.arg) if isinstance(prg.arg, str) else "kernel"
 
 
-def first_differing_kernel(backend: str, runs: list[KernelRun], cc: str | None, timeout: float) -> tuple[KernelRun, str] | None:
-  """The first kernel call whose outputs on backend, run alone from the reference's args, differ from the reference's."""
+def first_differing_kernel(backend: str, runs: list[KernelRun], cc: str | None, timeout: float,
+                           error: float | None = None) -> tuple[KernelRun, str] | None:
+  """The first kernel call whose outputs on backend, run alone from the reference's args, differ from the reference's.
+  error: the relative error bound of every kernel's outputs (fuzz.check.agree; None: of unknown history)."""
   jobs = [alone(r) for r in runs]
   outs = _host_values(backend, [(g, inp) for g, inp, _ in jobs], cc, timeout)
   for r, (_, _, ks), got in zip(runs, jobs, outs):
     if got is None: return r, "the kernel raised or died when run alone"
-    msg = compare([r.after[k].reshape(-1) for k in ks], [np.asarray(v).reshape(-1) for v in got])
+    msg = compare([r.after[k].reshape(-1) for k in ks], [np.asarray(v).reshape(-1) for v in got], error)
     if msg is not None: return r, msg
   return None
 
@@ -212,7 +214,7 @@ def probe(u: UOp, user: UOp | None = None) -> tuple[UOp, dict[int, np.ndarray]] 
 def zero_signs_differ(a: Any, b: Any) -> bool:
   """Whether two float results hold zeros of different signs at one place (what a constant's rendering must keep)."""
   x, y = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
-  if x.dtype.kind != "f" or x.shape != y.shape: return False
+  if not holds_floats(x) or x.shape != y.shape: return False
   z = (x == 0) & (y == 0)
   return bool(np.any(np.signbit(x[z]) != np.signbit(y[z])))
 
@@ -261,7 +263,7 @@ def _first_differing(passes: Sequence[Pass], backend: str, probes: list[tuple[UO
     kept.append(k)
   for k, ref, got in zip(kept, refs, _host_values(backend, jobs, cc, timeout)):
     if got is None: return k, "it raised or died"
-    if (msg := compare(ref, got)) is not None: return k, msg
+    if (msg := compare(ref, got, output_errors(probes[k][1][0]))) is not None: return k, msg
     if probes[k][0].op is Ops.CONST and zero_signs_differ(ref[0], got[0]): return k, "the sign of a zero constant is lost"
   return None
 
@@ -272,7 +274,8 @@ def narrow(passes: Sequence[Pass], backend: str, root: UOp, kind: str, inputs: d
   """Where a parity difference of backend on this case lies (module docstring); None when the kernels, each run alone
   from the reference's args, all agree (the difference is not one kernel's)."""
   lowered = lower(passes, root, kind, lo)
-  found = first_differing_kernel(backend, reference_runs(lowered, inputs), cc, timeout)
+  # a kernel's outputs are values the case's outputs are computed from: within the largest of their error bounds
+  found = first_differing_kernel(backend, reference_runs(lowered, inputs), cc, timeout, max(output_errors(root), default=None))
   if found is None: return None
   run, kmsg = found
   name = kernel_name(run.call)

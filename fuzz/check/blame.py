@@ -142,9 +142,10 @@ def creator(p: Pass, root: UOp, options: LowerOptions, node: UOp) -> Blame | Non
   return None
 
 
-def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Blame | None:
+def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict, error: float | None = None) -> Blame | None:
   """The first rule application whose `before` and `after` nodes, each evaluated on its own, differ: a rewrite must
-  keep the meaning of the node it replaces (fuzz.check.local_eval; applications it cannot judge are skipped)."""
+  keep the meaning of the node it replaces (fuzz.check.local_eval; applications it cannot judge are skipped). error:
+  the relative error bound of the values, for the float tolerance (fuzz.check.agree; None: unknown)."""
   from fuzz.check.local_eval import kernel_entries, rewrite_changes_value
   apps: list[tuple[Rule, UOp, UOp, Any, Any]] = []
   trace = CtxTrace()
@@ -154,7 +155,7 @@ def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict) -> Bla
   _, total = run_steps(p, root, options, None, trace=trace)
   tensors: dict = {}
   for i, (rule, before, after, ctx, slots) in enumerate(apps):
-    if rewrite_changes_value(before, after, inputs, ctx, slots, tensors):
+    if rewrite_changes_value(before, after, inputs, ctx, slots, tensors, error):
       return Blame(p.name, rule.name, rule.location, i + 1, total, before, after)
   return None
 

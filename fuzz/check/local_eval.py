@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from fuzz.check.agree import floats_agree, scale_of
+from fuzz.check.agree import float_tolerance, floats_agree, holds_floats, scale_of
+from tinyspec.dtype import dtypes
 from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 MAX_GRID = 1 << 14
@@ -183,27 +184,29 @@ def _outer(root: UOp) -> list[UOp]:
 
 
 def _as_common(a: np.ndarray) -> np.ndarray:
-  if a.dtype.kind == "f": return a.astype(np.float64)
+  if holds_floats(a): return a.astype(np.float64)
   if a.dtype.kind == "b": return a.astype(np.int64)
   return a.astype(np.int64) if a.dtype.kind == "i" else a.astype(np.uint64).astype(np.int64)
 
 
-def values_differ(a: np.ndarray, b: np.ndarray) -> bool:
-  """Different values (by value, not by dtype: a rewrite may change an integer width)."""
+def values_differ(a: np.ndarray, b: np.ndarray, error: float | None = None) -> bool:
+  """Different values (by value, not by dtype: a rewrite may change an integer width); floats beyond the tolerance of
+  fuzz.check.agree for a value within `error` (relative) of the exact one (None: of unknown history)."""
   a, b = np.asarray(a), np.asarray(b)
+  tol = float_tolerance(dtypes.from_np(a.dtype), error) if holds_floats(a) else float_tolerance(dtypes.from_np(b.dtype), error)
   try: shp = np.broadcast_shapes(a.shape, b.shape)
   except ValueError: return True
   x, y = np.broadcast_to(_as_common(a), shp), np.broadcast_to(_as_common(b), shp)
   if x.dtype.kind == "f" or y.dtype.kind == "f":
     x, y = x.astype(np.float64), y.astype(np.float64)
-    return not bool(np.all(floats_agree(x, y, 1e-4, 1e-4 * (1 + scale_of(x)))))
+    return not bool(np.all(floats_agree(x, y, tol, tol * (1 + scale_of(x)))))
   return not bool(np.all(x == y))
 
 
 EFFECTS = frozenset({Ops.STORE, Ops.END, Ops.GROUP, Ops.SINK})  # nodes whose meaning is what their STOREs write
 
 
-def _stores_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
+def _stores_differ(ev: LocalEval, before: UOp, after: UOp, error: float | None = None) -> bool:
   """Whether a STORE rewritten into a STORE over the same loops writes, at some loop point, where the other does not,
   another element, or another value. Point by point, not by the final contents: a write that a later one overwrites is
   still seen by the kernel's loads in between, and loops that run in parallel have no later."""
@@ -213,23 +216,23 @@ def _stores_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
   except OutOfBounds: return True
   if pb.arg.slot != pa.arg.slot or not np.array_equal(gb, ga) or not np.array_equal(ab[gb], aa[ga]): return True
   vb, va = (ev._full(ev.value(x.src[1])) for x in (before, after))
-  return values_differ(vb[gb], va[ga])
+  return values_differ(vb[gb], va[ga], error)
 
 
 def _same_loops(before: UOp, after: UOp) -> bool:
   return {range_key(r) for r in free_ranges(before)} == {range_key(r) for r in free_ranges(after)}
 
 
-def _effects_differ(ev: LocalEval, before: UOp, after: UOp) -> bool:
+def _effects_differ(ev: LocalEval, before: UOp, after: UOp, error: float | None = None) -> bool:
   """Whether two effect nodes write other elements or other values (a before that stores out of bounds is no meaning)."""
-  if before.op is Ops.STORE and after.op is Ops.STORE and _same_loops(before, after): return _stores_differ(ev, before, after)
+  if before.op is Ops.STORE and after.op is Ops.STORE and _same_loops(before, after): return _stores_differ(ev, before, after, error)
   try: eb = ev.effects(before)
   except OutOfBounds: return False
   if not eb: return False  # nothing stored, as far as can be told (an accumulator's register stores raise Unjudgeable)
   try: ea = ev.effects(after)
   except OutOfBounds: return True
   if set(eb) != set(ea): return True
-  return any(not np.array_equal(eb[k][0], ea[k][0]) or values_differ(eb[k][1][eb[k][0]], ea[k][1][ea[k][0]]) for k in eb)
+  return any(not np.array_equal(eb[k][0], ea[k][0]) or values_differ(eb[k][1][eb[k][0]], ea[k][1][ea[k][0]], error) for k in eb)
 
 
 def kernel_entries(root: UOp, inputs: dict[int, np.ndarray]) -> dict[UOp, list[dict[int, np.ndarray]]]:
@@ -258,10 +261,12 @@ def _slots_of(ctx: Any, ev: LocalEval) -> list[dict[int, np.ndarray]] | None:
 
 
 def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray], ctx: Any = None,
-                          slots: list[dict[int, np.ndarray]] | None = None, tensors: dict[UOp, np.ndarray] | None = None) -> bool:
+                          slots: list[dict[int, np.ndarray]] | None = None, tensors: dict[UOp, np.ndarray] | None = None,
+                          error: float | None = None) -> bool:
   """Whether a rule application changed the value of the node it rewrote. False when that cannot be judged. slots: the
   contents of the kernel's PARAM slots at entry, one dict per call of the kernel (changed under any of them is changed);
-  tensors: values of tensor-level nodes known already (filled in)."""
+  tensors: values of tensor-level nodes known already (filled in); error: the relative error bound of the values
+  (fuzz.check.agree: the case's largest, which bounds every value its outputs are computed from; None: unknown)."""
   effect = before.op in EFFECTS
   if effect != (after.op in EFFECTS): return False
   if not effect and (before.dtype.name == "void" or after.dtype.name == "void"): return False
@@ -272,7 +277,7 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
     if not (before.shape_ok and after.shape_ok) or before.shape is None or after.shape is None: return False  # ill-shaped: no value
     try:
       ev0 = LocalEval(inputs, tensors=tensors)
-      return values_differ(ev0.tensor(before), ev0.tensor(after))
+      return values_differ(ev0.tensor(before), ev0.tensor(after), error)
     except Exception:
       return False
   if before.op is Ops.AFTER: return False
@@ -286,19 +291,19 @@ def rewrite_changes_value(before: UOp, after: UOp, inputs: dict[int, np.ndarray]
     for leaf, p in sorted(leaves.items(), key=lambda kv: kv[0] not in seen):
       if isinstance(leaf, UOp) and leaf.tag is None: params.setdefault(p, leaf)
   if slots is None: slots = _slots_of(ctx, LocalEval(inputs, tensors=tensors))
-  return any(_changes_under(before, after, inputs, params, s, tensors, effect, targets) for s in (slots or [None]))
+  return any(_changes_under(before, after, inputs, params, s, tensors, effect, targets, error) for s in (slots or [None]))
 
 
 def _changes_under(before: UOp, after: UOp, inputs: dict, params: dict, slots: dict | None, tensors: dict, effect: bool,
-                   targets: dict | None = None) -> bool:
+                   targets: dict | None = None, error: float | None = None) -> bool:
   try:
     ev = LocalEval(inputs, params, free_ranges(before, after), slots, tensors, targets)
-    if effect: return _effects_differ(ev, before, after)
+    if effect: return _effects_differ(ev, before, after, error)
     try: vb = ev.value(before)
     except OutOfBounds: return False
     try: va = ev.value(after)
     except OutOfBounds: return True
-    return values_differ(vb, va)
+    return values_differ(vb, va, error)
   except (Unjudgeable, KeyError, ValueError, TypeError, IndexError):
     return False
   except Exception:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fuzz.check.agree import compare
+from fuzz.check.agree import compare, output_errors
 from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.opts import every_opt, kernel_spots
@@ -367,6 +367,7 @@ class Checker:
     st, cfg = self.stats, self.config
     lo = lower_options(opts, backend)
     g, prev = case.root, ref
+    errs = output_errors(case.root)  # the roundings the case's results went through: their tolerances (fuzz.check.agree)
     outs: list[tuple[Pass, UOp, UOp]] = []
     for p in self.passes[start_index(self.passes, case.root, case.kind):]:
       self.at(p.name)
@@ -386,7 +387,7 @@ class Checker:
         except Exception as e:
           return None, Finding("crash", f"evaluate@{p.name}", type(e).__name__, f"evaluating the graph after {p.name} raised {type(e).__name__}: {e}",
                                options=opts)
-        if (msg := compare(prev, vals)) is not None: return None, self._parity_finding(p, g, lo, prev, case, msg, opts, label)
+        if (msg := compare(prev, vals, errs)) is not None: return None, self._parity_finding(p, g, lo, prev, case, msg, opts, label)
         prev = vals
       outs.append((p, g, out))
       g = out
@@ -396,12 +397,12 @@ class Checker:
       except Exception as e:
         msg = f"evaluating the lowered graph raised {type(e).__name__}: {e}"
         return None, Finding("crash", "evaluate@final", type(e).__name__, msg, options=opts)
-      if (msg := compare(ref, vals)) is not None:
+      if (msg := compare(ref, vals, errs)) is not None:
         prev = ref
         for p, gin, gout in outs:
           try: v = _evaluate(gout, case.inputs)
           except Exception: v = None
-          if v is None or compare(prev, v) is not None: return None, self._parity_finding(p, gin, lo, prev, case, msg, opts, label)
+          if v is None or compare(prev, v, errs) is not None: return None, self._parity_finding(p, gin, lo, prev, case, msg, opts, label)
           prev = v
         return None, Finding(label, "pipeline", "-", f"with {opts}: {msg}", options=opts)
     return g, None
@@ -448,9 +449,10 @@ class Checker:
     b: Blame | None = None
     also: list[Finding] = []
     if self.config.blame:
+      errs = output_errors(case.root)
       def find() -> Blame | None:
-        b = local_change(p, g, lo, case.inputs)
-        if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs)) is not None)
+        b = local_change(p, g, lo, case.inputs, max(errs, default=None))
+        if b is None: b = bisect(p, g, lo, lambda x: compare(prev, _evaluate(x, case.inputs), errs) is not None)
         return b
       b, also = self._blame(find, opts)
     rule = b.rule if b is not None else "-"
@@ -468,7 +470,7 @@ class Checker:
     if isinstance(outcome, Died):
       if outcome.why == "timeout": return Finding("hang", name, outcome.kernel, f"the {name} {outcome.text}", options=case.options)
       return Finding("crash", name, f"{outcome.why}@{outcome.kernel}", f"the {name} {outcome.text}", options=case.options)
-    if (msg := compare(ref, outcome.values)) is not None:
+    if (msg := compare(ref, outcome.values, output_errors(case.root))) is not None:
       # narrowed to the kernel, the rendered construct and the renderer method (fuzz.check.backend_blame)
       from fuzz.check.backend_blame import LANG, narrow
       lo = lower_options(case.options, LANG[name])

@@ -33,6 +33,9 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
                     help="check the spec after every single rule application (the default of the reference target)")
   mode.add_argument("--per-pass", dest="per_rewrite", action="store_const", const=False,
                     help="check the spec only after every pass (faster, sees less)")
+  p.add_argument("--weights", type=parse_weights, default=None, metavar="NAME=W,...",
+                 help="generator weights to start from, by feature name (fuzz.generate.strategies.default_weights and the kind:* "
+                 "shares: dtype:small=8,kind:edge=0.3,edge:small=4 weights the small floats up)")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
   p.add_argument("--fresh", action="store_true", help="start from case 0 instead of resuming the seed's saved state")
@@ -42,6 +45,19 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
                  help="what to fuzz: reference (default: random graphs through the reference pipeline, every oracle), symbolic "
                  "(the integer simplifier alone, as --symbolic) or tinygrad (random Tensor programs through tinygrad 0.14 and "
                  "tinyspec, compared; needs the tinygrad extra)")
+
+
+def parse_weights(s: str) -> dict[str, float]:
+  """NAME=W pairs, comma-separated, into {feature name: weight}: each name a `prefix:name` of the generators' features,
+  each weight a finite number of at least 0."""
+  out: dict[str, float] = {}
+  for item in (x.strip() for x in s.split(",") if x.strip()):
+    name, eq, w = item.partition("=")
+    if not eq or not re.fullmatch(r"[a-z_0-9]+:[A-Za-z_0-9:]+", name.strip()):
+      raise argparse.ArgumentTypeError(f"{item!r} is not NAME=W with a feature name such as dtype:small")
+    out[name.strip()] = number(float, 0)(w.strip())
+  if not out: raise argparse.ArgumentTypeError("no NAME=W pairs")
+  return out
 
 
 def parse_backends(s: str) -> tuple[str, ...]:
@@ -121,7 +137,8 @@ def fuzz_main(args: argparse.Namespace) -> int:
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
                        per_rewrite=args.per_rewrite is not False and name == "reference", max_cases=args.max_cases, case_timeout=args.case_timeout,
                        resume=not args.fresh,
-                       report=args.report, target=get_target(name, **options), cc=cc, scheduler=getattr(args, "scheduler", None))
+                       report=args.report, target=get_target(name, **options), cc=cc, scheduler=getattr(args, "scheduler", None),
+                       weights=getattr(args, "weights", None))
   try:
     validate(cfg)
     summary = run_campaign(cfg)

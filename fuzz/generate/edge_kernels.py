@@ -13,6 +13,10 @@ same name, so coverage steering can tune each):
   nan       MAX and comparisons of NaN and infinities (MAX propagates NaN; comparisons with NaN are false but CMPNE)
   math64    float64 SQRT, EXP2, LOG2, SIN of values float32 cannot hold (past its range, or of more precision)
   wrap      signed add, sub, mul, neg at MIN and MAX, and comparisons of the wrapped result (two's complement wraps)
+  small     casts into the small floats (float16, bfloat16, fp8) of their edge values (+-max, just past it, where float16
+            and bfloat16 give inf and fp8 saturates, the smallest normal and subnormal, ties to even, NaN, +-inf, -0.0),
+            and out of them (to wider floats and ints), their selection by WHERE, MAX and comparisons of float16 and
+            bfloat16, and bitcasts of their bits (tinyspec.dtype.round_float; fp8 only where the spec admits it)
 
 Every case passes fuzz.generate.kernel_safety, whose notion of what is defined is the op registry's
 (tinyspec.ops.scalar.left_open); built with the IR only: generating a case runs no pass.
@@ -31,14 +35,19 @@ from hypothesis import strategies as st
 
 from fuzz.generate.int_kernels import wrap_points
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import Case, edge_values, special_values
-from tinyspec.dtype import DType, dtypes
+from fuzz.generate.strategies import Case, edge_values, side_random, special_values
+from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.ops.classes import accepts
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.uop import Ops, UOp
 
 ATTEMPTS = 10      # draws before the last one is kept even when the screen rejects it (the oracles skip it then)
 # constructs, by weight: each a feature edge:<name> whose weight scales it
 CONSTRUCT_WEIGHTS: dict[str, float] = {"divmod": 1.0, "shift": 1.0, "cast": 1.0, "negzero": 1.0, "nan": 1.0, "math64": 1.0, "wrap": 1.0}
+# the chance that a construct is `small` instead, decided by a Random of its own (so a case that draws none is the case it
+# was before) and scaled by the weights edge:small and dtype:small (the small floats' weight in every generator)
+SMALL_SHARE = 0.08
+CONSTRUCTS = (*CONSTRUCT_WEIGHTS, "small")  # every construct, each a feature edge:<name>
 INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 SIGNED_WIDE = (dtypes.int32, dtypes.int64)
 # float64 values float32 rounds away: past its range, below its denormals, or of more digits than it keeps
@@ -48,6 +57,19 @@ MATH64_VALUES = (1e300, 2.5e38 * 8, 7.3e-50, 300.5, 1000.25, -700.75, 123456789.
 def float_pool(dt: DType) -> list[float]:
   """Float values where the spec's meanings change: edge and special values, and values past every int's range."""
   return [*edge_values(dt), *special_values(dt), 0.0, 1.0, -1.0, 2.5, -2.5, 127.9, -128.5, 255.5, 3e9, -3e9, 1.9e19, -9.3e18]
+
+
+def small_float_pool(dt: DType) -> list[float]:
+  """Values (as Python floats) at which converting into the small float dt changes meaning: +-max; just past it, by a
+  quarter and by half an ulp of max (rounds back to max; the tie, which rounds to even: up to inf for float16 and
+  bfloat16, whose max is odd) and far past it (inf, or max on fp8, which saturates); the smallest normal, the smallest
+  subnormal and the largest subnormal; ties to even (1 + eps/2 down to 1, 1 + 3eps/2 up to 1 + 2eps, half the smallest
+  subnormal down to 0, 3/2 of it up to twice it); -0.0, NaN and +-inf (NaN on float8_e4m3fn, which has no infinity)."""
+  fi = finfo(dt)
+  mx, eps, sub, tiny = float(fi.max), float(fi.eps), float(fi.smallest_subnormal), float(fi.tiny)
+  ulp = mx * eps / 2  # max is 2**emax * (2 - eps): its ulp is 2**emax * eps
+  return [mx, -mx, mx + ulp / 4, -(mx + ulp / 2), mx + ulp / 2, 4 * mx, -4 * mx, tiny, -tiny, sub, -sub, tiny - sub,
+          1 + eps / 2, 1 + 3 * eps / 2, -(1 + eps / 2), sub / 2, 3 * sub / 2, -0.0, 0.0, 1.0, math.nan, math.inf, -math.inf]
 
 
 class EdgeKernelGen:
@@ -62,6 +84,7 @@ class EdgeKernelGen:
     self.params: list[UOp] = []
     self.i = UOp.range(self.n, 0)
     self.n_outputs = rng.choice([2, 3, 4, 5])  # constructs are cheap next to the compile: several per kernel
+    self.srng = random.Random(f"tinyspec-fuzz-edge-small:{side_random(rng).getrandbits(64)}")
 
   # ---- leaves ----
   def load(self, dt: DType, pool: list) -> UOp:
@@ -131,10 +154,33 @@ class EdgeKernelGen:
     if r.random() < 0.6: return res.alu(Ops.CMPLT, a) if r.random() < 0.5 else a.alu(Ops.CMPLT, res)
     return res
 
+  def small(self) -> UOp:
+    r, dt = self.rng, self.rng.choice(dtypes.small_floats)
+    self.features.update({"dtype:small", f"dtype:{dt.name}"})
+    kind = r.choice(["into", "into", "round_trip", "out", "select"])
+    if kind in ("into", "round_trip"):
+      # a float64 source is rounded directly (never through float32): past float32's range bfloat16 meets its own max
+      src = r.choice((dtypes.float32, dtypes.float64))
+      x = self.load(src, small_float_pool(dt)).cast(dt)
+      return x if kind == "into" else x.cast(r.choice((dtypes.float32, dtypes.float64)))
+    with np.errstate(over="ignore", invalid="ignore"): vals = [float(v) for v in np.array(small_float_pool(dt), np.float64).astype(dt.np)]
+    if kind == "out":
+      to = r.choice((dtypes.float32, dtypes.float64, dtypes.int8, dtypes.int32, dtypes.uint8, dtypes.int64))
+      return self.load(dt, vals).cast(to)
+    a = self.load(dt, vals)
+    if accepts(Ops.MAX, dt) and r.random() < 0.5:  # float16 and bfloat16: MAX and comparisons are exact, NaN propagating
+      b = self.load(dt, vals)
+      return a.maximum(b) if r.random() < 0.5 else a.alu(r.choice([Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ]), b)
+    if r.random() < 0.4:  # the bits of a value moved uncomputed, NaN aside (its payload bits are open)
+      return self.load(dt, [v for v in vals if not math.isnan(v)]).bitcast(r.choice([d for d in INTS if d.itemsize == dt.itemsize]))
+    c = self.load(dtypes.int32, [0, 1, 2, 3]) < UOp.const(dtypes.int32, 2)
+    return c.where(a, self.load(dt, vals) if r.random() < 0.5 else UOp.const(dt, r.choice([-0.0, 1.0, -float(finfo(dt).max)])))
+
   def construct(self) -> UOp:
     kinds = list(CONSTRUCT_WEIGHTS)
     ws = [max(0.0, self.w.get(f"edge:{k}", CONSTRUCT_WEIGHTS[k])) for k in kinds]
     kind = self.rng.choices(kinds, ws)[0] if sum(ws) > 0 else self.rng.choice(kinds)
+    if self.srng.random() < SMALL_SHARE * self.w.get("edge:small", 1.0) * self.w.get("dtype:small", 1.0): kind = "small"
     self.features.add(f"edge:{kind}")
     build: Callable[[], UOp] = getattr(self, kind)
     return build()

@@ -34,9 +34,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes
+from tinyspec.dtype import DType, dtypes, finfo
 from tinyspec.ops.atomic import commute
-from tinyspec.ops.classes import dtype_error
+from tinyspec.ops.classes import dtype_error, reduce_accepts
 from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined, left_open
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, is_kernel_body, kernel_calls, storage_of
@@ -68,7 +68,7 @@ class Abs:
 BOOL = Abs(0, 1, 0, 1)
 
 
-def _mant(dt: DType) -> int: return 24 if dt is dtypes.float32 else 53
+def _mant(dt: DType) -> int: return int(finfo(dt).nmant) + 1  # significant bits, the implicit one included
 
 
 def dbits(v: float) -> int:
@@ -164,6 +164,7 @@ class KernelAbs:
     return join(a, self.memo[u.src[1]]) if len(u.src) == 3 else a
 
   def _reduce(self, u: UOp) -> Abs:
+    if not reduce_accepts(u.dtype): raise KernelUnsafe(f"REDUCE of {u.dtype.name}, which is storage only")  # the spec's reduce.dtype
     a, n = self.memo[u.src[0]], 1
     for r in u.src[1:]:
       if r.op is not Ops.RANGE or r.src[0].op is not Ops.CONST: raise KernelUnsafe("REDUCE over a range without a constant bound")
@@ -355,6 +356,9 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
   w = w0 + t * max_m
   for u, a in ka.memo.items():
     if not u.dtype.is_float or u.op in (Ops.STORE, Ops.INDEX, Ops.AFTER, Ops.PARAM, Ops.BUFFER, *PASSED_ON) or a.rounded: continue
+    # a conversion between floats rounds once, to the one value tinyspec.dtype.round_float defines: no order to depend on
+    # (the ops computing on its result meet the check with its operand's denominator bits)
+    if u.op is Ops.CAST and u.src[0].dtype.is_float: continue
     mag = a.c * w + a.m if a.c > 0 else a.m
     if mag > FLOAT_LIMIT or mag * (1 << min(a.d, 60)) >= 2 ** _mant(u.dtype):
       raise KernelUnsafe(f"{u.op.name} of {u.dtype.name} may reach {mag:.3g} with {a.d} denominator bits: not exact")

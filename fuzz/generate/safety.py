@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.classes import dtype_error
+from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.ops.classes import dtype_error, reduce_accepts
 from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined, run
 from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
@@ -56,7 +56,17 @@ class Info:
     return tuple(v for v, f in ((math.nan, self.nan), (math.inf, self.pinf), (-math.inf, self.ninf)) if f)
 
 
-def _mant(dt: DType) -> int: return 24 if dt is dtypes.float32 else 53
+def _mant(dt: DType) -> int:
+  """The significant bits of float dt (the implicit one included): a dyadic value within them is exact in dt."""
+  return int(finfo(dt).nmant) + 1
+
+
+def float_limit(dt: DType) -> float:
+  """The magnitude a computed value of float dt may reach: FLOAT_LIMIT, and for float16 and bfloat16 half their largest
+  finite value, so no rounding of a result within it overflows to inf; the fp8 dtypes are never computed on (storage
+  only), so a value converted into them may reach their largest finite value, where casts saturate."""
+  m = float(finfo(dt).max)
+  return m if dt.storage_only else min(FLOAT_LIMIT, m / 2)
 
 
 def _full(dt: DType) -> Info:
@@ -77,10 +87,13 @@ def _float(dt: DType, lo: float, hi: float, exact: bool, dbits: int, raw: bool =
   """The Info of a finite float range. passed: the values are operands' own values passed on uncomputed (an input, a
   constant, MAX, WHERE, NEG): they may exceed FLOAT_LIMIT (the largest finite value is an edge value the generators
   draw), since no arithmetic rounds them; any op computing from them meets the limit again."""
-  if not (math.isfinite(lo) and math.isfinite(hi)) or (max(abs(lo), abs(hi)) > FLOAT_LIMIT and not passed):
+  limit = float_limit(dt)
+  if not (math.isfinite(lo) and math.isfinite(hi)) or (max(abs(lo), abs(hi)) > limit and not passed):
     raise Unsafe(f"float values may reach {max(abs(lo), abs(hi)):.3g}")
-  big = max(abs(lo), abs(hi)) > FLOAT_LIMIT
-  if exact and not big and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
+  big = max(abs(lo), abs(hi)) > limit
+  # a computed result is exact when its bits fit dt's mantissa; raw values (an input's, a constant's) are dt's own values,
+  # exact whatever their spread (an fp8 input holding 448 and 0.5 converts exactly to float32)
+  if exact and not big and not raw and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
   return Info(lo, hi, exact, dbits if exact else 0, raw)
 
 
@@ -238,12 +251,13 @@ def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inpu
 
 
 def _reduce(u: UOp, a: Info) -> Info:
+  if not reduce_accepts(u.dtype): raise Unsafe(f"REDUCE of {u.dtype.name}, which is storage only")  # the spec's reduce.dtype
   rop, n = u.arg
   cnt = math.prod(u.src[0].shape[:n])
   dt = u.dtype
   if rop is Ops.MAX: return a  # the largest of the values, NaN propagating (the registry's MAX)
   m = max(abs(a.lo), abs(a.hi))
-  if rop is Ops.MUL and dt.is_float and m > 1 and cnt * math.log2(m) > math.log2(FLOAT_LIMIT): raise Unsafe("float product may overflow")
+  if rop is Ops.MUL and dt.is_float and m > 1 and cnt * math.log2(m) > math.log2(float_limit(dt)): raise Unsafe("float product may overflow")
   lo, hi = reduce_interval(rop, dt, (a.lo, a.hi), cnt)  # the registry's range of the reduction
   if dt.is_float:
     out = _float(dt, lo, hi, a.exact, a.dbits * cnt if rop is Ops.MUL else a.dbits)

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from fuzz.generate.opts import OPT_WEIGHTS, draw_opts, kernel_opts, tensor_spots
 from fuzz.generate.safety import Analysis, Unsafe, call_writes, storage_base, value_info, opaque_race
-from tinyspec.dtype import DType, dtypes
-from tinyspec.ops.classes import accepts
+from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.ops.classes import accepts, reduce_accepts
 from tinyspec.uop import AxisType, Ops, UOp
 
 MAX_SIZE = 32        # elements of any value
@@ -51,6 +51,15 @@ MAX_RANK = 3
 
 NUM_DTYPES = (*dtypes.ints, dtypes.float32, dtypes.float64)
 VALUE_DTYPES = (dtypes.bool, *NUM_DTYPES)
+# the small floats (float16, bfloat16, the fp8 dtypes) take a float's place in some cases: weight "dtype:small" scales the
+# share of tensor cases that hold them, and in such a case each float dtype drawn becomes one with chance SMALL_FLOAT_DRAW
+# (which one: weights dtype:<name>; only those the op at hand accepts, so fp8 only where it is loaded, moved, selected
+# and converted). They are drawn from a Random of their own: a case without them is the case it was before.
+SMALL_FLOAT_SHARE = 0.08
+SMALL_FLOAT_DRAW = 0.8
+SMALL_CASE_FLOATS = 4.0
+SMALL_FLOATS = dtypes.small_floats
+GEN_DTYPES = (*VALUE_DTYPES, *SMALL_FLOATS)  # every dtype a tensor case's values may have
 
 UNARY_FLOAT = (Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC)
 ARITH = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX)
@@ -81,18 +90,21 @@ def edge_values(dt: DType) -> list[Any]:
   denormals and largest finite values."""
   if dt.is_bool: return []
   if dt.is_int: return list(dict.fromkeys(v for v in (dt.min, dt.max, -1, 0, 1) if dt.min <= v <= dt.max))
-  fi = np.finfo(dt.np)
+  fi = finfo(dt)
   return [-0.0, float(fi.smallest_subnormal), -float(fi.smallest_subnormal), float(fi.tiny) / 2, float(fi.max), -float(fi.max)]
 
 
 def special_values(dt: DType) -> list[float]:
-  """The non-finite values of a float dtype, whose results the spec defines (IEEE: inf and NaN propagate)."""
-  return [math.nan, math.inf, -math.inf] if dt.is_float else []
+  """The non-finite values of a float dtype, whose results the spec defines (IEEE: inf and NaN propagate); a dtype with
+  no infinity (float8_e4m3fn, whose largest value is finite) holds only NaN."""
+  if not dt.is_float: return []
+  return [math.nan, math.inf, -math.inf] if math.isinf(dt.max) else [math.nan]
 
 
 def operand_dtypes(op: Ops) -> tuple[DType, ...]:
-  """The value dtypes an elementwise op takes, by the registry's dtype class (index is for shapes and indices only)."""
-  return tuple(d for d in VALUE_DTYPES if accepts(op, d))
+  """The value dtypes an elementwise op takes, by the registry's dtype class (index is for shapes and indices only), the
+  small floats included: TensorGen.dtype draws those only in the cases that hold them."""
+  return tuple(d for d in GEN_DTYPES if accepts(op, d))
 
 
 def default_weights() -> dict[str, float]:
@@ -107,7 +119,8 @@ def default_weights() -> dict[str, float]:
             "opts:none": 2.0, "opts:some": 1.0, "call:nested": 0.7, "call:reuse": 0.5, "call:capture": 0.5, "assign:chain": 1.0,
             "copy:back": 1.0, "opaque:two_reads": 1.0, "opaque:inplace": 1.0, "opaque:effect_entry": 1.0,
             "divmod:bounded": 1.0, "kind:rmw": RMW_SHARE, "var:bound": 1.0, "kind:compose": COMPOSE_SHARE,
-            "value:edge": 1.0, "value:special": 1.0})
+            "value:edge": 1.0, "value:special": 1.0, "dtype:small": 1.0})
+  w.update({f"dtype:{d.name}": 1.0 for d in SMALL_FLOATS})
   w.update({f"compose:{k}": 1.0 for k in (*COMPOSITION_NAMES, "call", "cast")})
   w.update({"kind:alias": ALIAS_SHARE, **{f"alias:{k}": 1.0 for k in ALIAS_FORMS}})
   w.update(OPT_WEIGHTS)
@@ -204,6 +217,10 @@ class TensorGen:
     # edge values are drawn from a Random of their own too, after the value they replace: a case that draws none is
     # the case it was without them
     self.erng = random.Random(f"tinyspec-fuzz-edge:{side_random(rng).getrandbits(64)}")
+    # and so are the small floats: whether the case holds them, and which float draws become one
+    self.frng = random.Random(f"tinyspec-fuzz-small:{side_random(rng).getrandbits(64)}")
+    self.with_small = self.frng.random() < SMALL_FLOAT_SHARE * self.w.get("dtype:small", 1.0)
+    if self.with_small: self.features.add("dtype:small")
 
   # ---- choices ----
   def choose(self, prefix: str, items: list) -> Any:
@@ -219,8 +236,26 @@ class TensorGen:
       return True
     return False
 
-  def dtype(self, among: tuple = VALUE_DTYPES) -> DType:
-    return self.choose("dtype", list(among))
+  def dtype(self, among: tuple = GEN_DTYPES) -> DType:
+    """A dtype of among: drawn from the main Random among the dtypes other than the small floats, and in a case that
+    holds small floats (with_small) a float drawn may become one of among's, chosen by the small-float Random."""
+    items = [d for d in among if not d.is_small_float]
+    # in a case that holds small floats, floats are drawn SMALL_CASE_FLOATS times as often: the small floats replace them
+    ws = [self.w.get(f"dtype:{d.name}", 1.0) * (SMALL_CASE_FLOATS if self.with_small and d.is_float else 1.0) for d in items]
+    dt = _pick_weighted(self.rng, items, ws)
+    self.features.add(f"dtype:{dt.name}")
+    return self.small_float(dt, among) if self.with_small and dt.is_float else dt
+
+  def small_float(self, dt: DType, among: tuple = GEN_DTYPES) -> DType:
+    """dt, or with chance SMALL_FLOAT_DRAW one of the small floats among holds (weights dtype:<name>)."""
+    f = self.frng
+    small = [d for d in among if d.is_small_float]
+    if not small or f.random() >= SMALL_FLOAT_DRAW: return dt
+    ws = [self.w.get(f"dtype:{d.name}", 1.0) for d in small]
+    if sum(ws) <= 0: return dt
+    out = _pick_weighted(f, small, ws)
+    self.features.add(f"dtype:{out.name}")
+    return out
 
   def shape(self, rank: int | None = None) -> tuple[int, ...]:
     r = self.rng.choice([0, 1, 1, 2, 2, 2, 3]) if rank is None else rank
@@ -442,7 +477,7 @@ class TensorGen:
     self.add(scope, x)
 
   def step_reduce(self, scope: _Scope) -> None:
-    x = self.pick(scope, lambda u: u.shape is not None and len(u.shape) >= 1 and not u.dtype.is_bool)
+    x = self.pick(scope, lambda u: u.shape is not None and len(u.shape) >= 1 and not u.dtype.is_bool and reduce_accepts(u.dtype))
     if x is None: return
     rank = len(x.shape)
     if rank >= 2 and self.rng.random() < 0.4:
@@ -512,7 +547,9 @@ class TensorGen:
     if dt is a.dtype: return
     u = a.cast(dt)
     if not self.safe(scope, u) and a.dtype.is_float and not dt.is_bool:
-      # bring the floats to exact small values first: trunc after clamping, when the source is exact
+      # bring the floats to exact small values first: trunc after clamping, when the source is exact (an fp8 value is
+      # converted to float32 to be clamped: it is never computed on)
+      if a.dtype.storage_only: a = a.cast(dtypes.float32)
       lo, hi = (0.0, 100.0) if dt.kind == "u" else (-100.0, 100.0)
       lo, hi = max(lo, float(dt.min)), min(hi, float(dt.max))
       cl = (-((-a.maximum(self.const(a.dtype, a.shape, lo))).maximum(self.const(a.dtype, a.shape, -hi))))
@@ -537,7 +574,7 @@ class TensorGen:
     if v.shape == (): target = target.reshape(())
     x = UOp(Ops.AFTER, v.dtype, (target, target.store(v)))
     if self.add(scope, x) is None: return
-    while self.chance("assign:chain", 0.5):
+    while not v.dtype.storage_only and self.chance("assign:chain", 0.5):  # an fp8 value is stored, never computed on
       w = self.operand(scope, v.dtype, v.shape, avoid=x, device=x.device)
       if w is x or x in w.toposort(): w = self.const(v.dtype, v.shape)
       op = self.rng.choice([Ops.XOR, Ops.OR, Ops.AND] if v.dtype.is_bool else [Ops.ADD, Ops.MUL, Ops.MAX, Ops.SUB])
@@ -569,6 +606,7 @@ class TensorGen:
     r = UOp.range(n, 0)
     ops = [Ops.AND, Ops.OR, Ops.XOR] if dt.is_bool else [Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX]
     val: UOp | None = None
+    if dt.storage_only: args = args[:2]  # an fp8 value is copied, never combined
     for k, a in enumerate(args[1:], 1):
       p = UOp.param(k, dt, a.size)
       idx = self._opaque_index(r, n, a.size)
@@ -576,7 +614,7 @@ class TensorGen:
       val = ld if val is None else val.alu(self.rng.choice(ops), ld)
     assert val is not None
     p0 = UOp.param(0, dt, n)
-    if self.chance("opaque:inplace", 0.5):
+    if not dt.storage_only and self.chance("opaque:inplace", 0.5):
       # the old contents, read at the element this iteration writes: no other iteration touches it
       val = p0.index(r).load().alu(self.rng.choice(ops), val)
     body = UOp(Ops.SINK, src=(p0.index(r).store(val).end(r),))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.dtype import DType, dtypes, rounding_bound
 from tinyspec.uop import GroupOp, Ops, UOp
 
 # the combining ops an ATOMIC takes, and the element dtypes it updates: what C11 atomics and OpenCL (32-bit natively,
@@ -56,5 +56,4 @@ def sum_tolerance(terms: np.ndarray, dt: DType) -> float:
   magnitudes, so |result - exact| <= (n - 1) * eps / 2 * sum|terms| (Higham, Accuracy and Stability, 4.2); 0 for
   integer dtypes, where every order gives one result."""
   if not dt.is_float or len(terms) < 2: return 0.0
-  eps = float(finfo(dt).eps)
-  return (len(terms) - 1) * eps / 2 * float(np.sum(np.abs(terms.astype(np.float64))))
+  return rounding_bound(dt, len(terms) - 1, float(np.sum(np.abs(terms.astype(np.float64)))))

@@ -194,7 +194,8 @@ class GraphEval:
     shards = [self.value(u, s) for s in u.src]
     if u.arg is not None: return np.concatenate(shards, axis=u.arg)
     for i, x in enumerate(shards[1:], 1):
-      if x.shape != shards[0].shape or not np.array_equal(x, shards[0], equal_nan=x.dtype.kind in "fc"):
+      # NaN equals NaN in every float dtype (bfloat16 and fp8 arrays are ml_dtypes', whose numpy kind is "V", not "f")
+      if x.shape != shards[0].shape or not np.array_equal(x, shards[0], equal_nan=u.dtype.is_float):
         raise EvalError(u, f"replica {i} differs from replica 0: a replicated MULTI holds one value on every device")
     return shards[0]
 
