@@ -5,7 +5,8 @@ options.images is on and the PARAM's dtype and size fit an image (uop.choose_ima
 OpenCL 1.2 images are read_only or write_only in a kernel, so a PARAM that is read only (LOADs) is eligible, and a PARAM
 that is written only is eligible when every STORE of it belongs to a whole-pixel group (four stores of channels 0..3
 of one pixel in one block, uop.pixel_groups), since write_imagef writes a pixel at once. Each access of an eligible
-PARAM then goes through an IMAGE view: INDEX(PARAM, i) becomes INDEX(IMAGE(PARAM), i) by the rule table pm_images.
+PARAM then goes through an IMAGE view: INDEX(PARAM, i) becomes INDEX(IMAGE(PARAM), i), every one of a kernel in one
+application of the rule table pm_images.
 linearize folds the view into the PARAM's arg. Where nothing is eligible the kernel is unchanged.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, choose_image_dims, image_dims_error, pixel_groups, storage_of
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, choose_image_dims, image_dims_error, pixel_groups, storage_of, substitute
 
 
 def _dims_wanted(p: UOp, arg: UOp | None, on: bool) -> tuple[int, int] | None:
@@ -70,13 +71,17 @@ def _whole_pixels(body: UOp, stores: list[UOp]) -> bool:
   return len(grouped) == len(stores)
 
 
-def image_index(ctx: dict[UOp, tuple[int, int]], idx: UOp, p: UOp, i: UOp) -> UOp | None:
-  """INDEX(PARAM, i) of an eligible PARAM as INDEX(IMAGE(PARAM), i): the same element, addressed as a pixel's channel."""
-  return idx.replace(src=(p.image(ctx[p]), i)) if p in ctx else None
+def image_index(ctx: dict[UOp, tuple[int, int]], sink: UOp) -> UOp | None:
+  """The kernel SINK with every INDEX(PARAM, i) of an eligible PARAM as INDEX(IMAGE(PARAM), i): the same element,
+  addressed as a pixel's channel. All of them in one application, since a kernel that sees a PARAM both flat and as
+  an image is illegal (kernel.image_one_form); None when none is left."""
+  subs = {u: u.replace(src=(u.src[0].image(ctx[u.src[0]]), u.src[1])) for u in sink.toposort()
+          if u.op is Ops.INDEX and len(u.src) == 2 and u.src[0] in ctx}
+  return substitute(sink, subs, into_calls=False) if subs else None
 
 
 pm_images = PatternMatcher([
-  ("image_index", UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="p"), UPat.var("i")), name="idx"), image_index),
+  ("image_index", UPat(Ops.SINK, name="sink"), image_index),
 ], name="pm_images")
 
 

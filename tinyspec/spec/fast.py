@@ -40,8 +40,7 @@ from tinyspec.ops.classes import reduce_accepts
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_one_value, cast_rule, dtype_passthrough, reduce_dtype, value_source,
                                   where_cond)
 from tinyspec.spec.kernel import STORAGE_OPS, scalar_values
-from tinyspec.spec.kernel import image_param as kernel_image_param
-from tinyspec.spec.program import image_param as program_image_param
+from tinyspec.spec.kernel import image_param
 from tinyspec.spec.program import no_index_dtype
 from tinyspec.spec.tensor import elementwise_shape, movement_arg, one_device, reduce_axes, reduce_form, sink_entry
 from tinyspec.spec.tensor import image_buffer as tensor_image_buffer
@@ -335,7 +334,7 @@ def _param(u: UOp, k: str) -> bool | None:
   n, slot = a.size, a.slot
   if type(slot) is not int or slot < 0 or type(n) is not int or n < 0 or type(a.device) is not str or type(a.addrspace) is not AddrSpace:
     return None
-  if a.image is not None: return None  # an image PARAM: kernel.image_param / program.image_param decide
+  if a.image is not None: return None  # an image PARAM: kernel.image_param decides
   u._cache["shape"] = (n,)
   return True
 
@@ -366,14 +365,14 @@ def _kernel() -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   out[Ops.WHERE] = ((*alu, where_cond), _scalar_srcs(_where(_taken(Ops.WHERE))))
   for op in GroupOp.Cast: out[op] = ((value_source, cast_rule, scalar_values), _scalar_srcs(_cast))
   out[Ops.CONST] = ((), _const)
-  out[Ops.PARAM] = ((kernel_image_param,), _param)
+  out[Ops.PARAM] = ((image_param,), _param)
   return out
 
 
 def _program(kernel: dict[Ops, tuple[tuple[Rule, ...], FastFn]]) -> dict[Ops, tuple[tuple[Rule, ...], FastFn]]:
   """PROGRAM's: the kernel's, each with program.no_index_dtype, the rule PROGRAM adds to every op."""
   out = {op: ((*rules, no_index_dtype), _concrete(fn)) for op, (rules, fn) in kernel.items()}
-  out[Ops.PARAM] = ((program_image_param, no_index_dtype), _concrete(_param))  # PROGRAM's PARAM may be an image: its own rule
+  out[Ops.PARAM] = ((image_param, no_index_dtype), _concrete(_param))
   return out
 
 

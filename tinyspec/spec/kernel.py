@@ -399,11 +399,13 @@ def image_view(u: UOp, cx: Ctx) -> str | None:
   return f"IMAGE {safe_repr(u.arg)} over PARAM slot {p.arg.slot}: {why}; at {cx.sname} an IMAGE's dims fit its PARAM"
 
 
-@rule("kernel.image_param", "At KERNEL a PARAM is flat (ParamArg.image None): a kernel sees its storage as an image through an IMAGE view, "
-      "which linearize folds into the PARAM's arg.")
+@rule("kernel.image_param", "An image PARAM (ParamArg.image, (height, width): an IMAGE view folded into its PARAM, as linearize does) is GLOBAL "
+      "float32 or float16 storage of height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192).")
 def image_param(u: UOp, cx: Ctx) -> str | None:
-  if getattr(u.arg, "image", None) is None: return None
-  return f"PARAM slot {u.arg.slot} carries image {safe_repr(u.arg.image)}; at {cx.sname} a PARAM is flat and an IMAGE view makes it an image"
+  dims = getattr(u.arg, "image", None)
+  if dims is None or (why := image_storage_error(u, dims)) is None: return None
+  return (f"PARAM slot {u.arg.slot} with image {safe_repr(dims)}: {why}; at {cx.sname} an image PARAM is float32 or float16 storage an image "
+          "of its dims holds")
 
 
 @rule("kernel.image_one_form", "A kernel sees each PARAM slot in one form: flat, or as an image of one dims (every use of the PARAM through "

@@ -5,7 +5,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
 from tinyspec.spec.kernel import KERNEL_TABLE, range_name, body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
-from tinyspec.spec.shared import find_paths, image_storage_error, storage_base, what
+from tinyspec.spec.shared import find_paths, storage_base, what
 from tinyspec.uop import GroupOp, Ops, UOp, open_ranges, pixel_groups
 
 
@@ -16,14 +16,6 @@ no_movement = forbid("program.no_movement", "No movement op in a program.", "vie
 
 no_image_view = forbid("program.no_image_view", "No IMAGE view in a program: linearize folds each into its PARAM's arg (ParamArg.image).",
                        "view in a program; at PROGRAM an image is a PARAM whose arg carries its dims (linearize folds the view)")
-
-
-@rule("program.image_param", "An image PARAM (ParamArg.image, (height, width)) is GLOBAL float32 or float16 storage of height * width * 4 elements, "
-      "both dims in 1..IMAGE_MAX_DIM (8192).")
-def image_param(u: UOp, cx: Ctx) -> str | None:
-  dims = getattr(u.arg, "image", None)
-  if dims is None or (why := image_storage_error(u, dims)) is None: return None
-  return f"PARAM slot {u.arg.slot} with image {dims!r}: {why}; at PROGRAM an image PARAM is float32 or float16 storage an image of its dims holds"
 
 
 def image_params(sink: UOp) -> dict[UOp, list[UOp]]:
@@ -188,7 +180,6 @@ def _program_table() -> Table:
   base[Ops.LINEAR] = (linear_order, linear_duplicate, range_nesting, range_use_after_end, range_unclosed)
   base[Ops.PROGRAM] = (program_form, linear_covers_sink, image_access, image_store)
   base[Ops.IMAGE] = (no_image_view,)
-  base[Ops.PARAM] = (image_param,)
   base[Ops.SOURCE] = ()
   every: list[Rule] = [no_index_dtype]
   return table((list(Ops), every), base=base)
