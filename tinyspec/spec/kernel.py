@@ -10,8 +10,8 @@ from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, image_storage_error,
-                                  is_view_index, reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed, var_dtype, what,
-                                  where_cond)
+                                  image_storage_rule, is_view_index, reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed,
+                                  var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
@@ -399,13 +399,9 @@ def image_view(u: UOp, cx: Ctx) -> str | None:
   return f"IMAGE {safe_repr(u.arg)} over PARAM slot {p.arg.slot}: {why}; at {cx.sname} an IMAGE's dims fit its PARAM"
 
 
-@rule("kernel.image_param", "An image PARAM (ParamArg.image, (height, width): an IMAGE view folded into its PARAM, as linearize does) is GLOBAL "
-      "float32 or float16 storage of height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192).")
-def image_param(u: UOp, cx: Ctx) -> str | None:
-  dims = getattr(u.arg, "image", None)
-  if dims is None or (why := image_storage_error(u, dims)) is None: return None
-  return (f"PARAM slot {u.arg.slot} with image {safe_repr(dims)}: {why}; at {cx.sname} an image PARAM is float32 or float16 storage an image "
-          "of its dims holds")
+image_param = image_storage_rule("kernel.image_param", "An image PARAM (ParamArg.image, (height, width): an IMAGE view folded into its PARAM, as "
+                                 "linearize does) is GLOBAL float32 or float16 storage of height * width * 4 elements, both dims in "
+                                 "1..IMAGE_MAX_DIM (8192).")
 
 
 @rule("kernel.image_one_form", "A kernel sees each PARAM slot in one form: flat, or as an image of one dims (every use of the PARAM through "

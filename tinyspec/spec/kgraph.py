@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
-from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, image_storage_error,
+from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, image_storage_rule,
                                   param_dtype, param_outside, param_size, param_slot, storage_base, var_dtype, what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
 
@@ -32,13 +32,9 @@ def buffer_global(u: UOp, cx: Ctx) -> str | None:
   return f"REG BUFFER {u.arg.id} in the kernel graph; at KERNEL_GRAPH buffers are device memory (REG accumulators belong inside a kernel)"
 
 
-@rule("kgraph.image_buffer", "An image BUFFER (BufferArg.image, (height, width)) of the kernel graph is GLOBAL float32 or float16 storage of "
-      "height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192); it passes to kernel CALLs as storage, binding a flat PARAM "
-      "of its size that the kernel may view as an image (IMAGE).")
-def image_buffer(u: UOp, cx: Ctx) -> str | None:
-  dims = getattr(u.arg, "image", None)
-  if dims is None or (why := image_storage_error(u, dims)) is None: return None
-  return f"BUFFER {u.arg.id} with image {dims!r}: {why}; at KERNEL_GRAPH an image BUFFER is float32 or float16 storage an image of its dims holds"
+image_buffer = image_storage_rule("kgraph.image_buffer", "An image BUFFER (BufferArg.image, (height, width)) of the kernel graph is GLOBAL float32 "
+                                  "or float16 storage of height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192); it passes to kernel "
+                                  "CALLs as storage, binding a flat PARAM of its size that the kernel may view as an image (IMAGE).")
 
 
 @rule("kgraph.sink_entry", "Every entry of a kernel-graph SINK is storage: a BUFFER, a PARAM, or an AFTER of one.")

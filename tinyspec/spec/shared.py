@@ -8,7 +8,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
-from tinyspec.spec.base import Ctx, Finding, Stage, declare, link_path, rule, safe_repr
+from tinyspec.spec.base import Ctx, Finding, Rule, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
                           image_dims_error, is_value_call, union_of)
 
@@ -161,6 +161,17 @@ def image_storage_error(u: UOp, dims: Any) -> str | None:
   dtype an image of those dims holds (uop.image_dims_error)."""
   if getattr(u.arg, "addrspace", None) is not AddrSpace.GLOBAL: return f"{u.op.name} is kernel-local, an image is GLOBAL storage"
   return image_dims_error(dims, u.arg.size, u.dtype)
+
+
+def image_storage_rule(id: str, doc: str) -> Rule:
+  """Register a rule that storage (a BUFFER or PARAM) whose arg carries image dims is storage an image of them holds
+  (image_storage_error): the one check of an image arg, at each stage that names it."""
+  def fn(u: UOp, cx: Ctx) -> str | None:
+    dims = getattr(u.arg, "image", None)
+    if dims is None or (why := image_storage_error(u, dims)) is None: return None
+    name = f"BUFFER {u.arg.id}" if u.op is Ops.BUFFER else f"{u.op.name} slot {getattr(u.arg, 'slot', '?')}"
+    return f"{name} with image {safe_repr(dims)}: {why}; at {cx.sname} an image {u.op.name} is float32 or float16 storage an image of its dims holds"
+  return rule(id, doc)(fn)
 
 
 def _var_arg_ok(a: Any) -> bool:

@@ -7,7 +7,7 @@ from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
 from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, device_str,
-                                  dtype_passthrough, find_paths, group_effects, image_storage_error, is_effect, var_dtype,
+                                  dtype_passthrough, find_paths, group_effects, image_storage_rule, is_effect, var_dtype,
                                   is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
                                   reduce_dtype, value_source, what, where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, device_conflict, is_precompiled_call, is_value_call, walk
@@ -283,14 +283,9 @@ def multi_shards(u: UOp, cx: Ctx) -> str | None:
   return f"MULTI arg {u.arg!r} over shards of shapes {shapes}; at {cx.sname} the {form}"
 
 
-@rule("tensor.image_buffer", "A BUFFER may carry an image arg (BufferArg.image, (height, width)): it is then GLOBAL float32 or float16 storage of "
-      "height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192), element i being channel i % 4 of pixel i // 4 "
-      "(uop.image_coords); its value is its flat elements all the same.")
-def image_buffer(u: UOp, cx: Ctx) -> str | None:
-  dims = getattr(u.arg, "image", None)
-  if dims is None or (why := image_storage_error(u, dims)) is None: return None
-  return (f"BUFFER {u.arg.id} with image {safe_repr(dims)}: {why}; at {cx.sname} an image BUFFER is float32 or float16 storage an image of "
-          "its dims holds")
+image_buffer = image_storage_rule("tensor.image_buffer", "A BUFFER may carry an image arg (BufferArg.image, (height, width)): it is then GLOBAL "
+                                  "float32 or float16 storage of height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192), element i "
+                                  "being channel i % 4 of pixel i // 4 (uop.image_coords); its value is its flat elements all the same.")
 
 
 _VIEW = (value_source, movement_arg, dtype_passthrough)
