@@ -136,6 +136,17 @@ def test_a_kernel_whose_args_span_devices_is_flagged():
   assert vs[0].message.startswith("kernel CALL arg 0 is on CPU and arg 2 on CPU:1; at KERNEL_GRAPH a kernel runs on one device")
 
 
+def test_a_kernel_call_at_tensor_takes_its_value_args_on_its_device():
+  """At TENSOR a kernel CALL may take values; one COPYed to another device would make rangeify build a kernel with args
+  on two devices (a campaign found that), so the TENSOR spec refuses it, and the same call on one device is legal."""
+  out = buf(4, id=7170)
+  moved = (buf(4, id=7171) + buf(4, id=7172)).copy_to("CPU:1")
+  vs = assert_breaks_exactly(sink(out.after(call(k_add(), out, buf(4, id=7173), moved))), Stage.TENSOR, {"kgraph.one_device"})
+  assert "arg 2 on CPU:1; at TENSOR a kernel runs on one device" in vs[0].message
+  here = buf(4, id=7171) + buf(4, id=7172)
+  assert check(sink(out.after(call(k_add(), out, buf(4, id=7173), here))), Stage.TENSOR) == []
+
+
 def test_host_memory_is_read_by_kernels_of_the_cpu_family_only():
   for devs in (("CPU", "NPY", "CPU"), ("CPU:1", "NPY", "NPY"), ("PYTHON", "NPY", "PYTHON"), ("NPY", "NPY", "NPY")):
     assert check(_kernel_on(*devs), Stage.KERNEL_GRAPH) == [], devs

@@ -97,17 +97,21 @@ def reads_host(d: object) -> bool:
 
 
 def _arg_devices(u: UOp) -> list[tuple[int, object]]:
-  """(arg number, device) of each storage arg of a CALL; variables and malformed args have none."""
+  """(arg number, device) of each arg of a CALL: a storage arg's storage's device, a value's own (at TENSOR a kernel
+  CALL may take values, a COPY say); variables, constants and malformed args have none."""
   out = []
   for k, a in enumerate(u.src[1:]):
-    b = storage_of(a) if isinstance(a, UOp) else None
-    if b is not None and b.op in GroupOp.Storage and (d := getattr(b.arg, "device", None)) is not None: out.append((k, d))
+    if not isinstance(a, UOp): continue
+    b = storage_of(a)
+    d = getattr(b.arg, "device", None) if b is not None and b.op in GroupOp.Storage else a.device
+    if d is not None: out.append((k, d))
   return out
 
 
 @rule("kgraph.one_device", "A kernel CALL (its body a kernel SINK, a PROGRAM or a LINEAR) runs on one device: its storage args are on one "
       "device, except host memory (storage on NPY), which a kernel of the CPU or PYTHON family may take too. COPY calls move storage "
-      "between devices; a nested kernel graph's kernels are held to this rule one by one.")
+      "between devices; a nested kernel graph's kernels are held to this rule one by one. At TENSOR a kernel CALL's value args are held "
+      "to it too, so that no lowering has to split a kernel across devices.")
 def one_device(u: UOp, cx: Ctx) -> str | None:
   if body_kind(u.src[0]) not in ("kernel", "program"): return None
   devs = _arg_devices(u)
