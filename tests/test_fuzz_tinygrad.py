@@ -65,6 +65,7 @@ def test_generator_draws_the_promised_forms():
   assert {"call", "matmul", "where", "cast", "sum", "idiv", "mod", "pad", "shrink", "expand", "permute", "flip"} <= ops
   srcs = "".join(source(program_for(0, i)) for i in range(400))
   assert "// -1" in srcs and "@function" in srcs and "np.uint64" in srcs and "18446744073709551615" in srcs
+  assert ".cast(dtypes.float16)" in srcs and ".cast(dtypes.bfloat16)" in srcs  # float32 through the small floats
 
 
 # ---- the exact-integer screen ----

@@ -8,7 +8,8 @@ random.Random((s, i)), so the same arguments give the same program in any proces
 What is drawn: float32 and fixed-width ints, signed and unsigned; constants near the wrap points of their dtype
 (unsigned ones also as the negative literals a user writes, `x // -1`); broadcasting through keepdim reductions;
 sum and max reductions; reshape, permute, flip, pad, shrink, expand; matmul; where over comparisons; casts between
-ints, and from ints and bools to float32; value calls through `@function`.
+ints, from ints and bools to float32, and from float32 to float16 and bfloat16 and back (elementwise ops, max and
+where computing on those between); value calls through `@function`.
 Left out on purpose (the two APIs define them differently, or leave them undefined): sums of 8- and 16-bit ints
 (tinygrad accumulates them in a wider dtype), float to int casts (undefined out of range), division by a tensor
 (an integer division by zero traps in tinygrad's CPU code), and transcendental functions (approximations differ).
@@ -24,6 +25,8 @@ import numpy as np
 
 INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 DTYPES = ("float32", *INT_BITS)
+# reached only by a cast from float32 (and cast back to it): elementwise ops, max and where on them
+SMALL_FLOATS = ("float16", "bfloat16")
 SUM_DTYPES = frozenset({"float32", "int32", "uint32", "int64", "uint64"})  # a sum keeps these dtypes in both APIs
 
 
@@ -298,7 +301,8 @@ def _where(dt, sh, rest, env):
 
 def _cast(dt, sh, rest, env):
   to = rest[0]
-  ok = (is_int(dt) and (is_int(to) or to == "float32")) or (dt == "bool" and to in ("int32", "float32")) or (dt == to == "float32")
+  ok = (is_int(dt) and (is_int(to) or to == "float32")) or (dt == "bool" and to in ("int32", "float32")) or (dt == to == "float32") \
+    or (dt == "float32" and to in SMALL_FLOATS) or (dt in SMALL_FLOATS and to == "float32")
   return (str(to), sh) if ok else None
 
 
@@ -435,6 +439,7 @@ def _candidate(rng: random.Random, env: Env, out: str) -> Line:
     vals = [v for v, (d, s) in env.items() if d != "bool" and _bcast(sh, s) is not None]
     v = rng.choice(vals) if vals else a
     args = (a, v, rng.choice(constants(env[v][0])) if rng.random() < 0.5 else rng.choice([w for w in env if env[w] == env[v]]))
+  elif op == "cast" and dt == "float32" and rng.random() < 0.5: args = (a, Raw(rng.choice(SMALL_FLOATS)))  # half the casts of float32
   elif op == "cast": args = (a, Raw(rng.choice(["float32", *INT_BITS])))
   elif op in ("sum", "sum_keep", "max", "max_keep", "flip"): args = (a, rng.randrange(nd) if nd else 0)
   elif op == "reshape":
