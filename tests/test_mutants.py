@@ -55,6 +55,11 @@ def kernel(n: int, out_dt: Any, value: Callable[..., UOp], ins: tuple[np.ndarray
 def ic(v: int, dt: Any = idx) -> UOp: return UOp.const(dt, v)
 
 
+def with_images(case: Case) -> Case:
+  """case lowered with images on (its eligible kernel args become RGBA images)."""
+  return Case(case.root, case.inputs, {**case.options, "images": True}, case.kind, index=case.index)
+
+
 def sharded_case(fn: Callable[[Any], Any]) -> Case:
   """fn of a (5, 3) tensor split over two devices along axis 0 (3 rows and 2)."""
   from tinyspec.frontend import Tensor, inputs_of
@@ -169,6 +174,7 @@ WITNESS: dict[str, Callable[[], Case]] = {
   "count_misses_one": lambda: scatter_case("count"),
   "scatter_row_plus_k": lambda: scatter_case("onehot", k=2),
   "gather_reversed": lambda: sharded_case(lambda x: x.to("CPU:1") * 2),
+  "image_channels_swapped": lambda: with_images(kernel(16, f32, lambda r, x: x, (np.arange(16, dtype=np.float32),))),
   "flip_per_shard": lambda: sharded_case(lambda x: x.flip(0)),
   "scatter_init_drops_base": lambda: scatter_case("onehot", with_base=True),
   "drop_sign_cast": lambda: kernel(4, u32, lambda r, a: a.cast(u32).alu(Ops.IDIV, UOp.const(u32, 2)), (np.array([-2, 4, -7, 9], np.int32),)),
@@ -219,7 +225,7 @@ def result(case: Case, passes: list, backend: str, compiler: str | None = None) 
   """What the case computes lowered through passes and run on backend; the exception when lowering or running raises
   (a mutant that makes the pipeline fail also changes behaviour)."""
   ps = passes[start_index(passes, case.root, case.kind):]
-  opts = {k: v for k, v in case.options.items() if k in ("callify", "realize", "opts")}
+  opts = {k: v for k, v in case.options.items() if k in ("callify", "realize", "opts", "images")}
   try:
     g = lower(case.root, passes=ps, backend="opencl" if backend == "opencl" else "c", **opts)["render"]
     ins = case.copy_inputs()

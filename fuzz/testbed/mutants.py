@@ -354,6 +354,17 @@ def _reduce_init_once(red: UOp) -> UOp | None:
   return _reduce_acc(red, identity, per_outer=False)  # initialized once, not per outer iteration: sums run on across outputs
 
 
+# ================================================================ images
+def _image_channels_swapped(ctx: dict, sink: UOp) -> UOp | None:
+  from tinyspec.lower.images import image_index
+  out = image_index(ctx, sink)
+  if out is None: return None
+  # every access through a view reads the neighbouring channel: i ^ 1 swaps channels 0 and 1, 2 and 3 of each pixel
+  subs = {u: u.replace(src=(u.src[0], u.src[1].alu(Ops.XOR, UOp.const(u.src[1].dtype, 1)))) for u in out.toposort()
+          if u.op is Ops.INDEX and len(u.src) == 2 and u.src[0].op is Ops.IMAGE}
+  return substitute(out, subs, into_calls=False)
+
+
 # ================================================================ multi
 def _gather_reversed(c: UOp, m: UOp) -> UOp:
   from tinyspec.lower.multi import concat, gather, to_device
@@ -554,6 +565,9 @@ MUTANTS: list[Mutant] = [
          "a MAX accumulator starts at 0, not at the dtype's minimum"),
   Mutant("acc_init_once", PASS_RULE, "lower_reduce", "reduce_to_accumulator", _reduce_init_once,
          "the accumulator is initialized once, not in every iteration of the outer ranges"),
+  # images
+  Mutant("image_channels_swapped", PASS_RULE, "images", "image_index", _image_channels_swapped,
+         "an access through an image view addresses the neighbouring channel of its pixel (channels 0 and 1, 2 and 3 swapped)"),
   # multi
   Mutant("gather_reversed", PASS_RULE, "multi", "multi_copy_gather", _gather_reversed,
          "gathering a sharded tensor onto one device concatenates its shards last first"),
