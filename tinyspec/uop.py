@@ -96,7 +96,8 @@ class AxisType(Enum):
 @dataclass(frozen=True)
 class ParamArg:
   """Arg of PARAM: slot k stands for arg k of the enclosing CALL; flat storage of `size` elements. `image` (height,
-  width): the storage is an RGBA image of those dims (at PROGRAM only: in a kernel body an IMAGE view says so)."""
+  width): the storage is an RGBA image of those dims (an IMAGE view linearize folded into its PARAM; before that, in a
+  kernel body, the view says so)."""
   slot: int
   size: int
   device: str = "CPU"
