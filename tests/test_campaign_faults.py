@@ -410,8 +410,9 @@ def swallowing(p):
   def run(root, options, trace, tables):
     if first[0]:
       first[0] = False
-      print("asleep", flush=True)
-      try: time.sleep(100)
+      try:  # the interrupt may come as soon as the line is out: inside the try, so it is swallowed wherever it lands
+        print("asleep", flush=True)
+        time.sleep(100)
       except KeyboardInterrupt: print("swallowed", flush=True)
     return p.fn(root, options, trace, tables)
   return replace(p, fn=run)
