@@ -27,7 +27,12 @@ vload_half / vstore_half_rte (core OpenCL 1.2, no cl_khr_fp16 needed) and the va
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
+
+from tinyspec.dtype import DType, dtypes, finfo, round_float
 
 
 @dataclass(frozen=True)
@@ -51,12 +56,21 @@ class Format:
   def bias(self) -> int: return (1 << (self.ebits - 1)) - 1
 
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-  Format("float16", 5, 10, 0x7BFF, 0x7C00, 0x7C00, 0x7E00),
-  Format("bfloat16", 8, 7, 0x7F7F, 0x7F80, 0x7F80, 0x7FC0),
-  Format("float8_e4m3fn", 4, 3, 0x7E, 0x7E, 0x7F, 0x7F, nan_all_ones=True),  # saturates; +-inf gives NaN
-  Format("float8_e5m2", 5, 2, 0x7B, 0x7B, 0x7C, 0x7E),  # saturates finite values; +-inf stays
-)}
+def _bits(v: float, dt: DType) -> int:
+  """The bits, sign cleared, of v converted into dt as tinyspec.dtype.round_float converts it."""
+  b = int(round_float(np.float64(v), dt).view(np.dtype(f"uint{dt.bits}")).item())
+  return b & ((1 << (dt.bits - 1)) - 1)
+
+
+def _format(dt: DType) -> Format:
+  """dt's format, read from its finfo and from round_float itself (what its largest finite value, a finite overflow,
+  an infinity and a NaN become), so the helpers saturate where the one meaning of conversion does."""
+  fi = finfo(dt)
+  return Format(dt.name, int(fi.nexp), int(fi.nmant), _bits(float(fi.max), dt), _bits(1e300, dt), _bits(math.inf, dt), _bits(math.nan, dt),
+                nan_all_ones=bool(np.isnan(round_float(np.float64(math.inf), dt))))
+
+
+FORMATS: dict[str, Format] = {dt.name: _format(dt) for dt in dtypes.small_floats}
 
 # the compiler predefines that say a native type converts (tcc defines neither); __bf16 without __BFLT16_MAX__
 # (gcc 12) is a storage-only type that cannot be converted
