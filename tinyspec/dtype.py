@@ -118,6 +118,11 @@ def finfo(dt: DType) -> ml_dtypes.finfo:
   return ml_dtypes.finfo(dt.np)
 
 
+def significand_bits(dt: DType) -> int:
+  """The significant bits of float dt, the implicit one included: a dyadic value within them is exact in dt."""
+  return int(finfo(dt).nmant) + 1
+
+
 def _has_inf(dt: DType) -> bool: return dt is not dtypes.float8_e4m3fn
 
 

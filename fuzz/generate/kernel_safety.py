@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.dtype import DType, dtypes, significand_bits
 from tinyspec.ops.atomic import commute
 from tinyspec.ops.classes import dtype_error, reduce_accepts
 from tinyspec.ops.intervals import cast_interval, float_interval, interval, reduce_interval, undefined_in
@@ -68,7 +68,6 @@ class Abs:
 BOOL = Abs(0, 1, 0, 1)
 
 
-def _mant(dt: DType) -> int: return int(finfo(dt).nmant) + 1  # significant bits, the implicit one included
 
 
 def dbits(v: float) -> int:
@@ -360,7 +359,7 @@ def check_kernel(body: UOp, bounds: dict[int, Abs]) -> dict[int, Abs]:
     # (the ops computing on its result meet the check with its operand's denominator bits)
     if u.op is Ops.CAST and u.src[0].dtype.is_float: continue
     mag = a.c * w + a.m if a.c > 0 else a.m
-    if mag > FLOAT_LIMIT or mag * (1 << min(a.d, 60)) >= 2 ** _mant(u.dtype):
+    if mag > FLOAT_LIMIT or mag * (1 << min(a.d, 60)) >= 2 ** significand_bits(u.dtype):
       raise KernelUnsafe(f"{u.op.name} of {u.dtype.name} may reach {mag:.3g} with {a.d} denominator bits: not exact")
   out: dict[int, Abs] = {}
   for p in written:

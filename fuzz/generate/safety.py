@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyspec.dtype import DType, dtypes, finfo
+from tinyspec.dtype import DType, dtypes, finfo, significand_bits
 from tinyspec.ops.classes import dtype_error, reduce_accepts
 from tinyspec.ops.intervals import INTERVALS, cast_interval, float_interval, interval, reduce_interval, undefined_in
 from tinyspec.ops.scalar import cast_undefined, run
@@ -54,11 +54,6 @@ class Info:
   def specials(self) -> tuple[float, ...]:
     """The non-finite values this value may hold."""
     return tuple(v for v, f in ((math.nan, self.nan), (math.inf, self.pinf), (-math.inf, self.ninf)) if f)
-
-
-def _mant(dt: DType) -> int:
-  """The significant bits of float dt (the implicit one included): a dyadic value within them is exact in dt."""
-  return int(finfo(dt).nmant) + 1
 
 
 def float_limit(dt: DType) -> float:
@@ -93,7 +88,7 @@ def _float(dt: DType, lo: float, hi: float, exact: bool, dbits: int, raw: bool =
   big = max(abs(lo), abs(hi)) > limit
   # a computed result is exact when its bits fit dt's mantissa; raw values (an input's, a constant's) are dt's own values,
   # exact whatever their spread (an fp8 input holding 448 and 0.5 converts exactly to float32)
-  if exact and not big and not raw and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << _mant(dt))): exact = False
+  if exact and not big and not raw and (dbits > MAX_DBITS or max(abs(lo), abs(hi)) * (1 << dbits) >= (1 << significand_bits(dt))): exact = False
   return Info(lo, hi, exact, dbits if exact else 0, raw)
 
 
