@@ -2,6 +2,7 @@
 # seed 0, case 1378, found 2026-12-04 20:02:24 UTC
 # after callify: [TENSOR] tensor.one_device: CMPNE combines values on CPU:1 and CPU (COPY one first); at TENSOR the sources of an elementwise op are on one device
 #     at root.src[0] (CMPNE bool)
+# A value call's body returns a CPU buffer and its PARAM on CPU:1, bound to a constant; its GETTUPLE of the PARAM output reported the call's first device, CPU, so TENSOR took the CMPNE with a CPU buffer, which precompiling exposed as CPU:1 against CPU. Fixed: a GETTUPLE is on the device its body output is (uop._gettuple_device), so TENSOR now rejects this graph by tensor.one_device, and a PARAM is on its arg's device (call.param_device).
 # blamed: rule 'precompile_gettuple_of_call' of pass callify at tinyspec/lower/callify.py:105, application 1 of 1
 #   before:
 #     %3 = PARAM bool (12,) [] ParamArg(slot=0, size=12, device='CPU:1', addrspace=AddrSpace.GLOBAL, image=None)
@@ -10,7 +11,7 @@ from tinyspec.uop import UOp, Ops, AddrSpace, AxisType, ParamArg, BufferArg, Ran
 from tinyspec.dtype import dtypes
 
 SIGNATURE = ('spec', 'callify', 'precompile_gettuple_of_call', )
-EXPECT = 'fails'
+EXPECT = 'passes'
 KIND = 'tensor'
 OPTIONS = {'callify': 'precompile', 'realize': 'minimal', 'opts': None, 'images': True}
 BACKENDS = ('reference', 'cpu', )

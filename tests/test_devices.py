@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from builders import assert_breaks_exactly, buf, call, k_add, sink
+from builders import assert_breaks_exactly, buf, call, k_add, program, rng, sink
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, inputs_of
@@ -154,6 +154,26 @@ def test_host_memory_is_read_by_kernels_of_the_cpu_family_only():
   assert "arg 1 is host memory on NPY" in vs[0].message and "only a kernel of the CPU or PYTHON family reads host memory" in vs[0].message
 
 
+def _kernel_body_on(*devices: str, it=dtypes.index) -> UOp:
+  """The kernel body out[i] = a[i] + b[i] whose PARAMs (out, a, b) are on these devices, its index arithmetic in it."""
+  out, a, b = (UOp.param(k, F32, 4, d) for k, d in enumerate(devices))
+  r = rng(4, 0, it)
+  return sink(out.index(r).store(a.index(r).load() + b.index(r).load()).end(r))
+
+
+@pytest.mark.parametrize("stage", [Stage.KERNEL, Stage.PROGRAM])
+def test_a_kernel_body_touches_one_device_at_every_stage(stage):
+  def at(*devs: str) -> UOp:
+    return _kernel_body_on(*devs) if stage is Stage.KERNEL else program(_kernel_body_on(*devs, it=dtypes.int32))
+  for devs in (("CPU:1", "CPU:1", "CPU:1"), ("CPU", "NPY", "CPU"), ("PYTHON", "NPY", "NPY")):
+    assert check(at(*devs), stage) == [], devs
+  vs = assert_breaks_exactly(at("CPU:0", "CPU:0", "CPU:1"), stage, {"kernel.one_device"})
+  assert vs[0].message.startswith(f"PARAM slot 2 is on CPU:1 and PARAM slot 0 on CPU:0; at {stage.name} a kernel runs on one device")
+  assert vs[0].node is UOp.param(2, F32, 4, "CPU:1")
+  vs = assert_breaks_exactly(at("GPU", "GPU", "NPY"), stage, {"kernel.one_device"})
+  assert "only a kernel of the CPU or PYTHON family reads host memory on NPY" in vs[0].message
+
+
 def _copy_call(dest_device: str, to: str) -> UOp:
   src, dst = buf(4, id=7161), buf(4, id=7162, device=dest_device)
   return sink(dst.after(call(UOp(Ops.COPY, F32, (UOp.param(1, F32, 4),), to), dst, src)))
@@ -232,3 +252,44 @@ def test_an_output_of_constants_of_a_call_is_on_its_readers_device(realize):
   got = run(_call_of_constants(), {7191: np.arange(3, dtype=np.float32)}, "reference")
   np.testing.assert_allclose(got[0], 2.0 + 9.0)
   np.testing.assert_allclose(got[1], np.arange(3) * 2.0)
+
+
+# ---- value calls: an output is where its body computes it (uop._gettuple_device, call.param_device) ----
+def _call_of_two_devices(reader_device: str) -> UOp:
+  """A value call whose body returns a captured CPU buffer and its PARAM on CPU:1, bound to a constant (legal: a
+  constant is read on any device); output 1 is compared with a buffer of reader_device."""
+  const = UOp.const(F32, 1.5).expand((4,))
+  p = UOp.param(0, F32, 4, "CPU:1")
+  c = call(UOp(Ops.TUPLE, dtypes.void, (buf(4, id=7201), p * p)), const, name="two")
+  return sink(c.gettuple(1) < buf(4, id=7202, device=reader_device))
+
+
+def test_each_output_of_a_value_call_is_on_the_device_its_body_computes_it():
+  root = _call_of_two_devices("CPU:1")
+  g0, g1 = (UOp(Ops.GETTUPLE, F32, (root.src[0].src[0].src[0],), i) for i in range(2))
+  assert (g0.device, g1.device) == ("CPU", "CPU:1")  # not the call's first output's device for both
+  for callify in ("inline", "precompile"):
+    _legal_at_every_stage(root, callify=callify)
+  ins = {7201: np.zeros(4, np.float32), 7202: np.array([1, 2, 3, 2.25], np.float32)}
+  for backend in ("reference", "cpu"):
+    np.testing.assert_array_equal(run(root, ins, backend)[0], [False, False, True, False])
+
+
+def test_combining_a_value_calls_output_with_another_devices_value_is_flagged():
+  # the output is on CPU:1: combining it with a CPU buffer is what precompiling would make a kernel across devices of
+  vs = assert_breaks_exactly(_call_of_two_devices("CPU"), Stage.TENSOR, {"tensor.one_device"})
+  assert "CMPLT combines values on CPU:1 and CPU" in vs[0].message
+
+
+def test_a_param_on_another_device_than_its_arg_is_flagged():
+  p = UOp.param(0, F32, 4, "CPU:1")
+  bad = call(UOp(Ops.TUPLE, dtypes.void, (p + p,)), buf(4, id=7211), name="moved")
+  vs = assert_breaks_exactly(sink(bad.gettuple(0)), Stage.TENSOR, {"call.param_device"})
+  assert vs[0].message.startswith("PARAM slot 0 is on CPU:1 but CALL arg 0 is on CPU")
+  # a PARAM on its arg's device, or bound to a constant, is legal; a MULTI arg's PARAM is on its first device
+  ok = call(UOp(Ops.TUPLE, dtypes.void, (p + p,)), buf(4, id=7212, device="CPU:1"), name="kept")
+  assert check(sink(ok.gettuple(0)), Stage.TENSOR) == []
+  m = Tensor(np.arange(8, dtype=np.float32)).shard(("CPU:0", "CPU:1"), axis=0).uop
+  def doubled(device: str) -> UOp: return UOp(Ops.TUPLE, dtypes.void, (UOp.param(0, F32, 8, device) * UOp.const(F32, 2.0).expand((8,)),))
+  assert check(sink(call(doubled("CPU:0"), m, name="sharded").gettuple(0)), Stage.TENSOR) == []
+  assert_breaks_exactly(sink(call(doubled("CPU:1"), m, name="sharded").gettuple(0)), Stage.TENSOR, {"call.param_device"})

@@ -117,6 +117,19 @@ def test_a_reduce_over_the_sharded_axis_is_an_all_reduce_with_equal_replicas():
   np.testing.assert_allclose(evaluate(root, inputs_of(root))[0], (A - A.sum(0)).sum(1), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("cast", ["half", "bfloat16"])
+def test_a_small_float_sum_over_the_sharded_axis_all_reduces_its_float32_partials(cast):
+  # the sum accumulates in float32 and rounds to the small float once, after the all-reduce: the sharded program gives
+  # the one-device program's result bit for bit (an all-reduce of rounded partials would round twice)
+  big = RNG.standard_normal((16, 32)).astype(np.float32)
+  sharded, one = (getattr(t, cast)().sum(0) for t in (Tensor(big).shard(D, 0), Tensor(big)))
+  m = lower(Tensor.sink(sharded))["multi"]
+  assert {c.dtype for c in walk((m,)) if c.op is Ops.COPY and c.src[0].op is Ops.REDUCE} == {dtypes.float32}
+  for backend in ("reference", "cpu"):
+    got, want = (run(Tensor.sink(r), inputs_of(Tensor.sink(r)), backend)[0] for r in (sharded, one))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), backend
+
+
 def test_devices_do_not_mix():
   with pytest.raises(ValueError, match="CPU:0 and CPU:1"): Tensor(A, device="CPU:0") + Tensor(A, device="CPU:1")
   with pytest.raises(ValueError, match="one device"): Tensor(A).shard(D, 0) + Tensor(A)

@@ -706,9 +706,24 @@ def device_conflict(srcs: Iterable[UOp]) -> tuple[Any, Any] | None:
   return None
 
 
+# single-source ops whose device is not their source's: what a walk passing devices up a chain of views stops at
+OWN_DEVICE = frozenset({Ops.COPY, Ops.GETTUPLE})
+
+
+def _gettuple_device(u: UOp) -> str | tuple[str, ...] | None:
+  """A value call's output is where its body computes it (the TUPLE element GETTUPLE reads: a PARAM names its arg's
+  device), not where the call's other outputs are; a call over several devices gives tensors over them."""
+  c = u.src[0]
+  if c.op is Ops.CALL:
+    if isinstance(d := c.device, tuple): return d
+    c = c.src[0]
+  return c.src[u.arg].device
+
+
 def _device_rule(u: UOp) -> str | tuple[str, ...] | None:
   if u.op in GroupOp.Storage: return u.arg.device
   if u.op is Ops.COPY: return u.arg
+  if u.op is Ops.GETTUPLE: return _gettuple_device(u)
   if u.op is Ops.MULTI: return tuple(s.device for s in u.src)  # a multi-device value is on the tuple of its shards' devices
   # a call on tensors over several devices gives tensors over them (the multi pass runs it per device, or gathers its
   # args and replicates its outputs); its body's PARAMs name only the first of the devices

@@ -18,7 +18,7 @@ import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
 from tinyspec.render.cstyle import check_identifier, renamed_apart
-from tinyspec.spec.kgraph import HOST_DEVICES
+from tinyspec.spec.shared import HOST_DEVICES
 from tinyspec.uop import storage_of
 from tinyspec.render.program import var_param_dtype
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp

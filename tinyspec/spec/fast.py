@@ -44,7 +44,7 @@ from tinyspec.spec.kernel import image_param
 from tinyspec.spec.program import no_index_dtype
 from tinyspec.spec.tensor import elementwise_shape, movement_arg, one_device, reduce_axes, reduce_form, sink_entry
 from tinyspec.spec.tensor import image_buffer as tensor_image_buffer
-from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Malformed, Ops, ParamArg, UOp
+from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Malformed, Ops, OWN_DEVICE, ParamArg, UOp
 
 FastFn = Callable[[UOp, str], "bool | None"]
 
@@ -93,7 +93,7 @@ def device_of(u: UOp) -> object:
   d = u._cache.get("device", UNKNOWN)
   if d is UNKNOWN:
     chain = []
-    while len(u.src) == 1 and u.op is not Ops.COPY:  # storage has no source; a COPY's device is its arg
+    while len(u.src) == 1 and u.op not in OWN_DEVICE:  # storage has no source; a COPY's device is its arg, a GETTUPLE's its body output's
       chain.append(u)
       u = u.src[0]
       if (d := u._cache.get("device", UNKNOWN)) is not UNKNOWN: break

@@ -9,9 +9,9 @@ from tinyspec.ops.atomic import atomic_error, commute
 from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, dtype_passthrough, find_paths, group_effects, image_storage_error,
-                                  image_storage_rule, is_view_index, reduce_dtype, shape_ok, storage_base, value_source, VOID_OPS, wellformed,
-                                  var_dtype, what, where_cond)
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, device_str, dtype_passthrough, find_paths, group_effects,
+                                  image_storage_error, image_storage_rule, kernel_device_clash, is_view_index, reduce_dtype, shape_ok, storage_base,
+                                  value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
@@ -421,6 +421,19 @@ def image_one_form(u: UOp, cx: Ctx) -> list[Finding] | None:
            f"{cx.sname} a kernel sees a storage in one form") for slot, fs in bad.items() for x in list(fs.values())[1:]]
 
 
+@rule("kernel.one_device", "A kernel runs on one device: its GLOBAL PARAMs are on one device, except host memory (storage on NPY), which a "
+      "kernel of the CPU or PYTHON family may read too (kgraph.one_device holds a kernel CALL's args to the same).")
+def one_device(u: UOp, cx: Ctx) -> list[Finding] | None:
+  params = sorted((x for x in body_nodes(u) if x.op is Ops.PARAM and getattr(x.arg, "addrspace", None) is AddrSpace.GLOBAL),
+                  key=lambda x: x.arg.slot if isinstance(x.arg.slot, int) else -1)  # in slot order: the message names the first slot's device
+  if (clash := kernel_device_clash([(p, p.arg.device) for p in params])) is None: return None
+  (p0, d0), (p, d), host = clash
+  why = (f"only a kernel of the CPU or PYTHON family reads host memory on {device_str(d)}" if host else
+         "a kernel runs on one device (a COPY call moves storage between devices)")
+  return [(find_paths(u, {p}).get(p, ()), p, "kernel.one_device", f"PARAM slot {p.arg.slot} is on {device_str(d)} and PARAM slot "
+           f"{p0.arg.slot} on {device_str(d0)}; at {cx.sname} {why}")]
+
+
 def _form_words(form: object) -> str:
   return "flat storage" if form is None else f"a {safe_repr(form)} image"
 
@@ -585,7 +598,7 @@ KERNEL_TABLE = table(
   (Ops.INDEX, (index_storage, index_int, index_dtype, scalar_values, view_index)),
   ((Ops.RANGE, Ops.SPECIAL), (range_bound, scalar_values)), (Ops.END, (end_form,)),
   (Ops.AFTER, (after_storage, after_deps, dtype_passthrough)), (Ops.GROUP, (group_effects,)),
-  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent, image_one_form)),
+  (Ops.SINK, (sink_effects, range_closed, atomic_ranges, range_axis_unique, thread_independent, image_one_form, one_device)),
   (GroupOp.Movement, (no_movement,)), (Ops.BIND, (no_bind,)), (Ops.DEFINE_VAR, (var_dtype,)),
   ([op for op in Ops if op not in KERNEL_OPS and op not in GroupOp.Movement and op is not Ops.BIND], (op_allowed,)),
   (Ops.IMAGE, (image_view,)), (Ops.PARAM, (image_param,)), (Ops.CONST, ()),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
 from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, image_storage_rule,
+                                  kernel_device_clash,
                                   param_dtype, param_outside, param_size, param_slot, storage_base, var_dtype, what)
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
 
@@ -75,27 +76,6 @@ def body_stage(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-# Host-visible memory: storage on a host device lives in the host's own memory (NPY: the numpy array a tinygrad Tensor
-# was made from), which a kernel running in that memory addresses directly: tinygrad 0.14's CPU kernels, and those of its
-# PYTHON emulator, read NPY buffers with no COPY. DISK is no host memory: tinygrad copies from it into a real buffer first.
-HOST_DEVICES = frozenset({"NPY"})
-HOST_FAMILIES = frozenset({"CPU", "PYTHON"})
-
-
-def device_family(d: object) -> object:
-  """The family of a device: "CPU" of "CPU", "CPU:0" and "CPU:1" (a device that is no name is its own family)."""
-  return d.split(":", 1)[0] if isinstance(d, str) else d
-
-
-def is_host(d: object) -> bool:
-  return isinstance(d, str) and d in HOST_DEVICES
-
-
-def reads_host(d: object) -> bool:
-  """A kernel on device d may take host memory among its args."""
-  return isinstance(fam := device_family(d), str) and fam in HOST_FAMILIES
-
-
 def _arg_devices(u: UOp) -> list[tuple[int, object]]:
   """(arg number, device) of each arg of a CALL: a storage arg's storage's device, a value's own (at TENSOR a kernel
   CALL may take values, a COPY say); variables, constants and malformed args have none."""
@@ -114,16 +94,13 @@ def _arg_devices(u: UOp) -> list[tuple[int, object]]:
       "to it too, so that no lowering has to split a kernel across devices.")
 def one_device(u: UOp, cx: Ctx) -> str | None:
   if body_kind(u.src[0]) not in ("kernel", "program"): return None
-  devs = _arg_devices(u)
-  own = [(k, d) for k, d in devs if not is_host(d)]
-  for k, d in own[1:]:
-    if d != own[0][1]:  # == whatever the devices are: a sharded value's device is a tuple of names
-      return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {k} on {device_str(d)}; at {cx.sname} a kernel runs on "
-              "one device (a COPY call moves storage between devices)")
-  if own and not reads_host(own[0][1]) and (host := next((kd for kd in devs if is_host(kd[1])), None)):
-    return (f"kernel CALL arg {own[0][0]} is on {device_str(own[0][1])} and arg {host[0]} is host memory on {device_str(host[1])}; at "
-            f"{cx.sname} only a kernel of the CPU or PYTHON family reads host memory (COPY it to {device_str(own[0][1])} first)")
-  return None
+  if (clash := kernel_device_clash(_arg_devices(u))) is None: return None
+  (k0, d0), (k, d), host = clash
+  if host:
+    return (f"kernel CALL arg {k0} is on {device_str(d0)} and arg {k} is host memory on {device_str(d)}; at {cx.sname} only a kernel of "
+            f"the CPU or PYTHON family reads host memory (COPY it to {device_str(d0)} first)")
+  return (f"kernel CALL arg {k0} is on {device_str(d0)} and arg {k} on {device_str(d)}; at {cx.sname} a kernel runs on one device (a COPY "
+          "call moves storage between devices)")
 
 
 @rule("kgraph.copy_device", "A COPY call copies to the device its COPY names: its destination (arg 0) is storage on that device.")

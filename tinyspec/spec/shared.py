@@ -10,7 +10,7 @@ from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.spec.base import Ctx, Finding, Rule, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
-                          image_dims_error, is_value_call, union_of)
+                          home_device, image_dims_error, is_kernel_call, is_value_call, union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -31,6 +31,38 @@ def _a(word: str) -> str:
 def device_str(d: Any) -> str:
   """A device for a message: its name, or the repr of another kind of device (a tuple of names for a sharded value)."""
   return d if isinstance(d, str) else safe_repr(d, 60)
+
+
+# Host-visible memory: storage on a host device lives in the host's own memory (NPY: the numpy array a tinygrad Tensor
+# was made from), which a kernel running in that memory addresses directly: tinygrad 0.14's CPU kernels, and those of its
+# PYTHON emulator, read NPY buffers with no COPY. DISK is no host memory: tinygrad copies from it into a real buffer first.
+HOST_DEVICES = frozenset({"NPY"})
+HOST_FAMILIES = frozenset({"CPU", "PYTHON"})
+
+
+def device_family(d: object) -> object:
+  """The family of a device: "CPU" of "CPU", "CPU:0" and "CPU:1" (a device that is no name is its own family)."""
+  return d.split(":", 1)[0] if isinstance(d, str) else d
+
+
+def is_host(d: object) -> bool:
+  return isinstance(d, str) and d in HOST_DEVICES
+
+
+def reads_host(d: object) -> bool:
+  """A kernel on device d may take host memory among its args."""
+  return isinstance(fam := device_family(d), str) and fam in HOST_FAMILIES
+
+
+def kernel_device_clash(devs: list[tuple[Any, Any]]) -> tuple[tuple[Any, Any], tuple[Any, Any], bool] | None:
+  """Of (label, device) pairs of the storage one kernel touches, the first two that put it on two devices, and whether
+  the second is host memory a kernel of the first's family cannot read; None when one device runs it."""
+  own = [(k, d) for k, d in devs if not is_host(d)]
+  for k, d in own[1:]:
+    if d != own[0][1]: return own[0], (k, d), False  # == whatever the devices are: a sharded value's device is a tuple of names
+  if own and not reads_host(own[0][1]) and (host := next((kd for kd in devs if is_host(kd[1])), None)) is not None:
+    return own[0], host, True
+  return None
 
 
 def what(u: Any) -> str:
@@ -462,6 +494,13 @@ def param_dtype(u: UOp, cx: Ctx) -> list[Finding] | None:
   return _bind(u, cx, "dtype")
 
 
+@rule("call.param_device", "At TENSOR, PARAM slot k of a value or precompiled call's body is on the device of the CALL's arg k (a MULTI "
+      "arg: its first device, uop.home_device), where the body reads it; an arg with no device (a constant) may be read on any.")
+def param_device(u: UOp, cx: Ctx) -> list[Finding] | None:
+  if is_kernel_call(u): return None  # a kernel's args are held to kgraph.one_device (host memory may be read from a CPU kernel)
+  return _bind(u, cx, "device")
+
+
 def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
   body, args = u.src[0], u.src[1:]
   params = [p for p in free_params(body) if not wellformed(p)]
@@ -487,6 +526,10 @@ def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
       if n != p.arg.size:
         bad.append((p, "call.param_size", f"PARAM slot {k} has size {p.arg.size} but CALL arg {k} has {n} elements (shape {a.shape}); "
                     f"at {cx.sname} PARAM k is flat storage of the size of arg k"))
+    elif part == "device":
+      if (d := a.device) is not None and p.arg.device != (home := home_device(a)):
+        bad.append((p, "call.param_device", f"PARAM slot {k} is on {device_str(p.arg.device)} but CALL arg {k} is on {device_str(d)}; at "
+                    f"{cx.sname} PARAM k is on {device_str(home)}, the device of arg k (COPY the arg there first)"))
     elif p.dtype != a.dtype:
       bad.append((p, "call.param_dtype", f"PARAM slot {k} is {p.dtype.name} but CALL arg {k} is {a.dtype.name}; at {cx.sname} PARAM k has "
                   f"the dtype of arg k"))

@@ -9,8 +9,8 @@ from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.kgraph import one_device as kernel_call_device
 from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, device_str,
                                   dtype_passthrough, find_paths, group_effects, image_storage_rule, is_effect, var_dtype,
-                                  is_value, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str, srcs_shape_ok, storage_base,
-                                  reduce_dtype, value_source, what, where_cond)
+                                  is_value, param_device, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str,
+                                  srcs_shape_ok, storage_base, reduce_dtype, value_source, what, where_cond)
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, device_conflict, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
@@ -301,7 +301,7 @@ TENSOR_TABLE = table(
   (GroupOp.Cast, (value_source, cast_rule, elementwise_shape)),
   (Ops.REDUCE, (value_source, reduce_form, reduce_axes, dtype_passthrough, reduce_dtype)),
   (Ops.CALL, (call_body, call_arg_value, param_slot, param_size, param_dtype, backward_slots, precompiled_entry, precompiled_store_target,
-              precompiled_arg_storage, precompiled_output, kernel_call_device)),
+              precompiled_arg_storage, precompiled_output, kernel_call_device, param_device)),
   (Ops.TUPLE, (tuple_values,)),
   (Ops.GETTUPLE, (gettuple_source, gettuple_index, gettuple_dtype)),
   (Ops.STORE, (store_target, store_shape, store_dtype, store_gate, one_device)),
