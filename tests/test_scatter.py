@@ -227,3 +227,19 @@ def test_a_constant_hot_index_adds_every_position():
   assert len(atomics(stages["scatter"])) == 1
   for name, res in got.items(): np.testing.assert_array_equal(res, got["input"], err_msg=name)
   assert (got["input"].reshape(10, 4)[3] == 200).all()
+
+
+def test_an_index_buffer_read_in_a_gate_and_an_index_is_recomputed_at_every_read():
+  # the consumer reads the arange buffer three ways: a gated LOAD whose gate tests the element it loads, and a LOAD whose
+  # index is loaded from the buffer; each read is replaced, sources first, so no LOAD of the dropped arg is left (a
+  # campaign found the gate's read left behind, a PARAM beyond the call's args)
+  from tinyspec.frontend import Tensor, inputs_of
+  x = Tensor.arange(8).cast(dtypes.int32)
+  root = Tensor.sink((x != 3).where(x, 0), x, x.gather(0, (x * 5) % 8))
+  stages = lower(root, callify="precompile", passes=[p for p in PASSES if p.name != "render"])  # each pass's output is checked
+  args = [len(c.src) - 1 for c in kernel_calls(stages["simplify"])], [len(c.src) - 1 for c in kernel_calls(stages["scatter"])]
+  assert sum(args[1]) < sum(args[0])  # the arange is recomputed where it is read, not passed
+  ar = np.arange(8, dtype=np.int32)
+  want = [np.where(ar != 3, ar, 0), ar, ar[(ar * 5) % 8]]
+  for name in ("simplify", "scatter", "linearize"):
+    for got, w in zip(evaluate(stages[name], inputs_of(root)), want): np.testing.assert_array_equal(got, w, err_msg=name)

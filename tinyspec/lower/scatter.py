@@ -132,8 +132,12 @@ def _inline(call: UOp) -> UOp | None:
     if not params or any(u.op is not Ops.INDEX or len(u.src) != 2 for u in indexes): continue
     readers = [u for u in nodes if any(s in indexes for s in u.src)]
     if any(u.op is not Ops.LOAD or u.src[0] not in indexes for u in readers): continue  # only LOADs read it
-    values = {u: substitute(f, {r: u.src[0].src[1]}) for u in readers}
-    values = {u: u.src[2].where(x, u.src[1]) if len(u.src) == 3 else x for u, x in values.items()}
+    # sources first (nodes is in walk order): a LOAD's index, gate or alternative may read the buffer too (a gate
+    # testing the element it loads), so each is given the values of the LOADs below it before it is rebuilt
+    values: dict[UOp, UOp] = {}
+    for u in readers:
+      x = substitute(f, {r: substitute(u.src[0].src[1], values)})
+      values[u] = substitute(u.src[2], values).where(x, substitute(u.src[1], values)) if len(u.src) == 3 else x
     later = {p: p.replace(arg=dataclasses.replace(p.arg, slot=p.arg.slot - 1)) for p in nodes if p.op is Ops.PARAM and p.arg.slot > slot}
     new_body = substitute(substitute(body, values), later)
     return call.replace(src=(new_body, *call.src[1:1 + slot], *call.src[2 + slot:]))
