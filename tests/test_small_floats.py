@@ -297,3 +297,16 @@ def test_reductions_and_products_match_tinygrad(a: DType, tg) -> None:
     assert getattr(_ours(a), op)().dtype is dtype_of(getattr(tensor(a), op)()), f"{a.name}.{op}()"
   if not a.is_bool:
     assert (_ours(a) @ _ours(a)).dtype is dtype_of(tensor(a) @ tensor(a)), f"{a.name} @ {a.name}"
+
+
+@pytest.mark.parametrize("src", [*HALVES, *FP8S], ids=lambda d: d.name)
+def test_widens_exactly_says_whether_every_value_survives_the_cast(src: DType) -> None:
+  # every finite bit pattern of src, cast into each float dtype and back: exact for all of them iff widens_exactly
+  from tinyspec.dtype import widens_exactly
+  bits = np.arange(1 << (8 * src.itemsize), dtype=np.uint16 if src.itemsize == 2 else np.uint8)
+  with np.errstate(invalid="ignore"): vals = bits.view(src.np).astype(np.float64)  # NaN patterns widen quietly
+  vals = vals[np.isfinite(vals)]
+  for dt in dtypes.floats:
+    with np.errstate(over="ignore", invalid="ignore"): back = vals.astype(dt.np).astype(np.float64)
+    assert widens_exactly(src, dt) == bool(np.all(back == vals)), dt.name
+  assert widens_exactly(src, dtypes.float32) and not widens_exactly(dtypes.float32, src)

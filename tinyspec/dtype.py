@@ -118,6 +118,13 @@ def finfo(dt: DType) -> ml_dtypes.finfo:
   return ml_dtypes.finfo(dt.np)
 
 
+def widens_exactly(src: DType, dt: DType) -> bool:
+  """Every value of float src is one of float dt: a cast from src to dt never rounds (float16 into float32, not
+  bfloat16 into float16)."""
+  a, b = finfo(src), finfo(dt)
+  return int(a.nmant) <= int(b.nmant) and int(a.maxexp) <= int(b.maxexp) and int(a.minexp) - int(a.nmant) >= int(b.minexp) - int(b.nmant)
+
+
 def significand_bits(dt: DType) -> int:
   """The significant bits of float dt, the implicit one included: a dyadic value within them is exact in dt."""
   return int(finfo(dt).nmant) + 1

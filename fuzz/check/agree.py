@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.generate.safety import FLOAT_LIMIT
-from tinyspec.dtype import DType, dtypes, finfo, rounding_bound
+from tinyspec.dtype import DType, dtypes, rounding_bound, widens_exactly
 from tinyspec.ops.scalar import APPROXIMATE_ULPS
 from tinyspec.uop import GroupOp, Ops, UOp
 
@@ -64,12 +64,6 @@ def default_error(dt: DType) -> float:
   return rounding_bound(dt, DEFAULT_ROUNDINGS, 1.0)
 
 
-def _widens_exactly(src: DType, dt: DType) -> bool:
-  """Every value of float src is one of float dt (a cast from src to dt never rounds)."""
-  a, b = finfo(src), finfo(dt)
-  return int(a.nmant) <= int(b.nmant) and int(a.maxexp) <= int(b.maxexp) and int(a.minexp) - int(a.nmant) >= int(b.minexp) - int(b.nmant)
-
-
 def own_error(u: UOp) -> float:
   """The relative error the op u adds to its result (module docstring): 0 for ops that round nothing."""
   dt, op = u.dtype, u.op
@@ -77,7 +71,7 @@ def own_error(u: UOp) -> float:
   if not dt.is_float: return 0.0
   if op is Ops.CAST:
     s = u.src[0].dtype
-    return 0.0 if s.is_float and _widens_exactly(s, dt) else rounding_bound(dt, 1, 1.0)
+    return 0.0 if s.is_float and widens_exactly(s, dt) else rounding_bound(dt, 1, 1.0)
   if op in APPROXIMATE_ULPS:
     lib = dtypes.float32 if dt.is_small_float else dt  # the small floats' math runs in float32, rounded back once
     return rounding_bound(lib, 2 * APPROXIMATE_ULPS[op], 1.0) + (rounding_bound(dt, 1, 1.0) if dt.is_small_float else 0.0)
