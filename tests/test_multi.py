@@ -108,6 +108,26 @@ def test_sharded_programs_run_on_the_backends(backend, request):
     np.testing.assert_allclose(got, progs[n][1](A.astype(np.float64)), rtol=1e-5, atol=1e-6, err_msg=n)
 
 
+@pytest.mark.parametrize("backend", ["reference", "cpu", "opencl"])
+def test_three_devices_run_as_three(backend, request):
+  # N simulated devices, not two: an uneven split of 5 rows (2 + 2 + 1), an all-reduce of three partials, a gather to
+  # the last device; OpenCL runs a context and queue per device
+  if backend == "opencl": request.getfixturevalue("opencl")
+  d3 = ("CPU:0", "CPU:1", "CPU:2")
+  x = Tensor(A).shard(d3, 0)
+  root = Tensor.sink((x * 2).sum(0), (x.exp() - x.sum(0)).sum(1), x.to("CPU:2") + 1)
+  m = lower(root)["multi"]
+  # each kernel on one device: the three, and CPU, where the unsharded input is and its blocks are cut before the copies
+  devs = [{storage_of(a).arg.device for a in c.src[1:]} for c in kernel_calls(lower(root)["rangeify"])]
+  assert all(len(d) == 1 for d in devs) and set().union(*devs) == {*d3, "CPU"}
+  partials = [(u.src[0].device, u.arg) for u in walk((m,)) if u.op is Ops.COPY and u.src[0].op is Ops.REDUCE]
+  for d in d3: assert {src for src, to in partials if to == d} == set(d3) - {d}  # x.sum(0): each device gets the other two partials
+  got = run(root, inputs_of(root), backend)
+  np.testing.assert_allclose(got[0], (A * 2).sum(0), rtol=1e-5)
+  np.testing.assert_allclose(got[1], (np.exp(A) - A.sum(0)).sum(1), rtol=1e-4)
+  np.testing.assert_array_equal(got[2], A + 1)
+
+
 def test_a_reduce_over_the_sharded_axis_is_an_all_reduce_with_equal_replicas():
   x = Tensor(A).shard(D, 0)
   root = Tensor.sink((x - x.sum(0)).sum(1))  # each shard subtracts the column sums: both replicas are read
