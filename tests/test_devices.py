@@ -293,3 +293,9 @@ def test_a_param_on_another_device_than_its_arg_is_flagged():
   def doubled(device: str) -> UOp: return UOp(Ops.TUPLE, dtypes.void, (UOp.param(0, F32, 8, device) * UOp.const(F32, 2.0).expand((8,)),))
   assert check(sink(call(doubled("CPU:0"), m, name="sharded").gettuple(0)), Stage.TENSOR) == []
   assert_breaks_exactly(sink(call(doubled("CPU:1"), m, name="sharded").gettuple(0)), Stage.TENSOR, {"call.param_device"})
+
+
+def test_a_kernel_in_a_kernel_graph_is_held_to_one_device_in_its_body_too():
+  out, a, b = (buf(4, id=7220 + i) for i in range(3))
+  root = sink(out.after(call(_kernel_body_on("CPU", "CPU", "CPU:1"), out, a, b)))
+  assert_breaks_exactly(root, Stage.KERNEL_GRAPH, {"kernel.one_device"})

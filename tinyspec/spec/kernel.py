@@ -605,6 +605,9 @@ KERNEL_TABLE = table(
 )
 
 # a kernel body reached while checking a TENSOR graph may still be under construction: rangeify addresses tensor values in it with view
-# INDEXes (their value x is checked at TENSOR, see engine.K_T); at KERNEL none may be left (kernel.view_index)
+# INDEXes (their value x is checked at TENSOR, see engine.K_T); at KERNEL none may be left (kernel.view_index). Such a kernel
+# reaches PARAMs of the body it is built in (through a view INDEX's value, an opaque call's args), which are not its own:
+# kernel.one_device holds once it is built
 KERNEL_BUILD_TABLE = table(base={**KERNEL_TABLE, Ops.INDEX: (index_storage, index_int, index_dtype, scalar_values, view_index_form,
-                                                            view_index_bounds)})
+                                                            view_index_bounds),
+                                 Ops.SINK: tuple(r for r in KERNEL_TABLE[Ops.SINK] if r is not one_device)})
