@@ -96,6 +96,13 @@ def value_call_case() -> Case:
   return tensor_case(sink(call.gettuple(0)), {a.arg.id: A4.copy()})
 
 
+def call_on_another_device_case() -> Case:
+  """A value call on CPU:1, precompiled, its output added to another CPU:1 buffer: the output buffer must be on CPU:1."""
+  a, b = UOp.buffer(f32, 4, "CPU:1"), UOp.buffer(f32, 4, "CPU:1")
+  call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.TUPLE, dtypes.void, (twice(UOp.param(0, f32, 4, "CPU:1")),)), a), "f")
+  return tensor_case(sink(call.gettuple(0).alu(Ops.ADD, b)), {a.arg.id: A4.copy(), b.arg.id: A4 * 3}, callify="precompile")
+
+
 def tuple_case() -> Case:
   b = UOp.buffer(f32, 4)
   t = UOp(Ops.TUPLE, dtypes.void, (b, twice(b)))
@@ -142,6 +149,7 @@ WITNESS: dict[str, Callable[[], Case]] = {
   "all_reduce_drops_last": sharded_sum_case,
   "inline_binds_body_as_slot0": value_call_case,
   "tuple_element_from_end": tuple_case,
+  "precompile_outputs_on_cpu": call_on_another_device_case,
   "flip_off_by_one": lambda: unary(A12, lambda x: x.flip((True, False)), (3, 4)),
   "shrink_subtracts_offset": lambda: unary(A12, lambda x: x.shrink(((4, 4),)).alu(Ops.ADD, x.shrink(((0, 4),)))),
   "expand_keeps_leading": lambda: unary(A4, lambda x: x.expand((3,)).reshape((12,)).alu(Ops.ADD, UOp.const(f32, 0.5).expand((12,)))),

@@ -100,6 +100,13 @@ def _tuple_element_from_end(g: UOp, t: UOp) -> UOp:
   return t.src[len(t.src) - 1 - g.arg]  # counts from the end
 
 
+def _outputs_on_cpu(g: UOp, call: UOp) -> UOp:
+  from tinyspec.lower.callify import inline_output, output_buffers, precompiled_output
+  if call.src[0].src[g.arg].device is None: return inline_output(g, call)
+  outs = [UOp.buffer(b.dtype, b.arg.size, "CPU", id=b.arg.id) for b in output_buffers(call)]  # "CPU", not where the body computes
+  return precompiled_output(call, outs, g.arg)
+
+
 # ================================================================ rangeify
 def _flip_off_by_one(v: UOp) -> UOp:
   from tinyspec.lower.indexing import isub_from, vindex, view_indices
@@ -512,6 +519,8 @@ MUTANTS: list[Mutant] = [
          "inlining binds PARAM slot k to the call's source k, the body included, not to arg k"),
   Mutant("tuple_element_from_end", PASS_RULE, "callify", "gettuple_of_tuple", _tuple_element_from_end,
          "GETTUPLE(TUPLE, i) folds to the element i from the end"),
+  Mutant("precompile_outputs_on_cpu", PASS_RULE, "callify", "precompile_gettuple_of_call", _outputs_on_cpu,
+         "a precompiled value call's output buffers are on CPU, not on the device its body computes each output on"),
   # rangeify
   Mutant("flip_off_by_one", PASS_RULE, "rangeify", "index_through_flip", _flip_off_by_one, "FLIP indexes d - i, not d - 1 - i"),
   Mutant("shrink_subtracts_offset", PASS_RULE, "rangeify", "index_through_shrink", _shrink_subtracts_offset,

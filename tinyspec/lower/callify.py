@@ -55,7 +55,8 @@ def substitute_params(body: UOp, args: tuple[UOp, ...]) -> UOp:
   return substitute(body, mapping, into_calls=False)
 
 
-def _inline_call(g: UOp, call: UOp) -> UOp:
+def inline_output(g: UOp, call: UOp) -> UOp:
+  """Output g.arg of the value call, its body's value with the call's args bound to its PARAMs (GETTUPLE g inlined)."""
   body = call.src[0]
   if not 0 <= g.arg < len(body.src): raise ValueError(f"GETTUPLE index {g.arg} of a call returning {len(body.src)} values")
   return substitute_params(body.src[g.arg], call.src[1:])
@@ -106,7 +107,7 @@ def _precompile_call(g: UOp, call: UOp) -> UOp:
   if not 0 <= g.arg < len(call.src[0].src): raise ValueError(f"GETTUPLE index {g.arg} of a call returning {len(call.src[0].src)} values")
   # an output of constants alone (no device: it reads no arg) is inlined, so it is computed on the device of what reads
   # it; its output buffer would be on "CPU" whatever that is
-  if call.src[0].src[g.arg].device is None: return _inline_call(g, call)
+  if call.src[0].src[g.arg].device is None: return inline_output(g, call)
   return precompiled_output(call, output_buffers(call), g.arg)
 
 
@@ -166,7 +167,7 @@ pm_fold_tuple = PatternMatcher([
 
 pm_inline = PatternMatcher([
   ("inline_gettuple_of_call", UPat(Ops.GETTUPLE, src=(UPat(Ops.CALL, src=(UPat(Ops.TUPLE),), allow_any_len=True, name="call"),), name="g"),
-   _inline_call),
+   inline_output),
 ], "pm_inline")
 
 pm_precompile = PatternMatcher([
