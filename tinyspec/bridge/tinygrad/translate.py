@@ -72,6 +72,7 @@ class Tr:
   def fail(self, u: Any, why: str) -> UOp:
     if self.t.strict: raise Untranslatable(u.op.name, self.stage, why)
     self.t.failed.setdefault(self.stage, {})[u] = why
+    self.t.failures += 1
     return UOp.const(dtypes.int32, 0)
 
   def dtype(self, u: Any, want: DType | None = None) -> DType:
@@ -121,6 +122,7 @@ class Translation:
   graphs: dict[str, list[tuple[Any, UOp | None]]] = field(default_factory=lambda: {s: [] for s in STAGES})
   totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
   failed: dict[str, dict[Any, str]] = field(default_factory=dict)
+  failures: int = 0   # every placeholder made; `failed` is keyed by node, so a node two graphs share is one entry there
   buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
   programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
@@ -301,9 +303,11 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   t = Translation(strict=strict, device=cap.device)
 
   def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
-    before = len(t.failed.get(stage, {}))
+    # counted by placeholders made, not by entries of `failed`: a node an earlier graph already failed on (the same
+    # multi-device PARAM in every program of a sharded run) adds no entry there but leaves a placeholder in this graph
+    before = t.failures
     out = make()
-    ok = len(t.failed.get(stage, {})) == before
+    ok = t.failures == before
     nodes = set(root.toposort())
     done = nodes & (t.visited.get(stage, set()) | _folded(root))
     t.totals[stage] += len(nodes)
