@@ -156,13 +156,41 @@ def test_a_sharded_program_is_not_reported_as_holding(capsys, tmp_path):
   assert "kernel_graph: none of its" in out and "numbers, kernel ASTs: not compared" in out
   rep = run_check(runpy.run_path(str(prog))["program"])
   assert rep.ok and not rep.ran["kernel ASTs"] and rep.capture.kernels
-  # every program over multi-device storage is left unchecked, not checked with the placeholder its PARAM left: the
-  # same PARAM node in several programs was once counted as a failure of the first only, and the others were checked
-  # (an "INDEX into a CONST value" violation)
-  multi = [(root, g) for root, g in rep.translation.graphs["program"]
-           if any(u.op.name == "PARAM" and isinstance(u.arg.device, tuple) for u in root.toposort())]
-  assert len(multi) >= 2 and all(g is None for _, g in multi)
   assert not any(rep.violations.values())
+
+
+def test_a_kernel_over_two_devices_is_checked_once_per_device():
+  # the runtime launches a kernel AST over multi-device PARAMs once per device (tinygrad.engine.realize.unwrap_multi):
+  # each launch translates, its PARAMs on that device
+  ns: dict = {}
+  exec(SHARDED, ns)
+  rep = run_check(ns["program"])
+  t = rep.translation
+  multi = [k for k in rep.capture.kernels if any(u.op.name == "PARAM" and isinstance(u.arg.device, tuple) for u in k.toposort())]
+  assert multi and len(t.graphs["kernel"]) == len(rep.capture.kernels) + len(multi)
+  for stage in ("kernel", "program"):
+    assert all(g is not None for _, g in t.graphs[stage]), t.untranslatable(stage)
+    assert t.coverage()[stage][0] == t.coverage()[stage][1]
+  for k in multi:   # its launches, in device order: every PARAM of each on that one device
+    launched = [{u.arg.device for u in g.toposort() if u.op is Ops.PARAM} for root, g in t.graphs["kernel"] if root is k]
+    assert launched == [{"CPU"}, {"CPU:1"}]
+
+
+def test_a_graph_that_shares_an_untranslatable_node_is_not_checked(monkeypatch):
+  # whether a graph translated is judged by the placeholders its own translation made: tinygrad interns nodes, so kernels
+  # share PARAM nodes, and a failure recorded by node once counted for the first kernel holding it only; the others
+  # were then checked with its CONST placeholder in place of the PARAM
+  orig = RULES["PARAM"]
+  def refuse(tr, u, want):   # in kernel bodies only: a placeholder in a tensor graph leaves it malformed
+    if tr.kernel: raise Untranslatable("PARAM", tr.stage, "refused for the test")
+    return orig.fn(tr, u, want)
+  monkeypatch.setitem(RULES, "PARAM", Rule("PARAM", "refused in kernels", refuse))
+  import dataclasses
+  cap = captured("matmul")
+  cap = dataclasses.replace(cap, programs=cap.programs + cap.programs[:1])  # one program twice: every node of it shared
+  t = translate(cap, strict=False)
+  assert t.graphs["kernel"] and all(g is None for _, g in t.graphs["kernel"])
+  assert len(t.graphs["program"]) >= 2 and all(g is None for _, g in t.graphs["program"])
 
 
 def test_a_broken_translation_is_caught(monkeypatch, capsys):

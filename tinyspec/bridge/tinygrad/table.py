@@ -277,7 +277,7 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
 def r_program(tr: Tr, u: Any, want: Any) -> UOp:
   """PROGRAM(sink, LINEAR, SOURCE[, BINARY]) with a ProgramInfo -> PROGRAM(sink, LINEAR, SOURCE(c)) named; BINARY dropped
   (it is the compiled SOURCE)."""
-  inner = Tr(tr.t, tr.stage, kernel=True)
+  inner = Tr(tr.t, tr.stage, kernel=True, shard=tr.shard)
   sink, lin = inner(u.src[0]), inner(u.src[1])
   tr.seen(*u.src[2:])
   name = u.arg.name
@@ -297,9 +297,10 @@ RULES: dict[str, Rule] = {
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
                  "per graph (tinygrad reuses their slot numbers)", r_buffer),
-  "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device)",
+  "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
-                "at the kernel graph's top level slot k is the callified CALL's arg k", r_param),
+                "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
+                "tuple, one translation per device, each PARAM on that device (as the runtime launches it)", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
@@ -340,9 +341,9 @@ RULES: dict[str, Rule] = {
   "RANGE": Rule("RANGE(bound[, ordering ranges...]) arg (axis..., AxisType)",
                 "RANGE(bound) arg RangeArg(axis, kind): WEAK/LOOP -> LOOP, GLOBAL, REDUCE, UPCAST/UNROLL -> UNROLL; a multi-part axis gets "
                 "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them)", r_range),
-  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer",
+  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape ()",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
-                "(into the storage itself when the buffer is a RESHAPE of it)", r_index),
+                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0", r_index),
   "LOAD": Rule("LOAD(INDEX[, alt, gate])", "LOAD(INDEX[, alt, gate])", r_load),
   "LINEAR": Rule("LINEAR(uops...) of a program", "LINEAR(uops...); a PARAM's or BUFFER's size (and a weak CONST every user of which is a "
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),

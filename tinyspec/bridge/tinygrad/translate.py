@@ -63,8 +63,9 @@ class Rule:
 class Tr:
   """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
-               bodies: dict[Any, UOp] | None = None):
+               bodies: dict[Any, UOp] | None = None, shard: int | None = None):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
+    self.shard = shard  # a kernel over multi-device storage as launched on that device (its number in the device tuple)
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
@@ -165,9 +166,20 @@ def param_size(tr: Tr, u: Any) -> int:
 
 
 def device_of(tr: Tr, arg: Any) -> str:
+  """The device of storage; multi-device storage (a device tuple) has one only in a kernel as launched on one device."""
   dev = getattr(arg, "device", None)
-  if isinstance(dev, tuple): raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
+  if isinstance(dev, tuple):
+    if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
+    return dev[tr.shard]
   return dev if dev else tr.t.device
+
+
+def launches(root: Any) -> tuple[int | None, ...]:
+  """The devices a kernel AST or PROGRAM runs on, as Tr's shard: (None,) for one device; for storage over a device tuple
+  one number per device. tinygrad 0.14 keeps such a kernel one AST over multi-device PARAMs, and its runtime launches it
+  once per device on that device's buffers (tinygrad.engine.realize.unwrap_multi), which is what each translation is."""
+  devs = {len(d) for x in root.toposort() if x.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(x.arg, "device", None), tuple)}
+  return tuple(range(devs.pop())) if len(devs) == 1 else (None,)
 
 
 def addrspace_of(arg: Any) -> AddrSpace:
@@ -177,7 +189,7 @@ def addrspace_of(arg: Any) -> AddrSpace:
 
 def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   """INDEX(buf, idx) or INDEX(buf, WHERE(cond, idx, Invalid)) -> (tinyspec INDEX, gate or None)."""
-  if len(u.src) > 2: return multi_index(tr, u), None
+  if len(u.src) > 2 or (len(u.src) == 1 and tr.shape(u.src[0]) == ()): return multi_index(tr, u), None
   if len(u.src) != 2: return tr.fail(u, "INDEX with no index source"), None
   buf, idx = u.src
   gate = None
@@ -191,7 +203,8 @@ def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
 
 
 def multi_index(tr: Tr, u: Any) -> UOp:
-  """INDEX(buf, i0, ..., in-1) on a shaped buffer (a precompiled function's PARAM): one flat row-major index."""
+  """INDEX(buf, i0, ..., in-1) on a shaped buffer (a precompiled function's PARAM): one flat row-major index; INDEX(buf)
+  on a buffer of shape () (a scalar viewed as RESHAPE(PARAM, ()), as a copy kernel of one element reads it): index 0."""
   buf, idxs = u.src[0], u.src[1:]
   shape = tr.shape(buf)
   if buf.op.name == "RESHAPE" and buf.src[0].op.name in ("PARAM", "BUFFER"):
@@ -199,6 +212,9 @@ def multi_index(tr: Tr, u: Any) -> UOp:
     buf = buf.src[0]   # a row-major view of flat storage: index the storage itself
   if len(idxs) != len(shape) or any(i.op.name == "WHERE" for i in idxs):
     raise Untranslatable("INDEX", tr.stage, f"INDEX with {len(idxs)} index sources on a buffer of shape {shape}")
+  if not idxs:
+    tr.seen(u)
+    return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), UOp.const(dtypes.index, 0)))
   flat = tr(idxs[0], dtypes.index)
   for i, d in zip(idxs[1:], shape[1:]):
     flat = UOp(Ops.ADD, dtypes.index, (UOp(Ops.MUL, dtypes.index, (flat, UOp.const(dtypes.index, d))), tr(i, dtypes.index)))
@@ -328,10 +344,12 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     t.bound_graphs[-1] = (t.bound_graphs[-1][0], calls[-1])
   for i, (kg, call) in enumerate(t.bound_graphs):
     one("kernel_graph", kg, lambda i=i, call=call: t.kernel_graph(index=i) if call is not None else called(t.kernel_graph(index=i)))
-  for k in cap.kernels: one("kernel", k, lambda k=k: Tr(t, "kernel", kernel=True)(k))
+  for k in cap.kernels:
+    for j in launches(k): one("kernel", k, lambda k=k, j=j: Tr(t, "kernel", kernel=True, shard=j)(k))
   for ast, prg in cap.programs:
-    out = one("program", prg, lambda prg=prg: Tr(t, "program")(prg))
-    if out is not None: t.programs[ast] = out
+    for j in launches(prg):
+      out = one("program", prg, lambda prg=prg, j=j: Tr(t, "program", shard=j)(prg))
+      if out is not None and j is None: t.programs[ast] = out  # a kernel graph's body: only one-device kernels have one yet
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
