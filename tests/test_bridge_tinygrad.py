@@ -176,6 +176,23 @@ def test_a_kernel_over_two_devices_is_checked_once_per_device():
     assert launched == [{"CPU"}, {"CPU:1"}]
 
 
+def test_a_launch_binds_the_device_number():
+  # arange over a sharded axis: the kernel computes its shard's block from its device's number, a RANGE of AxisType.DEVICE
+  # in the AST and the scalar PARAM _device_num in the program, which the runtime binds to 0 and 1
+  from tinygrad import Tensor
+  devs = ("CPU:0", "CPU:1")
+  rep = run_check(lambda: Tensor.arange(8).reshape(4, 2).shard(devs, axis=0) + Tensor.ones(4, 2).shard(devs, axis=0))
+  t = rep.translation
+  ranged = [k for k in rep.capture.kernels if any(u.op.name == "RANGE" and u.arg[-1].name == "DEVICE" for u in k.toposort())]
+  numbered = [p for _, p in rep.capture.programs if any(u.op.name == "PARAM" and u.arg.name == "_device_num" for u in p.toposort())]
+  assert ranged and numbered
+  for stage, roots in (("kernel", ranged), ("program", numbered)):
+    for r in roots:
+      launches = [g for root, g in t.graphs[stage] if root is r]
+      assert len(launches) == 2 and None not in launches and launches[0] is not launches[1], t.untranslatable(stage)
+  assert rep.ok and not rep.violations["kernel"] and not rep.violations["program"]
+
+
 def test_a_graph_that_shares_an_untranslatable_node_is_not_checked(monkeypatch):
   # whether a graph translated is judged by the placeholders its own translation made: tinygrad interns nodes, so kernels
   # share PARAM nodes, and a failure recorded by node once counted for the first kernel holding it only; the others

@@ -38,8 +38,12 @@ def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   return tr.t.buffers[u]
 
 
+DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (tinygrad.engine.realize.unwrap_multi binds it)
+
+
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
+  if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
   if not tr.kernel and slot in tr.bind: return tr.bind[slot]
@@ -226,6 +230,8 @@ def r_gettuple(tr: Tr, u: Any, want: Any) -> UOp:
 
 def r_range(tr: Tr, u: Any, want: Any) -> UOp:
   *axis, kind = u.arg
+  if kind.name == "DEVICE" and tr.shard is not None:   # a launch on one device: the runtime binds the axis to its number
+    return UOp.const(dtypes.index if is_weak(u.dtype) else tr.dtype(u), tr.shard)
   k = AXIS.get(kind.name)
   if k is None: raise Untranslatable("RANGE", tr.stage, f"axis type {kind.name}")
   key = tuple(axis)
@@ -300,7 +306,8 @@ RULES: dict[str, Rule] = {
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
                 "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
-                "tuple, one translation per device, each PARAM on that device (as the runtime launches it)", r_param),
+                "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
+                "_device_num a CONST of that device's number", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
@@ -340,7 +347,8 @@ RULES: dict[str, Rule] = {
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
   "RANGE": Rule("RANGE(bound[, ordering ranges...]) arg (axis..., AxisType)",
                 "RANGE(bound) arg RangeArg(axis, kind): WEAK/LOOP -> LOOP, GLOBAL, REDUCE, UPCAST/UNROLL -> UNROLL; a multi-part axis gets "
-                "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them)", r_range),
+                "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them); DEVICE (a value, the "
+                "device's number) in a launch on one device: CONST of that number", r_range),
   "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape ()",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
                 "(into the storage itself when the buffer is a RESHAPE of it); none: index 0", r_index),
