@@ -159,6 +159,16 @@ def test_a_sharded_program_is_not_reported_as_holding(capsys, tmp_path):
   assert not any(rep.violations.values())
 
 
+def test_a_stage_with_nothing_captured_is_not_checked(capsys, tmp_path):
+  # a program that only copies its input: tinygrad compiles no program, so the PROGRAM stage checked nothing
+  prog = tmp_path / "copy_only.py"
+  prog.write_text("import numpy as np\nfrom tinygrad import Tensor\n\ndef program():\n  return Tensor(np.arange(4, dtype=np.float32))\n")
+  assert check_main(str(prog)) == 3
+  out = capsys.readouterr().out
+  assert "program: 0 graphs captured" in out and "all holds" not in out
+  assert "numbers, kernel graph with kernel ASTs: tinyspec's evaluator reproduces tinygrad's outputs" in out
+
+
 def test_a_kernel_over_two_devices_is_checked_once_per_device():
   # the runtime launches a kernel AST over multi-device PARAMs once per device (tinygrad.engine.realize.unwrap_multi):
   # each launch translates, its PARAMs on that device
