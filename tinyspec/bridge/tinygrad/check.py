@@ -5,8 +5,8 @@ ASTs as the kernel bodies and (b) with its linearized programs as the bodies, wh
 
 FILE uses tinygrad's Tensor API and defines `program()` returning the tensor (or tuple of tensors) to realize.
 Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input, 3 when
-nothing was found but a stage or a comparison of numbers did not run (a multi-device program today): "all holds" is
-printed only when every stage was checked and every comparison ran.
+nothing was found but a stage or a comparison of numbers did not run (a sharded program's tensor graph, say): "all
+holds" is printed only when every stage was checked and every comparison ran.
 """
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def compare(got: list, want: list[np.ndarray]) -> str | None:
 def _record(rep: Report, mode: str, got: list) -> None:
   """Compare one evaluation with tinygrad's numbers into the report (and which output differs first)."""
   # an output that is a view of storage whose view did not translate has no value to compare
-  missing = frozenset(i for i, (b, v) in enumerate(zip(rep.translation.outputs, rep.translation.output_views)) if b is None and v is None)
+  t = rep.translation
+  missing = frozenset(i for i, (b, v, m) in enumerate(zip(t.outputs, t.output_views, t.output_shards)) if b is None and v is None and m is None)
   diff = first_difference(got, rep.capture.outputs, skip=missing)
   rep.values[mode] = list(got)
   rep.ran[mode], rep.numbers[mode] = True, None if diff is None else diff[1]
@@ -124,11 +125,24 @@ def read_outputs(t: Translation, storage: dict[int, Any]) -> list:
   from tinyspec.semantics import evaluate
   store = {**t.inputs, **storage}
   out: list = []
-  for b, v in zip(t.outputs, t.output_views):
-    if b is not None: out.append(store.get(b.arg.id))
+  for b, v, m, want in zip(t.outputs, t.output_views, t.output_shards, t.output_shapes):
+    if m is not None: out.append(_unshard(m, store, want))
+    elif b is not None: out.append(store.get(b.arg.id))
     elif v is not None and all(x.arg.id in store for x in v.toposort() if x.op is Ops.BUFFER): out.append(evaluate(v, store))
     else: out.append(None)
   return out
+
+
+def _unshard(m: tuple[tuple[UOp, ...], int | None], store: dict[int, Any], shape: tuple[int, ...]) -> Any:
+  """An output over a device tuple from its per-device BUFFERs: replicated, device 0's; split, the shards concatenated
+  along the axis (each shard the output's shape with that axis divided among the devices). None when a shard is
+  missing."""
+  bufs, axis = m
+  vals = [store.get(b.arg.id) for b in bufs]
+  if any(v is None for v in vals): return None
+  if axis is None: return vals[0]
+  parts = [np.asarray(v).reshape(shape[:axis] + (-1,) + shape[axis + 1:]) for v in vals]
+  return np.concatenate(parts, axis=axis)
 
 
 def evaluate_outputs(t: Translation, kg: UOp) -> list:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
+from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast, launches, multi_count,
                                                device_of, index_and_gate, is_invalid, is_weak, operand_dtype, param_size)
 from tinyspec.dtype import dtypes
 from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
@@ -13,7 +13,21 @@ from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_i
 
 # ---- the rules ----
 def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
-  return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  if tr.stage != "kernel_graph" or tr.kernel or tr.shard is not None: return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  # a kernel graph's entry over a device tuple is one entry per device, each as launched there (tinyspec's kernel graph is
+  # per device: its multi pass runs before callify)
+  out = []
+  for s in u.src:
+    if (n := multi_count(s)) is None: out.append(tr.value(s))
+    for j in range(n or 0):
+      with tr.on(j): out.append(tr.value(s))
+  return UOp(Ops.SINK, dtypes.void, tuple(out))
+
+
+def r_mstack(tr: Tr, u: Any, want: Any) -> UOp:
+  if tr.shard is None: raise Untranslatable("MSTACK", tr.stage, "an MSTACK outside a launch on one device")
+  x = u.src[tr.shard]
+  with tr.on(None): return tr(x)   # type: ignore[arg-type]   # device j's own storage, over one device
 
 
 def r_const(tr: Tr, u: Any, want: Any) -> UOp:
@@ -29,13 +43,15 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
+  # storage over a device tuple is one BUFFER per device: keyed by the device's number too
+  key = (u, tr.shard) if isinstance(getattr(u.arg, "device", None), tuple) else u
   if tr.kernel or tr.stage == "kernel_graph":   # kernel-local accumulators, kernel-graph-local buffers: slots reused, fresh ids
-    if u not in tr.local_buffers:
-      tr.local_buffers[u] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-    return tr.local_buffers[u]
-  if u not in tr.t.buffers:
-    tr.t.buffers[u] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-  return tr.t.buffers[u]
+    if key not in tr.local_buffers:
+      tr.local_buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
+    return tr.local_buffers[key]
+  if key not in tr.t.buffers:
+    tr.t.buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
+  return tr.t.buffers[key]
 
 
 DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (tinygrad.engine.realize.unwrap_multi binds it)
@@ -46,7 +62,11 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
-  if not tr.kernel and slot in tr.bind: return tr.bind[slot]
+  if not tr.kernel and slot in tr.bind:
+    b = tr.bind[slot]
+    if not isinstance(b, tuple): return b
+    if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {u.arg.device} outside a launch on one device")
+    return b[tr.shard]
   shape, size = tr.shape(u), param_size(tr, u)
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
@@ -167,8 +187,9 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
-    if (prg := tr.bodies.get(body)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
-    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage), *args))
+    shard = tr.shard if launches(body) != (None,) else None
+    if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
+    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
   if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
@@ -332,6 +353,9 @@ RULES: dict[str, Rule] = {
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
+  "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
+                 "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
+                 "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
   "GROUP": Rule("GROUP(effects...)", "GROUP(effects...)", r_effects(Ops.GROUP)),
   "NOOP": Rule("NOOP(), void: an effect that does nothing (a loop body whose work was folded away)", "GROUP(): a GROUP of no effects",
                r_effects(Ops.GROUP)),

@@ -9,9 +9,12 @@ A stage with any untranslatable node is never checked or evaluated: placeholders
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
@@ -83,7 +86,7 @@ class Tr:
     return DTYPES[u.dtype.name]
 
   def __call__(self, u: Any, want: DType | None = None) -> UOp:
-    key = (u, want if is_weak(u.dtype) else None)
+    key = (u, want if is_weak(u.dtype) else None, self.shard)
     if (ret := self.memo.get(key)) is not None: return ret
     rule = rules().get(u.op.name)
     if rule is None: ret = self.fail(u, "no rule: tinyspec has no form for this op")
@@ -96,6 +99,13 @@ class Tr:
         ret = self.fail(u, e.why)
     self.memo[key] = ret
     return ret
+
+  @contextlib.contextmanager
+  def on(self, shard: int) -> Iterator[None]:
+    """Translate as on device `shard` of a device tuple (a kernel graph's multi-device entries, one per device)."""
+    saved, self.shard = self.shard, shard
+    try: yield
+    finally: self.shard = saved
 
   def seen(self, *us: Any) -> None:
     self.t.visited.setdefault(self.stage, set()).update(us)
@@ -129,6 +139,9 @@ class Translation:
   programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
   outputs: list[UOp | None] = field(default_factory=list)  # per output: the tinyspec BUFFER it was realized into
   output_views: list[UOp | None] = field(default_factory=list)  # per output left a view of storage: that view, over its BUFFER
+  output_shards: list[tuple[tuple[UOp, ...], int | None] | None] = field(default_factory=list)  # per output over a device
+  # tuple: its per-device BUFFERs and the axis tinygrad concatenates them along (None: replicated, device 0's is read)
+  output_shapes: list[tuple[int, ...]] = field(default_factory=list)  # per output: the shape tinygrad gave it
   bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
@@ -151,13 +164,25 @@ class Translation:
     """The kernel graph `index` (default: the program's own), its PARAMs bound to the callified CALL's args;
     with_programs: each kernel whose program translated runs as that PROGRAM instead of its AST."""
     kg, call = self.bound_graphs[self.main_kernel_graph if index is None else index]
-    bind = {} if call is None else {i: Tr(self, "callified")(a) for i, a in enumerate(call.src[1:])}
+    bind = {} if call is None else {i: self.storage(a) for i, a in enumerate(call.src[1:])}
     tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None)
     return tr(kg)
 
-  def kernel(self, body: Any, stage: str) -> UOp:
-    """A kernel body (a SINK with KernelInfo) in range form, with its own kernel-local buffers."""
-    return Tr(self, stage, kernel=True)(body)
+  def kernel(self, body: Any, stage: str, shard: int | None = None) -> UOp:
+    """A kernel body (a SINK with KernelInfo) in range form, with its own kernel-local buffers (as launched on device
+    `shard` of its device tuple, when it has one)."""
+    return Tr(self, stage, kernel=True, shard=shard if launches(body) != (None,) else None)(body)
+
+  def storage(self, u: Any) -> Any:
+    """A callified CALL's arg: its tinyspec BUFFER; for a BUFFER over a device tuple, a tuple of one BUFFER per device
+    (a kernel graph's PARAM bound to it picks its launch's)."""
+    n = multi_count(u)
+    if n is None: return Tr(self, "callified")(u)
+    tr = Tr(self, "callified")
+    out = []
+    for j in range(n):
+      with tr.on(j): out.append(tr(u))
+    return tuple(out)
 
 
 # ---- helpers used by rules ----
@@ -172,6 +197,16 @@ def device_of(tr: Tr, arg: Any) -> str:
     if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
     return dev[tr.shard]
   return dev if dev else tr.t.device
+
+
+def multi_count(u: Any) -> int | None:
+  """The number of devices of a kernel-graph node over a device tuple (multi-device storage, an MSTACK of per-device
+  storage, an AFTER or CALL of them), else None."""
+  while u.op.name == "AFTER": u = u.src[0]
+  if u.op.name == "MSTACK": return len(u.src)
+  if u.op.name == "CALL": return next((n for a in u.src[1:] if (n := multi_count(a)) is not None), None)
+  d = getattr(u.arg, "device", None) if u.op.name in ("PARAM", "BUFFER") else None
+  return len(d) if isinstance(d, tuple) else None
 
 
 def launches(root: Any) -> tuple[int | None, ...]:
@@ -349,12 +384,27 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   for ast, prg in cap.programs:
     for j in launches(prg):
       out = one("program", prg, lambda prg=prg, j=j: Tr(t, "program", shard=j)(prg))
-      if out is not None and j is None: t.programs[ast] = out  # a kernel graph's body: only one-device kernels have one yet
+      if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
-  t.output_views = [None if s is not None else _view_of(t, u) for s, u in zip(cap.output_storage, cap.realized)]
+  t.output_shards = [_shards_of(t, u) for u in cap.realized]
+  t.output_shapes = [tuple(np.shape(o)) for o in cap.outputs]
+  t.output_views = [None if s is not None or m is not None else _view_of(t, u)
+                    for s, m, u in zip(cap.output_storage, t.output_shards, cap.realized)]
   return t
+
+
+def _shards_of(t: Translation, u: Any) -> tuple[tuple[UOp, ...], int | None] | None:
+  """A realized output over a device tuple: (its per-device BUFFERs, as the kernel graph's translation made them, and the
+  axis tinygrad concatenates them along: UNSHARD(RESHAPE(BUFFER), DEVICE range) arg (axis,); a bare BUFFER is
+  replicated, None), or None when the output is not over a device tuple or its BUFFERs were not translated."""
+  axis = None
+  if u.op.name == "UNSHARD" and isinstance(u.arg, tuple) and len(u.arg) == 1: axis, u = u.arg[0], u.src[0]
+  while u.op.name == "RESHAPE": u = u.src[0]
+  if u.op.name != "BUFFER" or (n := multi_count(u)) is None: return None
+  bufs = tuple(t.buffers.get((u, j)) for j in range(n))
+  return None if None in bufs else (bufs, axis)
 
 
 def _view_of(t: Translation, u: Any) -> UOp | None:
