@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast, launches, multi_count,
-                                               device_of, index_and_gate, is_invalid, is_weak, operand_dtype, param_size)
+from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
+                                               device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
+                                               param_size)
 from tinyspec.dtype import dtypes
 from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
 
@@ -27,7 +28,7 @@ def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
 def r_mstack(tr: Tr, u: Any, want: Any) -> UOp:
   if tr.shard is None: raise Untranslatable("MSTACK", tr.stage, "an MSTACK outside a launch on one device")
   x = u.src[tr.shard]
-  with tr.on(None): return tr(x)   # type: ignore[arg-type]   # device j's own storage, over one device
+  with tr.on(None): return tr(x)   # device j's own storage: over one device, the same whichever launch reads it
 
 
 def r_const(tr: Tr, u: Any, want: Any) -> UOp:

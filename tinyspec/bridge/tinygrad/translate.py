@@ -68,7 +68,9 @@ class Tr:
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
                bodies: dict[Any, UOp] | None = None, shard: int | None = None):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
-    self.shard = shard  # a kernel over multi-device storage as launched on that device (its number in the device tuple)
+    # None, or the device (its number in a device tuple) that multi-device storage, kernels and kernel-graph entries are
+    # translated as launched on: tinygrad keeps them one node over the tuple, tinyspec one per device
+    self.shard = shard
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
@@ -101,7 +103,7 @@ class Tr:
     return ret
 
   @contextlib.contextmanager
-  def on(self, shard: int) -> Iterator[None]:
+  def on(self, shard: int | None) -> Iterator[None]:
     """Translate as on device `shard` of a device tuple (a kernel graph's multi-device entries, one per device)."""
     saved, self.shard = self.shard, shard
     try: yield
@@ -134,7 +136,8 @@ class Translation:
   totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
   failed: dict[str, dict[Any, str]] = field(default_factory=dict)
   failures: int = 0   # every placeholder made; `failed` is keyed by node, so a node two graphs share is one entry there
-  buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER
+  buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER; one over a
+  # device tuple is keyed (BUFFER, device number): a BUFFER per device
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
   programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
   outputs: list[UOp | None] = field(default_factory=list)  # per output: the tinyspec BUFFER it was realized into
