@@ -188,6 +188,9 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
+    if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
+      tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
+      return r_call(tr, copy, want)
     shard = tr.shard if launches(body) != (None,) else None
     if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
     return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
@@ -199,6 +202,27 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def copy_call(u: Any) -> Any:
+  """A kernel-graph CALL of a kernel whose storage args are on two devices (not counting host memory, which a CPU kernel
+  reads directly), as tinygrad's schedule rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a
+  kernel that only copies (and refuses any other kernel over two devices). None when it is no such copy: the kernel
+  stays, and kgraph.one_device reports it."""
+  devices = set()
+  for a in u.src[1:]:
+    while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
+    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str) and d != "NPY": devices.add(d)
+  if len(devices) < 2: return None
+  from tinygrad.schedule import pm_copy_from_store
+  c = u
+  for _ in range(3):   # simplify the copy's ranges, then make it a COPY: the matcher's two steps
+    try: r = pm_copy_from_store.rewrite(c)
+    except Exception: return None   # tinygrad's own check: a kernel over two devices that is no copy
+    if r is None or r is c: return None
+    if r.src[0].op.name == "COPY": return r
+    c = r
+  return None
 
 
 def call_name(u: Any) -> str | None:
@@ -367,7 +391,9 @@ RULES: dict[str, Rule] = {
                "CALL(body, args...) arg the name; a SINK of STOREs into PARAMs is tinyspec's precompiled call at TENSOR, as it is (its "
                "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
                "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
-               "readers) and whose entries are the PARAMs it writes", r_call),
+               "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
+               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src)",
+               r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
   "RANGE": Rule("RANGE(bound[, ordering ranges...]) arg (axis..., AxisType)",
