@@ -126,6 +126,50 @@ def test_cpu_code_that_differs_from_its_program_is_blamed_on_render_once():
   assert tinygrad_outputs(source(shift_cast()), "PYTHON")[0].tolist() == [0.0, 0.0]   # (1 << 7) + (1 << 7) wraps in uint8
 
 
+def half_add() -> Program:
+  """tinygrad's CPU backend renders half as clang's __fp16 and adds two of them in float without rounding back to half:
+  1024 + 0.5 in float16 is 1024 (a tie, to even), tinygrad gives 1024.5."""
+  return Program((Input("x0", "float32", (1,), (1024.0,)), Input("x1", "float32", (1,), (0.5,))),
+                 (Line(("v0",), "cast", ("x0", _raw("float16"))), Line(("v1",), "cast", ("x1", _raw("float16"))),
+                  Line(("v2",), "add", ("v0", "v1")), Line(("v3",), "cast", ("v2", _raw("float32")))), ("v3",))
+
+
+# tinygrad's CPU backend has no fp8: a cast to float8_e4m3 inside a kernel rounds only to half (0.1 stays 0.099975586,
+# where float8_e4m3fn holds 0.1015625). The generator draws no fp8; a stored program may name it (STORED_ONLY_DTYPES)
+FP8_CAST = """\
+def program():
+  x0 = Tensor(np.array([0.1], dtype=np.float32).reshape((1,)))
+  v0 = x0.cast(dtypes.float8_e4m3fn)
+  v1 = v0.cast(dtypes.float32)
+  return (v1,)
+"""
+
+
+def test_a_parity_signature_names_the_small_float_the_difference_arose_in():
+  from fuzz.check.tinygrad_oracles import arose_in, parity_rule
+  from tinyspec.dtype import dtypes
+  # the output is float32, but the value passed through float16: keyed on float32 it would share the corpus entry of the
+  # uint8-shift-cast float32 bug (test_cpu_code_that_differs_from_its_program_is_blamed_on_render_once) and be hidden
+  fs = TinygradChecker().check(source(half_add()))
+  assert sigs(fs) == {("parity", "tinygrad-render", "float16")}, [f.describe() for f in fs]
+  fs = TinygradChecker().check(FP8_CAST)
+  assert sigs(fs) == {("parity", "tinygrad-codegen", "float8_e4m3fn")}, [f.describe() for f in fs]
+  # the rule: the narrowest small float on the path (fewest bits, then fewest significand bits), else the output's dtype
+  assert arose_in("float32", {dtypes.float32, dtypes.uint8}) == "float32"
+  assert arose_in("bool", {dtypes.float16, dtypes.float32}) == "float16"
+  assert arose_in("float32", {dtypes.float16, dtypes.bfloat16}) == "bfloat16"
+  assert arose_in("float32", {dtypes.bfloat16, dtypes.float8_e4m3fn, dtypes.float8_e5m2}) == "float8_e5m2"
+  # a policy's signature names the policy, whatever the path
+  assert parity_rule("parity-signed-overflow", np.zeros(1, np.float32), {dtypes.float16}) == "undefined"
+
+
+def test_stored_programs_may_name_every_dtype_the_generator_writes():
+  from fuzz.generate.tinygrad_programs import check_program_source
+  check_program_source(source(half_add()))   # the generator's own float16 casts (refused before: `dtypes.float16`)
+  check_program_source(FP8_CAST)
+  assert tinygrad_outputs(FP8_CAST, "CPU")[0].tolist() == [np.float32(0.099975586)]
+
+
 def test_python_device_against_the_shared_stages():
   from fuzz.check.tinygrad_oracles import Point, TinygradChecker as C
   w = np.array([1, 2], dtype=np.int32)

@@ -1,5 +1,6 @@
 """The `tinyspec` command. Exit 0 when all holds, 1 when something is found or fails, 2 on bad usage or input (one
-line on stderr, never a traceback), 130 on ^C."""
+line on stderr, never a traceback), 3 when `tinygrad check` found nothing but could not check part of the program,
+130 on ^C."""
 from __future__ import annotations
 
 import argparse

@@ -12,7 +12,8 @@ The program has one meaning at every point of a chain, each computed independent
   CPU         tinygrad's own numbers on the captured device (DEV=CPU, NOOPT=1)
 
 Where two neighbours of the chain differ, what lies between them changed the meaning (LINKS names it). A parity finding
-is blamed on the first such link: ("parity", "tinygrad-<link>", dtype of the output), e.g. "tinygrad-render" when
+is blamed on the first such link: ("parity", "tinygrad-<link>", the dtype the difference arose in: the output's, or the
+narrowest small float its value passed through, arose_in), e.g. "tinygrad-render" when
 tinyspec's evaluation of tinygrad's own programs agrees with every stage before it and the compiled C gives other
 numbers, "tinygrad-frontend" when the two Tensor APIs build graphs that mean different things. A stage that did not
 translate is passed over (the link spans it: "tinygrad-callify+schedule"). tinygrad on DEV=PYTHON (its emulator, default
@@ -39,13 +40,14 @@ import contextlib
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from fuzz.check.exact_ints import Run, run_exact
 from fuzz.check.oracles import compare
 from fuzz.generate.tinygrad_programs import run_program
+from tinyspec.dtype import DType, significand_bits
 
 # what tinygrad does between one point of the chain and the next (the point it leads to is the key)
 LINKS = {"tensor": "frontend", "callified": "callify", "kernel ASTs": "schedule", "programs": "codegen", "device": "render"}
@@ -77,8 +79,15 @@ def tinyspec_namespace() -> dict[str, Any]:
 
 
 def tinygrad_namespace() -> dict[str, Any]:
+  """tinygrad's Tensor, function and dtypes; dtypes also under tinyspec's name where tinygrad's differs (its fp8e4m3 is
+  tinyspec's float8_e4m3fn, as the bridge's dtype table says), so a program names every dtype one way for both APIs."""
+  import types
+
   import tinygrad
-  return {"Tensor": tinygrad.Tensor, "dtypes": tinygrad.dtypes, "function": tinygrad.function}
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  tg = {n: d for n in dir(tinygrad.dtypes) if type(d := getattr(tinygrad.dtypes, n)).__name__ == "DType"}
+  names = {**tg, **{DTYPES[d.name].name: d for d in tg.values() if d.name in DTYPES and DTYPES[d.name].name not in tg}}
+  return {"Tensor": tinygrad.Tensor, "dtypes": types.SimpleNamespace(**names), "function": tinygrad.function}
 
 
 @contextlib.contextmanager
@@ -167,11 +176,28 @@ LITERAL_POLICY = "parity-literal-policy"
 POLICY_RULE = {SIGNED_OVERFLOW: "undefined", LITERAL_POLICY: "weak-literal"}
 
 
-def parity_rule(oracle: str, out: np.ndarray) -> str:
-  """The third part of a parity signature: the differing output's dtype; for a policy difference (a program that
-  overflows a signed int, a literal its dtype cannot hold) the policy's name whatever the dtype: one policy, not one bug
-  per dtype."""
-  return POLICY_RULE.get(oracle, out.dtype.name)
+def parity_rule(oracle: str, out: np.ndarray, through: Iterable[DType] = ()) -> str:
+  """The third part of a parity signature: the dtype the difference arose in (`arose_in` of the differing output's dtype
+  and the dtypes its value passed through); for a policy difference (a program that overflows a signed int, a literal
+  its dtype cannot hold) the policy's name whatever the dtype: one policy, not one bug per dtype."""
+  return POLICY_RULE.get(oracle) or arose_in(out.dtype.name, through)
+
+
+def arose_in(out: str, through: Iterable[DType]) -> str:
+  """The dtype a difference at an output of dtype `out` is keyed on: the narrowest small float (float16, bfloat16, fp8)
+  its value passed through (fewest bits, then fewest significand bits), else `out` itself. A small float is where
+  tinygrad computes in a dtype other than the one asked for (its CPU backend adds `__fp16` halves in float and rounds
+  fp8 only to half), so a difference through one most likely arose there, and keyed by the output's float32 it would
+  share a signature, hence a corpus entry, with an unrelated float32 bug and be hidden behind it."""
+  small = [d for d in through if d.is_small_float]
+  return min(small, key=lambda d: (d.itemsize, significand_bits(d))).name if small else out
+
+
+def passed_through(u: Any) -> frozenset[DType]:
+  """The tinyspec dtypes of every node of a tinygrad graph u (an output's uop in the tensor graph: what its value passed
+  through), by the bridge's dtype table; weak and unnamed dtypes are left out."""
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  return frozenset(DTYPES[x.dtype.name] for x in u.toposort() if getattr(x.dtype, "name", None) in DTYPES)
 
 
 @dataclass
@@ -244,7 +270,8 @@ class TinygradChecker:
       add(TgFinding("error", "tinyspec-evaluate", type(e).__name__, f"tinyspec's evaluator on tinygrad's {mode}: {type(e).__name__}: {e}"))
     illegal = min((STAGE_ORDER.index(st) for st, vs in rep.violations.items() if vs), default=None)
     chains = self._chains(rep, ts, main)
-    if (f := self._chain_finding(chains, oracle_for)) is not None:
+    through = [passed_through(u) for u in rep.capture.tensor.src]
+    if (f := self._chain_finding(chains, oracle_for, through)) is not None:
       if downstream(f.stage.removeprefix("tinygrad-"), illegal): self.counts["parity differences after a spec violation"] += 1
       else: add(f)
     if other is not None:
@@ -254,7 +281,7 @@ class TinygradChecker:
       except Exception as e:
         add(TgFinding("error", f"tinygrad-{other}", type(e).__name__, f"tinygrad on {other} raised {type(e).__name__}: {e}"))
       else:
-        if (f := self._device_finding(chains, py, oracle_for, other)) is not None:
+        if (f := self._device_finding(chains, py, oracle_for, other, through)) is not None:
           if downstream("schedule", illegal): self.counts["parity differences after a spec violation"] += 1
           else: add(f)
     return list(found.values())
@@ -278,8 +305,10 @@ class TinygradChecker:
     return out
 
   @staticmethod
-  def _chain_finding(chains: list[list[Point]], oracle_for: Callable[[int, np.ndarray], str]) -> TgFinding | None:
-    """One finding for the output whose meaning changes earliest along the chain, blamed on that link."""
+  def _chain_finding(chains: list[list[Point]], oracle_for: Callable[[int, np.ndarray], str],
+                     through: Sequence[Iterable[DType]] = ()) -> TgFinding | None:
+    """One finding for the output whose meaning changes earliest along the chain, blamed on that link. through: per
+    output, the dtypes its value passed through (parity_rule)."""
     breaks = [(b, i, a, msg) for i, ch in enumerate(chains) if (fb := first_break(ch)) is not None for a, b, msg in [fb]]
     if not breaks: return None
     b, i, a, msg = min(breaks)
@@ -287,13 +316,13 @@ class TinygradChecker:
     oracle = oracle_for(i, w)
     link = link_name(ch, a, b)
     agree = [p.label for p in ch[:a + 1] if p.value is not None]
-    return TgFinding(oracle, f"tinygrad-{link}", parity_rule(oracle, w),
+    return TgFinding(oracle, f"tinygrad-{link}", parity_rule(oracle, w, through[i] if i < len(through) else ()),
                      f"output {i} ({w.dtype.name}{list(w.shape)}) changes meaning in tinygrad's {link}: {ch[a].label} against "
                      f"{ch[b].label}: {msg}" + (f" ({', '.join(agree)} agree)" if len(agree) > 1 else ""))
 
   @staticmethod
   def _device_finding(chains: list[list[Point]], got: list[np.ndarray], oracle_for: Callable[[int, np.ndarray], str],
-                      device: str) -> TgFinding | None:
+                      device: str, through: Sequence[Iterable[DType]] = ()) -> TgFinding | None:
     """The other device against the last stage both devices share, for the first output where it differs from that
     stage and from the captured device's numbers."""
     for i, (ch, g) in enumerate(zip(chains, got)):
@@ -302,7 +331,7 @@ class TinygradChecker:
       shared = shared_point(ch)
       if (msg := _same(g, shared.value)) is not None and _same(g, w) is not None:
         oracle = oracle_for(i, g)
-        return TgFinding(oracle, f"tinygrad-{device}", parity_rule(oracle, w),
+        return TgFinding(oracle, f"tinygrad-{device}", parity_rule(oracle, w, through[i] if i < len(through) else ()),
                          f"output {i} ({w.dtype.name}{list(w.shape)}): tinygrad on {device} against tinyspec's evaluation of "
                          f"tinygrad's {shared.name}: {msg}")
     return None

@@ -4,7 +4,9 @@ the callified graph (a precompiled call over the program's BUFFERs) and the kern
 ASTs as the kernel bodies and (b) with its linearized programs as the bodies, where they translate.
 
 FILE uses tinygrad's Tensor API and defines `program()` returning the tensor (or tuple of tensors) to realize.
-Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input.
+Exit 0 when everything holds, 1 when a violation or a mismatch is found, 2 on bad usage or unreadable input, 3 when
+nothing was found but a stage or a comparison of numbers did not run (a sharded program's tensor graph, say): "all
+holds" is printed only when every stage was checked and every comparison ran.
 """
 from __future__ import annotations
 
@@ -47,7 +49,25 @@ class Report:
 
   @property
   def ok(self) -> bool:
+    """No violation and no mismatch among what was checked (what was not checked is `unchecked`)."""
     return not any(self.violations.values()) and all(v is None for m, v in self.numbers.items() if self.ran.get(m))
+
+  @property
+  def unchecked(self) -> list[str]:
+    """What the check could not vouch for, one sentence each: a stage none of whose graphs was checked (none
+    translated, or none captured, as with 0 kernels), and a comparison of numbers that did not run. Empty when every
+    stage had a graph checked and every comparison ran (a stage of which only some graphs translated, as a program
+    holding FDIV, still counts as checked: its other graphs were, and the numbers ran with that kernel's AST)."""
+    out = []
+    for stage in STAGES:
+      graphs = self.translation.graphs[stage]
+      # the capture cannot tell a stage tinygrad made nothing at (a program that only copies its input compiles no
+      # program) from one it failed to see: either way nothing was checked there
+      what = "kernels" if stage == "kernel" else "graphs"
+      if not graphs: out.append(f"{stage}: 0 {what} captured (tinygrad made none, or the capture did not see them)")
+      elif all(g is None for _, g in graphs): out.append(f"{stage}: none of its {len(graphs)} graph(s) translated")
+    out += [f"numbers, {mode}: not compared ({self.numbers[mode]})" for mode in MODES if mode in self.numbers and not self.ran.get(mode)]
+    return out
 
 
 def load_program(path: str | Path) -> Callable[[], Any]:
@@ -87,7 +107,8 @@ def compare(got: list, want: list[np.ndarray]) -> str | None:
 def _record(rep: Report, mode: str, got: list) -> None:
   """Compare one evaluation with tinygrad's numbers into the report (and which output differs first)."""
   # an output that is a view of storage whose view did not translate has no value to compare
-  missing = frozenset(i for i, (b, v) in enumerate(zip(rep.translation.outputs, rep.translation.output_views)) if b is None and v is None)
+  t = rep.translation
+  missing = frozenset(i for i, (b, v, m) in enumerate(zip(t.outputs, t.output_views, t.output_shards)) if b is None and v is None and m is None)
   diff = first_difference(got, rep.capture.outputs, skip=missing)
   rep.values[mode] = list(got)
   rep.ran[mode], rep.numbers[mode] = True, None if diff is None else diff[1]
@@ -104,11 +125,24 @@ def read_outputs(t: Translation, storage: dict[int, Any]) -> list:
   from tinyspec.semantics import evaluate
   store = {**t.inputs, **storage}
   out: list = []
-  for b, v in zip(t.outputs, t.output_views):
-    if b is not None: out.append(store.get(b.arg.id))
+  for b, v, m, want in zip(t.outputs, t.output_views, t.output_shards, t.output_shapes):
+    if m is not None: out.append(_unshard(m, store, want))
+    elif b is not None: out.append(store.get(b.arg.id))
     elif v is not None and all(x.arg.id in store for x in v.toposort() if x.op is Ops.BUFFER): out.append(evaluate(v, store))
     else: out.append(None)
   return out
+
+
+def _unshard(m: tuple[tuple[UOp, ...], int | None], store: dict[int, Any], shape: tuple[int, ...]) -> Any:
+  """An output over a device tuple from its per-device BUFFERs: replicated, device 0's; split, the shards concatenated
+  along the axis (each shard the output's shape with that axis divided among the devices). None when a shard is
+  missing."""
+  bufs, axis = m
+  vals = [store.get(b.arg.id) for b in bufs]
+  if any(v is None for v in vals): return None
+  if axis is None: return vals[0]
+  parts = [np.asarray(v).reshape(shape[:axis] + (-1,) + shape[axis + 1:]) for v in vals]
+  return np.concatenate(parts, axis=axis)
 
 
 def evaluate_outputs(t: Translation, kg: UOp) -> list:
@@ -201,7 +235,12 @@ def format_report(rep: Report, name: str) -> str:
     if not rep.ran.get(mode): lines.append(f"numbers, {what}: not run ({res})")
     elif res is None: lines.append(f"numbers, {what}: tinyspec's evaluator reproduces tinygrad's outputs")
     else: lines.append(f"numbers, {what}: MISMATCH: {res}")
-  if rep.ok: lines.append(f"{name}: all holds")
+  if rep.ok and not rep.unchecked: lines.append(f"{name}: all holds")
+  elif rep.ok:
+    # a CI user reads "all holds" as "checked, and held": when a stage or a comparison did not run, say so instead
+    lines.append(f"{name}: NOT CHECKED: {len(rep.unchecked)} part(s) of the check did not run, so nothing is claimed for them "
+                 "(no violation or mismatch among the rest):")
+    lines += [f"  {u}" for u in rep.unchecked]
   else:
     by_rule = Counter(v.rule for vs in rep.violations.values() for _, v in vs)
     rules = ", ".join(f"{r} x{k}" if k > 1 else r for r, k in by_rule.items())
@@ -224,8 +263,12 @@ def draw(rep: Report, name: str, output: str | None = None) -> str | None:
   return None
 
 
+EXIT_UNCHECKED = 3  # nothing found, but a stage or a comparison did not run (Report.unchecked): not a pass
+
+
 def main(file: str, device: str | None = None, show: bool = False, output: str | None = None) -> int:
-  """The verb: print the report; exit 0 when all holds, 1 on a violation or mismatch, 2 on unreadable input."""
+  """The verb: print the report; exit 0 when all holds, 1 on a violation or mismatch, 2 on unreadable input, 3
+  (EXIT_UNCHECKED) when nothing was found but part of the check did not run."""
   import sys
   try: program = load_program(file)
   except BadInput as e:
@@ -237,4 +280,4 @@ def main(file: str, device: str | None = None, show: bool = False, output: str |
     return 2
   print(format_report(rep, file))
   if show and (path := draw(rep, file, output)) is not None: print(path)
-  return 0 if rep.ok else 1
+  return 1 if not rep.ok else EXIT_UNCHECKED if rep.unchecked else 0

@@ -6,14 +6,29 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
-                                               device_of, index_and_gate, is_invalid, is_weak, operand_dtype, param_size)
+                                               device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
+                                               param_size)
 from tinyspec.dtype import dtypes
 from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
 
 
 # ---- the rules ----
 def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
-  return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  if tr.stage != "kernel_graph" or tr.kernel or tr.shard is not None: return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  # a kernel graph's entry over a device tuple is one entry per device, each as launched there (tinyspec's kernel graph is
+  # per device: its multi pass runs before callify)
+  out = []
+  for s in u.src:
+    if (n := multi_count(s)) is None: out.append(tr.value(s))
+    for j in range(n or 0):
+      with tr.on(j): out.append(tr.value(s))
+  return UOp(Ops.SINK, dtypes.void, tuple(out))
+
+
+def r_mstack(tr: Tr, u: Any, want: Any) -> UOp:
+  if tr.shard is None: raise Untranslatable("MSTACK", tr.stage, "an MSTACK outside a launch on one device")
+  x = u.src[tr.shard]
+  with tr.on(None): return tr(x)   # device j's own storage: over one device, the same whichever launch reads it
 
 
 def r_const(tr: Tr, u: Any, want: Any) -> UOp:
@@ -29,20 +44,30 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
+  # storage over a device tuple is one BUFFER per device: keyed by the device's number too
+  key = (u, tr.shard) if isinstance(getattr(u.arg, "device", None), tuple) else u
   if tr.kernel or tr.stage == "kernel_graph":   # kernel-local accumulators, kernel-graph-local buffers: slots reused, fresh ids
-    if u not in tr.local_buffers:
-      tr.local_buffers[u] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-    return tr.local_buffers[u]
-  if u not in tr.t.buffers:
-    tr.t.buffers[u] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-  return tr.t.buffers[u]
+    if key not in tr.local_buffers:
+      tr.local_buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
+    return tr.local_buffers[key]
+  if key not in tr.t.buffers:
+    tr.t.buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
+  return tr.t.buffers[key]
+
+
+DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (tinygrad.engine.realize.unwrap_multi binds it)
 
 
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
+  if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
-  if not tr.kernel and slot in tr.bind: return tr.bind[slot]
+  if not tr.kernel and slot in tr.bind:
+    b = tr.bind[slot]
+    if not isinstance(b, tuple): return b
+    if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {u.arg.device} outside a launch on one device")
+    return b[tr.shard]
   shape, size = tr.shape(u), param_size(tr, u)
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
@@ -163,8 +188,12 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
-    if (prg := tr.bodies.get(body)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
-    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage), *args))
+    if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
+      tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
+      return r_call(tr, copy, want)
+    shard = tr.shard if launches(body) != (None,) else None
+    if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
+    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
   if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
@@ -173,6 +202,27 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def copy_call(u: Any) -> Any:
+  """A kernel-graph CALL of a kernel whose storage args are on two devices (not counting host memory, which a CPU kernel
+  reads directly), as tinygrad's schedule rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a
+  kernel that only copies (and refuses any other kernel over two devices). None when it is no such copy: the kernel
+  stays, and kgraph.one_device reports it."""
+  devices = set()
+  for a in u.src[1:]:
+    while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
+    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str) and d != "NPY": devices.add(d)
+  if len(devices) < 2: return None
+  from tinygrad.schedule import pm_copy_from_store
+  c = u
+  for _ in range(3):   # simplify the copy's ranges, then make it a COPY: the matcher's two steps
+    try: r = pm_copy_from_store.rewrite(c)
+    except Exception: return None   # tinygrad's own check: a kernel over two devices that is no copy
+    if r is None or r is c: return None
+    if r.src[0].op.name == "COPY": return r
+    c = r
+  return None
 
 
 def call_name(u: Any) -> str | None:
@@ -226,6 +276,8 @@ def r_gettuple(tr: Tr, u: Any, want: Any) -> UOp:
 
 def r_range(tr: Tr, u: Any, want: Any) -> UOp:
   *axis, kind = u.arg
+  if kind.name == "DEVICE" and tr.shard is not None:   # a launch on one device: the runtime binds the axis to its number
+    return UOp.const(dtypes.index if is_weak(u.dtype) else tr.dtype(u), tr.shard)
   k = AXIS.get(kind.name)
   if k is None: raise Untranslatable("RANGE", tr.stage, f"axis type {kind.name}")
   key = tuple(axis)
@@ -277,7 +329,7 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
 def r_program(tr: Tr, u: Any, want: Any) -> UOp:
   """PROGRAM(sink, LINEAR, SOURCE[, BINARY]) with a ProgramInfo -> PROGRAM(sink, LINEAR, SOURCE(c)) named; BINARY dropped
   (it is the compiled SOURCE)."""
-  inner = Tr(tr.t, tr.stage, kernel=True)
+  inner = Tr(tr.t, tr.stage, kernel=True, shard=tr.shard)
   sink, lin = inner(u.src[0]), inner(u.src[1])
   tr.seen(*u.src[2:])
   name = u.arg.name
@@ -297,9 +349,11 @@ RULES: dict[str, Rule] = {
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
                  "per graph (tinygrad reuses their slot numbers)", r_buffer),
-  "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device)",
+  "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
-                "at the kernel graph's top level slot k is the callified CALL's arg k", r_param),
+                "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
+                "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
+                "_device_num a CONST of that device's number", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
@@ -324,6 +378,9 @@ RULES: dict[str, Rule] = {
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
+  "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
+                 "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
+                 "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
   "GROUP": Rule("GROUP(effects...)", "GROUP(effects...)", r_effects(Ops.GROUP)),
   "NOOP": Rule("NOOP(), void: an effect that does nothing (a loop body whose work was folded away)", "GROUP(): a GROUP of no effects",
                r_effects(Ops.GROUP)),
@@ -334,15 +391,18 @@ RULES: dict[str, Rule] = {
                "CALL(body, args...) arg the name; a SINK of STOREs into PARAMs is tinyspec's precompiled call at TENSOR, as it is (its "
                "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
                "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
-               "readers) and whose entries are the PARAMs it writes", r_call),
+               "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
+               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src)",
+               r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
   "RANGE": Rule("RANGE(bound[, ordering ranges...]) arg (axis..., AxisType)",
                 "RANGE(bound) arg RangeArg(axis, kind): WEAK/LOOP -> LOOP, GLOBAL, REDUCE, UPCAST/UNROLL -> UNROLL; a multi-part axis gets "
-                "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them)", r_range),
-  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer",
+                "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them); DEVICE (a value, the "
+                "device's number) in a launch on one device: CONST of that number", r_range),
+  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape ()",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
-                "(into the storage itself when the buffer is a RESHAPE of it)", r_index),
+                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0", r_index),
   "LOAD": Rule("LOAD(INDEX[, alt, gate])", "LOAD(INDEX[, alt, gate])", r_load),
   "LINEAR": Rule("LINEAR(uops...) of a program", "LINEAR(uops...); a PARAM's or BUFFER's size (and a weak CONST every user of which is a "
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),

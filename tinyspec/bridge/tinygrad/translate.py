@@ -9,9 +9,12 @@ A stage with any untranslatable node is never checked or evaluated: placeholders
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
@@ -63,8 +66,11 @@ class Rule:
 class Tr:
   """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
-               bodies: dict[Any, UOp] | None = None):
+               bodies: dict[Any, UOp] | None = None, shard: int | None = None):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
+    # None, or the device (its number in a device tuple) that multi-device storage, kernels and kernel-graph entries are
+    # translated as launched on: tinygrad keeps them one node over the tuple, tinyspec one per device
+    self.shard = shard
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
@@ -72,6 +78,7 @@ class Tr:
   def fail(self, u: Any, why: str) -> UOp:
     if self.t.strict: raise Untranslatable(u.op.name, self.stage, why)
     self.t.failed.setdefault(self.stage, {})[u] = why
+    self.t.failures += 1
     return UOp.const(dtypes.int32, 0)
 
   def dtype(self, u: Any, want: DType | None = None) -> DType:
@@ -81,7 +88,7 @@ class Tr:
     return DTYPES[u.dtype.name]
 
   def __call__(self, u: Any, want: DType | None = None) -> UOp:
-    key = (u, want if is_weak(u.dtype) else None)
+    key = (u, want if is_weak(u.dtype) else None, self.shard)
     if (ret := self.memo.get(key)) is not None: return ret
     rule = rules().get(u.op.name)
     if rule is None: ret = self.fail(u, "no rule: tinyspec has no form for this op")
@@ -94,6 +101,13 @@ class Tr:
         ret = self.fail(u, e.why)
     self.memo[key] = ret
     return ret
+
+  @contextlib.contextmanager
+  def on(self, shard: int | None) -> Iterator[None]:
+    """Translate as on device `shard` of a device tuple (a kernel graph's multi-device entries, one per device)."""
+    saved, self.shard = self.shard, shard
+    try: yield
+    finally: self.shard = saved
 
   def seen(self, *us: Any) -> None:
     self.t.visited.setdefault(self.stage, set()).update(us)
@@ -121,11 +135,16 @@ class Translation:
   graphs: dict[str, list[tuple[Any, UOp | None]]] = field(default_factory=lambda: {s: [] for s in STAGES})
   totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
   failed: dict[str, dict[Any, str]] = field(default_factory=dict)
-  buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER
+  failures: int = 0   # every placeholder made; `failed` is keyed by node, so a node two graphs share is one entry there
+  buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER; one over a
+  # device tuple is keyed (BUFFER, device number): a BUFFER per device
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
   programs: dict[Any, UOp] = field(default_factory=dict)   # tinygrad kernel AST -> translated PROGRAM
   outputs: list[UOp | None] = field(default_factory=list)  # per output: the tinyspec BUFFER it was realized into
   output_views: list[UOp | None] = field(default_factory=list)  # per output left a view of storage: that view, over its BUFFER
+  output_shards: list[tuple[tuple[UOp, ...], int | None] | None] = field(default_factory=list)  # per output over a device
+  # tuple: its per-device BUFFERs and the axis tinygrad concatenates them along (None: replicated, device 0's is read)
+  output_shapes: list[tuple[int, ...]] = field(default_factory=list)  # per output: the shape tinygrad gave it
   bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
@@ -148,13 +167,25 @@ class Translation:
     """The kernel graph `index` (default: the program's own), its PARAMs bound to the callified CALL's args;
     with_programs: each kernel whose program translated runs as that PROGRAM instead of its AST."""
     kg, call = self.bound_graphs[self.main_kernel_graph if index is None else index]
-    bind = {} if call is None else {i: Tr(self, "callified")(a) for i, a in enumerate(call.src[1:])}
+    bind = {} if call is None else {i: self.storage(a) for i, a in enumerate(call.src[1:])}
     tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None)
     return tr(kg)
 
-  def kernel(self, body: Any, stage: str) -> UOp:
-    """A kernel body (a SINK with KernelInfo) in range form, with its own kernel-local buffers."""
-    return Tr(self, stage, kernel=True)(body)
+  def kernel(self, body: Any, stage: str, shard: int | None = None) -> UOp:
+    """A kernel body (a SINK with KernelInfo) in range form, with its own kernel-local buffers (as launched on device
+    `shard` of its device tuple, when it has one)."""
+    return Tr(self, stage, kernel=True, shard=shard if launches(body) != (None,) else None)(body)
+
+  def storage(self, u: Any) -> Any:
+    """A callified CALL's arg: its tinyspec BUFFER; for a BUFFER over a device tuple, a tuple of one BUFFER per device
+    (a kernel graph's PARAM bound to it picks its launch's)."""
+    n = multi_count(u)
+    if n is None: return Tr(self, "callified")(u)
+    tr = Tr(self, "callified")
+    out = []
+    for j in range(n):
+      with tr.on(j): out.append(tr(u))
+    return tuple(out)
 
 
 # ---- helpers used by rules ----
@@ -163,9 +194,30 @@ def param_size(tr: Tr, u: Any) -> int:
 
 
 def device_of(tr: Tr, arg: Any) -> str:
+  """The device of storage; multi-device storage (a device tuple) has one only in a kernel as launched on one device."""
   dev = getattr(arg, "device", None)
-  if isinstance(dev, tuple): raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
+  if isinstance(dev, tuple):
+    if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
+    return dev[tr.shard]
   return dev if dev else tr.t.device
+
+
+def multi_count(u: Any) -> int | None:
+  """The number of devices of a kernel-graph node over a device tuple (multi-device storage, an MSTACK of per-device
+  storage, an AFTER or CALL of them), else None."""
+  while u.op.name == "AFTER": u = u.src[0]
+  if u.op.name == "MSTACK": return len(u.src)
+  if u.op.name == "CALL": return next((n for a in u.src[1:] if (n := multi_count(a)) is not None), None)
+  d = getattr(u.arg, "device", None) if u.op.name in ("PARAM", "BUFFER") else None
+  return len(d) if isinstance(d, tuple) else None
+
+
+def launches(root: Any) -> tuple[int | None, ...]:
+  """The devices a kernel AST or PROGRAM runs on, as Tr's shard: (None,) for one device; for storage over a device tuple
+  one number per device. tinygrad 0.14 keeps such a kernel one AST over multi-device PARAMs, and its runtime launches it
+  once per device on that device's buffers (tinygrad.engine.realize.unwrap_multi), which is what each translation is."""
+  devs = {len(d) for x in root.toposort() if x.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(x.arg, "device", None), tuple)}
+  return tuple(range(devs.pop())) if len(devs) == 1 else (None,)
 
 
 def addrspace_of(arg: Any) -> AddrSpace:
@@ -175,7 +227,7 @@ def addrspace_of(arg: Any) -> AddrSpace:
 
 def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   """INDEX(buf, idx) or INDEX(buf, WHERE(cond, idx, Invalid)) -> (tinyspec INDEX, gate or None)."""
-  if len(u.src) > 2: return multi_index(tr, u), None
+  if len(u.src) > 2 or (len(u.src) == 1 and tr.shape(u.src[0]) == ()): return multi_index(tr, u), None
   if len(u.src) != 2: return tr.fail(u, "INDEX with no index source"), None
   buf, idx = u.src
   gate = None
@@ -189,7 +241,8 @@ def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
 
 
 def multi_index(tr: Tr, u: Any) -> UOp:
-  """INDEX(buf, i0, ..., in-1) on a shaped buffer (a precompiled function's PARAM): one flat row-major index."""
+  """INDEX(buf, i0, ..., in-1) on a shaped buffer (a precompiled function's PARAM): one flat row-major index; INDEX(buf)
+  on a buffer of shape () (a scalar viewed as RESHAPE(PARAM, ()), as a copy kernel of one element reads it): index 0."""
   buf, idxs = u.src[0], u.src[1:]
   shape = tr.shape(buf)
   if buf.op.name == "RESHAPE" and buf.src[0].op.name in ("PARAM", "BUFFER"):
@@ -197,6 +250,9 @@ def multi_index(tr: Tr, u: Any) -> UOp:
     buf = buf.src[0]   # a row-major view of flat storage: index the storage itself
   if len(idxs) != len(shape) or any(i.op.name == "WHERE" for i in idxs):
     raise Untranslatable("INDEX", tr.stage, f"INDEX with {len(idxs)} index sources on a buffer of shape {shape}")
+  if not idxs:
+    tr.seen(u)
+    return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), UOp.const(dtypes.index, 0)))
   flat = tr(idxs[0], dtypes.index)
   for i, d in zip(idxs[1:], shape[1:]):
     flat = UOp(Ops.ADD, dtypes.index, (UOp(Ops.MUL, dtypes.index, (flat, UOp.const(dtypes.index, d))), tr(i, dtypes.index)))
@@ -301,9 +357,11 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   t = Translation(strict=strict, device=cap.device)
 
   def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
-    before = len(t.failed.get(stage, {}))
+    # counted by placeholders made, not by entries of `failed`: a node an earlier graph already failed on (the same
+    # multi-device PARAM in every program of a sharded run) adds no entry there but leaves a placeholder in this graph
+    before = t.failures
     out = make()
-    ok = len(t.failed.get(stage, {})) == before
+    ok = t.failures == before
     nodes = set(root.toposort())
     done = nodes & (t.visited.get(stage, set()) | _folded(root))
     t.totals[stage] += len(nodes)
@@ -324,15 +382,32 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     t.bound_graphs[-1] = (t.bound_graphs[-1][0], calls[-1])
   for i, (kg, call) in enumerate(t.bound_graphs):
     one("kernel_graph", kg, lambda i=i, call=call: t.kernel_graph(index=i) if call is not None else called(t.kernel_graph(index=i)))
-  for k in cap.kernels: one("kernel", k, lambda k=k: Tr(t, "kernel", kernel=True)(k))
+  for k in cap.kernels:
+    for j in launches(k): one("kernel", k, lambda k=k, j=j: Tr(t, "kernel", kernel=True, shard=j)(k))
   for ast, prg in cap.programs:
-    out = one("program", prg, lambda prg=prg: Tr(t, "program")(prg))
-    if out is not None: t.programs[ast] = out
+    for j in launches(prg):
+      out = one("program", prg, lambda prg=prg, j=j: Tr(t, "program", shard=j)(prg))
+      if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
-  t.output_views = [None if s is not None else _view_of(t, u) for s, u in zip(cap.output_storage, cap.realized)]
+  t.output_shards = [_shards_of(t, u) for u in cap.realized]
+  t.output_shapes = [tuple(np.shape(o)) for o in cap.outputs]
+  t.output_views = [None if s is not None or m is not None else _view_of(t, u)
+                    for s, m, u in zip(cap.output_storage, t.output_shards, cap.realized)]
   return t
+
+
+def _shards_of(t: Translation, u: Any) -> tuple[tuple[UOp, ...], int | None] | None:
+  """A realized output over a device tuple: (its per-device BUFFERs, as the kernel graph's translation made them, and the
+  axis tinygrad concatenates them along: UNSHARD(RESHAPE(BUFFER), DEVICE range) arg (axis,); a bare BUFFER is
+  replicated, None), or None when the output is not over a device tuple or its BUFFERs were not translated."""
+  axis = None
+  if u.op.name == "UNSHARD" and isinstance(u.arg, tuple) and len(u.arg) == 1: axis, u = u.arg[0], u.src[0]
+  while u.op.name == "RESHAPE": u = u.src[0]
+  if u.op.name != "BUFFER" or (n := multi_count(u)) is None: return None
+  bufs = tuple(t.buffers.get((u, j)) for j in range(n))
+  return None if None in bufs else (bufs, axis)
 
 
 def _view_of(t: Translation, u: Any) -> UOp | None:
