@@ -226,11 +226,12 @@ def test_a_sharded_kernel_graph_is_checked_per_device(monkeypatch):
   copies = [u for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op is Ops.COPY]
   assert [c.src[0].arg for c in copies] == ["CPU:1"] and copies[0].src[1].arg.device == "CPU:1"
   assert not any(rep.violations.values())
-  # kept as the kernel over two devices it is, kgraph.one_device reports it: the rule is applied to these graphs
+  # kept as the kernel over two devices it is, kgraph.one_device reports its args and kernel.one_device its body: the
+  # rules are applied to these graphs
   import tinyspec.bridge.tinygrad.table as table
   monkeypatch.setattr(table, "copy_call", lambda u: None)
   vs = run_check(lambda: Tensor(x).shard(("CPU:0", "CPU:1"), axis=0) * 2).violations["kernel_graph"]
-  assert vs and {v.rule for _, v in vs} == {"kgraph.one_device"} and "CPU:1" in str(vs[0][1])
+  assert vs and {v.rule for _, v in vs} == {"kgraph.one_device", "kernel.one_device"} and "CPU:1" in str(vs[0][1])
 
 
 def test_a_copy_kernel_between_devices_is_a_copy_call():

@@ -39,16 +39,41 @@ class Capture:
 
   @property
   def kernels(self) -> list[Any]:
-    """Every kernel AST (a SINK with KernelInfo) of the captured kernel graphs, in first-seen order."""
+    """Every kernel AST (a SINK with KernelInfo) of the captured kernel graphs that runs as a kernel, in first-seen order:
+    one whose CALL tinygrad's schedule makes a COPY (copy_call) is that copy, never compiled, and is no kernel."""
     seen: dict[Any, None] = {}
     for _, kg in self.kernel_graphs:
       for u in kg.toposort():
-        if u.op.name == "CALL" and u.src[0].op.name == "SINK" and type(u.src[0].arg).__name__ == "KernelInfo": seen[u.src[0]] = None
+        if u.op.name == "CALL" and u.src[0].op.name == "SINK" and type(u.src[0].arg).__name__ == "KernelInfo" and copy_call(u) is None:
+          seen[u.src[0]] = None
     return list(seen)
 
   def sources(self) -> list[str]:
     """The rendered source of every captured program."""
     return [prg.src[2].arg for _, prg in self.programs if len(prg.src) > 2 and prg.src[2].op.name == "SOURCE"]
+
+
+def copy_call(u: Any) -> Any:
+  """A kernel-graph CALL of a kernel whose storage args are on two devices (not counting host memory, which a CPU kernel
+  reads directly), as tinygrad's schedule rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a
+  kernel that only copies (and refuses any other kernel over two devices). None when it is no such copy: the kernel
+  stays, and kgraph.one_device reports it."""
+  devices = set()
+  for a in u.src[1:]:
+    while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
+    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str) and d != "NPY": devices.add(d)
+    # one device's shard of multi-device storage (an all-reduce copies a partial result so): its device is that one
+    elif a.op.name == "MSELECT" and isinstance(d := a.device, str) and d != "NPY": devices.add(d)
+  if len(devices) < 2: return None
+  from tinygrad.schedule import pm_copy_from_store
+  c = u
+  for _ in range(3):   # simplify the copy's ranges, then make it a COPY: the matcher's two steps
+    try: r = pm_copy_from_store.rewrite(c)
+    except Exception: return None   # tinygrad's own check: a kernel over two devices that is no copy
+    if r is None or r is c: return None
+    if r.src[0].op.name == "COPY": return r
+    c = r
+  return None
 
 
 def default_device() -> str:

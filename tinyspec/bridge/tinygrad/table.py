@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tinyspec.bridge.tinygrad.capture import copy_call
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -202,27 +203,6 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
-
-
-def copy_call(u: Any) -> Any:
-  """A kernel-graph CALL of a kernel whose storage args are on two devices (not counting host memory, which a CPU kernel
-  reads directly), as tinygrad's schedule rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a
-  kernel that only copies (and refuses any other kernel over two devices). None when it is no such copy: the kernel
-  stays, and kgraph.one_device reports it."""
-  devices = set()
-  for a in u.src[1:]:
-    while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
-    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str) and d != "NPY": devices.add(d)
-  if len(devices) < 2: return None
-  from tinygrad.schedule import pm_copy_from_store
-  c = u
-  for _ in range(3):   # simplify the copy's ranges, then make it a COPY: the matcher's two steps
-    try: r = pm_copy_from_store.rewrite(c)
-    except Exception: return None   # tinygrad's own check: a kernel over two devices that is no copy
-    if r is None or r is c: return None
-    if r.src[0].op.name == "COPY": return r
-    c = r
-  return None
 
 
 def call_name(u: Any) -> str | None:
