@@ -159,6 +159,28 @@ def test_a_sharded_program_is_not_reported_as_holding(capsys, tmp_path):
   assert not any(rep.violations.values())
 
 
+@pytest.mark.parametrize("view", ["reshape", "permute", "expand"])
+def test_a_view_of_an_untranslated_node_is_untranslated_not_a_crash(view):
+  # a sharded tensor's UNSHARD has no tinyspec form: its placeholder has no shape, so a view over it cannot be built;
+  # the view is then untranslated as well, counted, and the check goes on (it raised ValueError)
+  from tinygrad import Tensor
+  def x() -> Tensor: return Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)).shard(("CPU:0", "CPU:1"), axis=0)  # made in the capture
+  prog = {"reshape": lambda: x().reshape(8) * 2, "permute": lambda: x().permute(1, 0) + 1, "expand": lambda: x()[:, :1].expand(4, 3) + 1}[view]
+  rep = run_check(prog)
+  assert rep.translation.graphs["tensor"][0][1] is None and "UNSHARD" in rep.translation.untranslatable("tensor")
+  assert rep.ok and not rep.ran["tensor"] and rep.ran["kernel ASTs"] and rep.numbers["kernel ASTs"] is None
+
+
+def test_a_copy_from_host_memory_to_an_opencl_device_is_a_copy_call(opencl):
+  # on CL tinygrad moves a numpy array's NPY storage to the device with a kernel its schedule makes a COPY: an OpenCL
+  # kernel cannot read host memory, so this one is that copy (it was reported as breaking kgraph.one_device)
+  from tinygrad import Tensor
+  rep = run_check(lambda: Tensor(np.arange(4, dtype=np.float32)) + 1, device="CL")
+  assert not any(rep.violations.values()) and rep.ok
+  kg = rep.translation.kernel_graph()
+  assert [u.src[0].arg for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op is Ops.COPY] == ["CL"]
+
+
 def test_a_stage_with_nothing_captured_is_not_checked(capsys, tmp_path):
   # a program that only copies its input: tinygrad compiles no program, so the PROGRAM stage checked nothing
   prog = tmp_path / "copy_only.py"

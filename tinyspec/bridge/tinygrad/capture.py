@@ -54,17 +54,19 @@ class Capture:
 
 
 def copy_call(u: Any) -> Any:
-  """A kernel-graph CALL of a kernel whose storage args are on two devices (not counting host memory, which a CPU kernel
-  reads directly), as tinygrad's schedule rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a
-  kernel that only copies (and refuses any other kernel over two devices). None when it is no such copy: the kernel
-  stays, and kgraph.one_device reports it."""
+  """A kernel-graph CALL of a kernel whose storage args are on two devices (host memory counts only for a kernel of a
+  family that cannot read it: a CPU kernel reads NPY directly, an OpenCL one is given a copy), as tinygrad's schedule
+  rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a kernel that only copies (and refuses
+  any other kernel over two devices). None when it is no such copy: the kernel stays, and kgraph.one_device reports it."""
+  from tinyspec.spec.shared import is_host, reads_host
   devices = set()
   for a in u.src[1:]:
     while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
-    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str) and d != "NPY": devices.add(d)
+    if a.op.name in ("PARAM", "BUFFER") and isinstance(d := getattr(a.arg, "device", None), str): devices.add(d)
     # one device's shard of multi-device storage (an all-reduce copies a partial result so): its device is that one
-    elif a.op.name == "MSELECT" and isinstance(d := a.device, str) and d != "NPY": devices.add(d)
-  if len(devices) < 2: return None
+    elif a.op.name == "MSELECT" and isinstance(d := a.device, str): devices.add(d)
+  own = {d for d in devices if not is_host(d)}
+  if len(own) < 2 and not (len(own) == 1 and len(devices) > 1 and not reads_host(next(iter(own)))): return None
   from tinygrad.schedule import pm_copy_from_store
   c = u
   for _ in range(3):   # simplify the copy's ranges, then make it a COPY: the matcher's two steps

@@ -99,6 +99,11 @@ class Tr:
       except Untranslatable as e:
         if self.t.strict: raise
         ret = self.fail(u, e.why)
+      except ValueError as e:
+        # a source that did not translate is a CONST placeholder, whose shape a view's rule cannot take: this node does
+        # not translate either (with no placeholder made it is a fault of the rule, and is raised)
+        if self.t.strict or not self.t.failures: raise
+        ret = self.fail(u, f"a source did not translate ({e})")
     self.memo[key] = ret
     return ret
 
