@@ -75,9 +75,22 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   return p if tr.kernel or tr.stage == "kernel_graph" or shape == (size,) else p.reshape(shape)
 
 
+def on_device(tr: Tr, a: Any) -> Any:
+  """A symbolic int of a view's arg on device tr.shard: its DEVICE ranges bound to that number and folded (a shard's
+  block, i * size), as tinygrad's own multi rewrite binds them; a itself otherwise."""
+  if tr.shard is None or isinstance(a, (int, bool)) or not hasattr(a, "toposort"): return a
+  rngs = [r for r in a.toposort() if r.op.name == "RANGE" and r.arg[-1].name == "DEVICE"]
+  if not rngs: return a
+  b = a.substitute({r: r.const_like(tr.shard) for r in rngs}).simplify()
+  return b.arg if b.op.name == "CONST" else a
+
+
 def r_movement(op: Ops) -> Callable:
   def fn(tr: Tr, u: Any, want: Any) -> UOp:
     arg = u.marg
+    if tr.shard is not None:
+      arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
+      tr.seen(*(x for s in u.src[1:] for x in s.toposort()))  # the device ranges and arithmetic folded into the arg
     if not all(isinstance(a, (int, bool)) for a in _flat(arg)): raise Untranslatable(u.op.name, tr.stage, f"symbolic arg {arg}")
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
     return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
@@ -147,8 +160,28 @@ def r_same(op: Ops) -> Callable:
 
 
 def r_copy(tr: Tr, u: Any, want: Any) -> UOp:
-  if not isinstance(u.arg, str): raise Untranslatable("COPY", tr.stage, f"COPY to {u.arg!r} (multi-device)")
-  return UOp(Ops.COPY, tr.dtype(u), (tr(u.src[0]),), u.arg)
+  if isinstance(u.arg, str): return UOp(Ops.COPY, tr.dtype(u), (tr(u.src[0]),), u.arg)
+  if not (isinstance(u.arg, tuple) and all(isinstance(d, str) for d in u.arg)) or tr.kernel or tr.stage != "tensor":
+    raise Untranslatable("COPY", tr.stage, f"COPY to {u.arg!r} (multi-device)")
+  x = tr(u.src[0])
+  # a copy to a device tuple: on device j of a shard's translation its copy to device j, else each device's (replicated)
+  if tr.shard is not None: return UOp(Ops.COPY, tr.dtype(u), (x,), u.arg[tr.shard])
+  return UOp.multi([UOp(Ops.COPY, tr.dtype(u), (x,), d) for d in u.arg], None)
+
+
+def r_unshard(tr: Tr, u: Any, want: Any) -> UOp:
+  """UNSHARD(x, DEVICE range) arg (axis,) at the tensor stage: tinyspec's MULTI of x translated once per device (the
+  range bound to the device's number), split along axis."""
+  if tr.stage != "tensor" or tr.shard is not None or len(u.src) != 2 or not (isinstance(u.arg, tuple) and len(u.arg) == 1):
+    raise Untranslatable("UNSHARD", tr.stage, f"UNSHARD arg {u.arg!r} outside a tensor graph's one sharded axis")
+  rng = u.src[1]
+  if rng.op.name != "RANGE" or rng.arg[-1].name != "DEVICE" or rng.src[0].op.name != "CONST":
+    raise Untranslatable("UNSHARD", tr.stage, "an UNSHARD over no DEVICE range of a constant count")
+  tr.seen(*rng.toposort())
+  shards = []
+  for j in range(int(rng.src[0].arg)):
+    with tr.on(j): shards.append(tr.value(u.src[0], want))
+  return UOp.multi(shards, u.arg[0])
 
 
 def r_store(tr: Tr, u: Any, want: Any) -> UOp:
@@ -354,7 +387,11 @@ RULES: dict[str, Rule] = {
                  "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
   "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
-  "COPY": Rule("COPY(x) arg device", "COPY(x) arg device", r_copy),
+  "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at the tensor stage a COPY to a device tuple is a "
+               "replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the COPY to that device)", r_copy),
+  "UNSHARD": Rule("UNSHARD(x, RANGE of AxisType.DEVICE) arg (axis,): x's shards side by side along axis",
+                  "at the tensor stage MULTI(x on device 0, ..., x on device n-1) arg axis, x translated once per device with the "
+                  "range bound to its number", r_unshard),
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
