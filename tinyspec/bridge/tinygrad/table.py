@@ -21,8 +21,7 @@ def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
   out = []
   for s in u.src:
     if (n := multi_count(s)) is None: out.append(tr.value(s))
-    for j in range(n or 0):
-      with tr.on(j): out.append(tr.value(s))
+    else: out += tr.per_device(n, lambda s=s: tr.value(s))
   return UOp(Ops.SINK, dtypes.void, tuple(out))
 
 
@@ -47,13 +46,11 @@ def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
   # storage over a device tuple is one BUFFER per device: keyed by the device's number too
   key = (u, tr.shard) if isinstance(getattr(u.arg, "device", None), tuple) else u
-  if tr.kernel or tr.stage == "kernel_graph":   # kernel-local accumulators, kernel-graph-local buffers: slots reused, fresh ids
-    if key not in tr.local_buffers:
-      tr.local_buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-    return tr.local_buffers[key]
-  if key not in tr.t.buffers:
-    tr.t.buffers[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
-  return tr.t.buffers[key]
+  # kernel-local accumulators and kernel-graph-local buffers are this graph's (slots reused, fresh ids); others the program's
+  made = tr.local_buffers if tr.kernel or tr.stage == "kernel_graph" else tr.t.buffers
+  if key not in made:
+    made[key] = UOp(Ops.BUFFER, tr.dtype(u), (), BufferArg(next_buffer_id(), param_size(tr, u), device_of(tr, u.arg), space))
+  return made[key]
 
 
 DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (tinygrad.engine.realize.unwrap_multi binds it)
@@ -178,10 +175,7 @@ def r_unshard(tr: Tr, u: Any, want: Any) -> UOp:
   if rng.op.name != "RANGE" or rng.arg[-1].name != "DEVICE" or rng.src[0].op.name != "CONST":
     raise Untranslatable("UNSHARD", tr.stage, "an UNSHARD over no DEVICE range of a constant count")
   tr.seen(*rng.toposort())
-  shards = []
-  for j in range(int(rng.src[0].arg)):
-    with tr.on(j): shards.append(tr.value(u.src[0], want))
-  return UOp.multi(shards, u.arg[0])
+  return UOp.multi(tr.per_device(int(rng.src[0].arg), lambda: tr.value(u.src[0], want)), u.arg[0])
 
 
 def r_store(tr: Tr, u: Any, want: Any) -> UOp:

@@ -114,6 +114,13 @@ class Tr:
     try: yield
     finally: self.shard = saved
 
+  def per_device(self, n: int, make: Callable[[], UOp]) -> list[UOp]:
+    """make() once as on each of n devices: a node over a device tuple translated per device, as tinyspec has it."""
+    out = []
+    for j in range(n):
+      with self.on(j): out.append(make())
+    return out
+
   def seen(self, *us: Any) -> None:
     self.t.visited.setdefault(self.stage, set()).update(us)
 
@@ -184,13 +191,9 @@ class Translation:
   def storage(self, u: Any) -> Any:
     """A callified CALL's arg: its tinyspec BUFFER; for a BUFFER over a device tuple, a tuple of one BUFFER per device
     (a kernel graph's PARAM bound to it picks its launch's)."""
-    n = multi_count(u)
-    if n is None: return Tr(self, "callified")(u)
     tr = Tr(self, "callified")
-    out = []
-    for j in range(n):
-      with tr.on(j): out.append(tr(u))
-    return tuple(out)
+    n = multi_count(u)
+    return tr(u) if n is None else tuple(tr.per_device(n, lambda: tr(u)))
 
 
 # ---- helpers used by rules ----
