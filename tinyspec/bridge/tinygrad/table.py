@@ -189,7 +189,24 @@ def r_store(tr: Tr, u: Any, want: Any) -> UOp:
   return UOp(Ops.STORE, dtypes.void, (t, broadcast(tr, tr.value(val, t.dtype), t.shape) if t.shape else tr.value(val, t.dtype)))
 
 
+def assign_to_value(tr: Tr, u: Any) -> UOp | None:
+  """AFTER(x, STORE(x, v)) at a tensor stage where x is no storage (its base, through BITCAST, AFTER and UNSHARD, is
+  neither BUFFER nor PARAM: an assign into a tensor not yet realized, as an optimizer's first step assigns into a parameter
+  that is still a copy of a numpy array): tinygrad's transform_to_call rewrites it to CONTIGUOUS(v) before anything
+  else (replace_store_after_with_contig), so it means the value v, made a tensor of its own; None for any other AFTER."""
+  if tr.kernel or tr.stage not in ("tensor", "callified") or len(u.src) != 2: return None
+  st = u.src[1]
+  if st.op.name != "STORE" or len(st.src) != 2: return None
+  x = u
+  while x.op.name in ("BITCAST", "AFTER", "UNSHARD"): x = x.src[0].base
+  if x.op.name in ("BUFFER", "PARAM"): return None
+  v = tr.value(st.src[1], tr.dtype(u))
+  tr.seen(st)
+  return UOp(Ops.CONTIGUOUS, v.dtype, (broadcast(tr, v, tr.shape(u)),))
+
+
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
+  if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
 
@@ -388,7 +405,10 @@ RULES: dict[str, Rule] = {
                   "range bound to its number", r_unshard),
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
-  "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
+  "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
+                "nor PARAM: an assign into a tensor not yet realized)",
+                "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
+                "(replace_store_after_with_contig)", r_after),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
