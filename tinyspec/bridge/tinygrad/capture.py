@@ -40,6 +40,8 @@ class Capture:
   # the realizes program() made itself before its outputs' (a training loop's steps), in order, each a Capture of its own:
   # its tensor graph is the SINK tinygrad's realize callified, its outputs that SINK's values once run
   steps: list[Capture] = field(default_factory=list)
+  # None, or why tinygrad's numbers of this realize could not be read (a TinyJit capture ran it later, its storage planned)
+  unread: str | None = None
 
   @property
   def kernels(self) -> list[Any]:
@@ -149,6 +151,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
   has just updated), that step is the capture itself. An output of a weak dtype (one_hot's weakint) is realized as
   tinygrad realizes it when read, cast to its strong dtype."""
   import tinygrad.codegen as codegen
+  import tinygrad.engine.jit as jit_mod
   import tinygrad.schedule as schedule
   import tinygrad.schedule.rangeify as rangeify
   import tinygrad.tensor as tensor_mod
@@ -160,6 +163,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
   steps: list[Capture] = []
   open_steps: list[tuple[Capture, Any, dict]] = []   # a step callified, not yet run: (step, its SINK, its buffer map)
   paused = [False]                                  # reading a step's numbers realizes too: not a step
+  deferred: list[tuple[Capture, Any, dict]] = []    # steps a TinyJit capture took without running: run when its call returns
 
   def on_call(orig):
     def wrapper(big_sink):
@@ -169,6 +173,9 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       schedule.schedule_cache.clear()
       step = Capture(device=device, tensor=big_sink)
       _read_inputs(step, big_sink)
+      # storage an earlier realize of the same TinyJit capture writes holds, now, what it held before that realize: unknown
+      for earlier, _, _ in deferred:
+        for b in (x for x in earlier.output_storage if x is not None): step.inputs.pop(b, None)
       ret = orig(big_sink)
       call, bmap = ret
       step.callified.append((big_sink, call, dict(bmap)))
@@ -183,9 +190,25 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       ret = orig(*args, **kwargs)
       if open_steps and not paused[0]:
         step, big_sink, bmap = open_steps.pop()
+        if _jit_capturing():   # TinyJit took the schedule (tinygrad.schedule's create_linear_with_vars): nothing ran yet
+          step.output_storage = [_storage_of(u) for u in big_sink.substitute(bmap, walk=True).src]
+          deferred.append((step, big_sink, bmap))
+          return ret
         paused[0] = True
         try: _read_outputs(step, list(big_sink.substitute(bmap, walk=True).src))
         finally: paused[0] = False
+      return ret
+    return wrapper
+
+  def on_jit_call(orig):
+    def wrapper(*args, **kwargs):
+      ret = orig(*args, **kwargs)
+      if deferred and not _jit_capturing():   # the capture's call ran every realize it took, in order, as one schedule
+        paused[0] = True
+        try:
+          for step, big_sink, bmap in deferred: _read_outputs(step, list(big_sink.substitute(bmap, walk=True).src), after_jit=True)
+        finally: paused[0] = False
+        deferred.clear()
       return ret
     return wrapper
 
@@ -207,6 +230,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
   with Context(DEV=device, SCACHE=0, PARALLEL=0, NOOPT=int(noopt)), contextlib.ExitStack() as stack:
     stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
     stack.enter_context(_wrapped(tensor_mod, "run_linear", on_run))
+    stack.enter_context(_wrapped(jit_mod._TinyJit, "__call__", on_jit_call))
     stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
     stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
     stack.enter_context(_emptied(codegen.to_program_cache))
@@ -253,12 +277,39 @@ def _realized_by(step: Capture, outs: tuple) -> bool:
   return all(_storage_of(t.uop) in written for t in outs)
 
 
-def _read_outputs(cap: Capture, realized: list[Any]) -> None:
-  """tinygrad's numbers of each realized uop (storage, or a view of it), read as tinygrad's numpy() reads them."""
-  from tinygrad import Tensor
+def _jit_capturing() -> bool:
+  """A TinyJit is capturing: tinygrad's schedule hands each realize's schedule to it instead of running it."""
+  from tinygrad.engine import realize
+  from tinygrad.helpers import CAPTURING
+  return bool(realize.capturing) and bool(CAPTURING)
+
+
+def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) -> None:
+  """tinygrad's numbers of each realized uop (storage, or a view of it), read as tinygrad's numpy() reads them. After a
+  TinyJit capture's run (after_jit) only storage the jit kept is read: the rest it planned into memory of its own."""
   cap.realized = list(realized)
-  cap.outputs = [Tensor(u).numpy() for u in realized]
   cap.output_storage = [_storage_of(u) for u in realized]
+  if after_jit:
+    data = [_read_buffer(s) if s is not None else None for s in cap.output_storage]
+    if (bad := next((i for i, d in enumerate(data) if d is None), None)) is not None:
+      cap.unread = f"output {bad}'s storage is not readable after TinyJit's run of its capture (it plans such storage into its own memory)"
+      cap.outputs = [np.zeros(u.shape) if d is None else d.reshape(u.shape) for u, d in zip(realized, data)]
+      return
+    cap.outputs = [d.reshape(u.shape) for u, d in zip(realized, data)]
+    return
+  cap.outputs = [_numbers(u, s) for u, s in zip(realized, cap.output_storage)]
+
+
+def _numbers(u: Any, storage: Any) -> np.ndarray:
+  """One realized uop's numbers: its storage's contents, or (a view) what tinygrad's numpy() gives, read outside any
+  TinyJit capture under way (a read there is refused, and must not become part of the captured function)."""
+  from tinygrad import Tensor
+  from tinygrad.engine import realize
+  if storage is not None and (data := _read_buffer(storage)) is not None: return data.reshape(u.shape)
+  saved = list(realize.capturing)
+  realize.capturing.clear()
+  try: return Tensor(u).numpy()
+  finally: realize.capturing[:] = saved
 
 
 def _storage_of(u: Any) -> Any:

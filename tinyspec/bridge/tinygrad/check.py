@@ -218,7 +218,7 @@ def _check_one(cap: Capture) -> Report:
     if not t.graphs[stage] or t.graphs[stage][-1][1] is None:
       rep.ran[mode], rep.numbers[mode] = False, f"the {stage} graph did not translate"
       continue
-    if (why := missing_inputs(t, t.graphs[stage][0 if stage == "tensor" else -1][1])) is not None:
+    if (why := cap.unread or missing_inputs(t, t.graphs[stage][0 if stage == "tensor" else -1][1])) is not None:
       rep.ran[mode], rep.numbers[mode] = False, why
       continue
     try: _record(rep, mode, run(t))
@@ -234,7 +234,7 @@ def _check_one(cap: Capture) -> Report:
       continue
     try:
       kg = t.kernel_graph(with_programs=with_programs)
-      if (why := missing_inputs(t, kg)) is not None:
+      if (why := cap.unread or missing_inputs(t, kg)) is not None:
         rep.ran[mode], rep.numbers[mode] = False, why
         continue
       if with_programs:
