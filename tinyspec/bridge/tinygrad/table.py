@@ -146,8 +146,21 @@ def r_reduce(tr: Tr, u: Any, want: Any) -> UOp:
   op = {"ADD": Ops.ADD, "MAX": Ops.MAX, "MUL": Ops.MUL}.get(rop.name)
   if op is None: raise Untranslatable("REDUCE", tr.stage, f"reduce op {rop.name}")
   dt = tr.dtype(u, want)
-  if tr.kernel: return UOp(Ops.REDUCE, dt, (tr.value(u.src[0], dt), *(tr(r) for r in u.src[1:])), op)
+  if tr.kernel:
+    src = masked_reduce_source(tr, u.src[0], op, dt)
+    return UOp(Ops.REDUCE, dt, (src if src is not None else tr.value(u.src[0], dt), *(tr(r) for r in u.src[1:])), op)
   return UOp(Ops.REDUCE, dt, (tr(u.src[0], dt),), (op, n))
+
+
+def masked_reduce_source(tr: Tr, src: Any, op: Ops, dt: Any) -> UOp | None:
+  """A kernel REDUCE's source WHERE(cond, x, Invalid) (a conv's or pool's backward: an iteration that maps to no element
+  adds nothing): tinygrad's codegen makes every value WHERE(cond, x, Invalid) WHERE(cond, x, 0) in its final rewrite
+  (pm_remove_invalid), and 0 is ADD's identity, so a sum over it is WHERE(cond, x, 0). Under MAX or MUL that 0 is no
+  identity, and whether tinygrad means the iteration skipped or a 0 is not one thing: refused. None for another source."""
+  if src.op.name != "WHERE" or not is_invalid(src.src[2]): return None
+  if op is not Ops.ADD: raise Untranslatable("REDUCE", tr.stage, f"a {op.name} REDUCE over WHERE(cond, x, Invalid): 0 is not its identity")
+  tr.seen(src, src.src[2])
+  return UOp(Ops.WHERE, dt, (tr.value(src.src[0], dtypes.bool), tr.value(src.src[1], dt), UOp.const(dt, 0)))
 
 
 def r_same(op: Ops) -> Callable:
@@ -395,7 +408,8 @@ RULES: dict[str, Rule] = {
                r_cast(Ops.CAST)),
   "BITCAST": Rule("BITCAST(x)", "BITCAST(x)", r_cast(Ops.BITCAST)),
   "REDUCE": Rule("REDUCE(x) arg (op, n) in graphs; REDUCE(x, ranges...) arg (op, 0) in kernels",
-                 "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op", r_reduce),
+                 "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op; an ADD over WHERE(cond, x, Invalid) in a kernel sums "
+                 "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
   "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
   "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at the tensor stage a COPY to a device tuple is a "
