@@ -295,13 +295,12 @@ def _format_one(rep: Report, name: str) -> list[str]:
 
 
 def draw(rep: Report, name: str, output: str | None = None) -> str | None:
-  """Draw the first violating stage's graph with tinyspec's viz, violations highlighted."""
+  """Draw the first violating stage's graph (of the first step that has one) with tinyspec's viz, violations highlighted."""
   from tinyspec import viz
-  for stage in STAGES:
-    vs = rep.violations.get(stage, [])
+  for stage, vs, r in ((s, r.violations.get(s, []), r) for r in [*rep.steps, rep] for s in STAGES):
     if not vs: continue
     i = vs[0][0]
-    g = rep.translation.graphs[stage][i][1]
+    g = r.translation.graphs[stage][i][1]
     mine = [v for j, v in vs if j == i]
     out = Path(output) if output else Path(f"{Path(name).stem}_{stage}.svg")
     return str(viz.render(g, out, mine, title=f"{name}: {len(mine)} violation(s) at {stage} (tinygrad)"))
