@@ -36,6 +36,12 @@ class Capture:
   outputs: list[np.ndarray] = field(default_factory=list)             # tinygrad's realized numbers, one per output
   output_storage: list[Any] = field(default_factory=list)             # per output: the BUFFER it was realized into (None: a view)
   realized: list[Any] = field(default_factory=list)                   # per output: its uop once realized (storage, or views of it)
+  fresh: set[Any] = field(default_factory=set)                         # tinygrad BUFFER uops not yet allocated when the run began
+  # the realizes program() made itself before its outputs' (a training loop's steps), in order, each a Capture of its own:
+  # its tensor graph is the SINK tinygrad's realize callified, its outputs that SINK's values once run
+  steps: list[Capture] = field(default_factory=list)
+  # None, or why tinygrad's numbers of this realize could not be read (a TinyJit capture ran it later, its storage planned)
+  unread: str | None = None
 
   @property
   def kernels(self) -> list[Any]:
@@ -114,6 +120,20 @@ def _emptied(cache: dict) -> Iterator[None]:
     cache.update(saved)
 
 
+def _read_inputs(cap: Capture, root: Any) -> None:
+  """Record the contents of every BUFFER under root that tinygrad holds data for now, before the run that reads it, and
+  which BUFFERs it has not allocated yet (storage the run allocates: nothing is in it before the run writes it)."""
+  for u in root.toposort():
+    if u.op.name != "BUFFER" or u in cap.inputs or u in cap.fresh: continue
+    if (data := _read_buffer(u)) is not None: cap.inputs[u] = data
+    elif not _allocated(u): cap.fresh.add(u)
+
+
+def _allocated(u: Any) -> bool:
+  try: return bool(u.buffer.is_allocated())
+  except Exception: return False
+
+
 def _read_buffer(u: Any) -> np.ndarray | None:
   try:
     buf = u.buffer
@@ -125,8 +145,13 @@ def _read_buffer(u: Any) -> np.ndarray | None:
 
 def capture(program: Callable[[], Any], device: str | None = None, noopt: bool = True) -> Capture:
   """Run `program()` (returning a tinygrad Tensor or a tuple of them) under tinygrad, realize its outputs and record
-  every stage. The program runs with DEV=device (default: `default_device()`)."""
+  every stage. The program runs with DEV=device (default: `default_device()`), the hooks in place while it runs: a
+  realize program() makes itself (an optimizer's step) is a step of the capture, recorded in `steps` with its own
+  graphs, inputs and numbers. When the outputs are already realized by the last of them (the parameters an optimizer
+  has just updated), that step is the capture itself. An output of a weak dtype (one_hot's weakint) is realized as
+  tinygrad realizes it when read, cast to its strong dtype."""
   import tinygrad.codegen as codegen
+  import tinygrad.engine.jit as jit_mod
   import tinygrad.schedule as schedule
   import tinygrad.schedule.rangeify as rangeify
   import tinygrad.tensor as tensor_mod
@@ -135,49 +160,156 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
   from tinygrad.uop.ops import UOp as TgUOp
 
   device = device or default_device()
-  with Context(DEV=device, SCACHE=0, PARALLEL=0, NOOPT=int(noopt)):
+  steps: list[Capture] = []
+  open_steps: list[tuple[Capture, Any, dict]] = []   # a step callified, not yet run: (step, its SINK, its buffer map)
+  paused = [False]                                  # reading a step's numbers realizes too: not a step
+  deferred: list[tuple[Capture, Any, dict]] = []    # steps a TinyJit capture took without running: run when its call returns
+
+  def on_call(orig):
+    def wrapper(big_sink):
+      if paused[0]: return orig(big_sink)
+      # each step compiles afresh: kernels an earlier step compiled would otherwise come from the caches, unseen
+      codegen.to_program_cache.clear()
+      schedule.schedule_cache.clear()
+      step = Capture(device=device, tensor=big_sink)
+      _read_inputs(step, big_sink)
+      # storage an earlier realize of the same TinyJit capture writes holds, now, what it held before that realize: unknown
+      for earlier, _, _ in deferred:
+        for b in (x for x in earlier.output_storage if x is not None): step.inputs.pop(b, None)
+      ret = orig(big_sink)
+      call, bmap = ret
+      step.callified.append((big_sink, call, dict(bmap)))
+      _read_inputs(step, call)
+      steps.append(step)
+      open_steps.append((step, big_sink, dict(bmap)))
+      return ret
+    return wrapper
+
+  def on_run(orig):
+    def wrapper(*args, **kwargs):
+      ret = orig(*args, **kwargs)
+      if open_steps and not paused[0]:
+        step, big_sink, bmap = open_steps.pop()
+        if _jit_capturing():   # TinyJit took the schedule (tinygrad.schedule's create_linear_with_vars): nothing ran yet
+          step.output_storage = [_storage_of(u) for u in big_sink.substitute(bmap, walk=True).src]
+          deferred.append((step, big_sink, bmap))
+          return ret
+        paused[0] = True
+        try: _read_outputs(step, list(big_sink.substitute(bmap, walk=True).src))
+        finally: paused[0] = False
+      return ret
+    return wrapper
+
+  def on_jit_call(orig):
+    def wrapper(*args, **kwargs):
+      ret = orig(*args, **kwargs)
+      if deferred and not _jit_capturing():   # the capture's call ran every realize it took, in order, as one schedule
+        paused[0] = True
+        try:
+          for step, big_sink, bmap in deferred: _read_outputs(step, list(big_sink.substitute(bmap, walk=True).src), after_jit=True)
+        finally: paused[0] = False
+        deferred.clear()
+      return ret
+    return wrapper
+
+  def on_kernel_graph(orig):
+    def wrapper(sink):
+      ret = orig(sink)
+      if steps and not paused[0]: steps[-1].kernel_graphs.append((sink, ret))
+      return ret
+    return wrapper
+
+  def on_program(orig):
+    def wrapper(ast, renderer):
+      ret = orig(ast, renderer)
+      # tag set: the device's own runtime programs (signal, wait, ...)
+      if ast.tag is None and steps and not paused[0]: steps[-1].programs.append((ast, ret))
+      return ret
+    return wrapper
+
+  with Context(DEV=device, SCACHE=0, PARALLEL=0, NOOPT=int(noopt)), contextlib.ExitStack() as stack:
+    stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
+    stack.enter_context(_wrapped(tensor_mod, "run_linear", on_run))
+    stack.enter_context(_wrapped(jit_mod._TinyJit, "__call__", on_jit_call))
+    stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
+    stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
+    stack.enter_context(_emptied(codegen.to_program_cache))
+    stack.enter_context(_emptied(schedule.schedule_cache))
     outs = program()
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(t, Tensor) for t in outs):
       raise TypeError(f"program() must return a tinygrad Tensor or a tuple of them, not {type(outs).__name__}")
+    outs = tuple(_strong(t) for t in outs)
     cap = Capture(device=device, tensor=TgUOp.sink(*[t.uop for t in outs]))
-
-    def on_call(orig):
-      def wrapper(big_sink):
-        ret = orig(big_sink)
-        call, bmap = ret
-        cap.callified.append((big_sink, call, dict(bmap)))
-        for a in call.src[1:]:
-          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
-        return ret
-      return wrapper
-
-    def on_kernel_graph(orig):
-      def wrapper(sink):
-        ret = orig(sink)
-        cap.kernel_graphs.append((sink, ret))
-        return ret
-      return wrapper
-
-    def on_program(orig):
-      def wrapper(ast, renderer):
-        ret = orig(ast, renderer)
-        if ast.tag is None: cap.programs.append((ast, ret))  # tag set: the device's own runtime programs (signal, wait, ...)
-        return ret
-      return wrapper
-
-    with contextlib.ExitStack() as stack:
-      stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
-      stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
-      stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
-      stack.enter_context(_emptied(codegen.to_program_cache))
-      stack.enter_context(_emptied(schedule.schedule_cache))
-      Tensor.realize(*outs)
+    _read_inputs(cap, cap.tensor)
+    before = len(steps)
+    Tensor.realize(*outs)
+    mine = steps[before:]
+    if not mine and steps and _realized_by(steps[-1], outs):
+      return _with_steps(steps[-1], steps[:-1])
+    for step in mine:   # the outputs' own realize: its graphs are the capture's
+      cap.callified += step.callified
+      cap.kernel_graphs += step.kernel_graphs
+      cap.programs += step.programs
+      for b, data in step.inputs.items(): cap.inputs.setdefault(b, data)
+      cap.fresh |= step.fresh
+    paused[0] = True
     # tinygrad's numbers, and which storage each output was realized into
-    cap.outputs = [t.numpy() for t in outs]
-    cap.realized = [t.uop for t in outs]
-    cap.output_storage = [_storage_of(u) for u in cap.realized]
+    _read_outputs(cap, [t.uop for t in outs])
+  return _with_steps(cap, steps[:before])
+
+
+def _with_steps(cap: Capture, steps: list[Capture]) -> Capture:
+  cap.steps = steps
   return cap
+
+
+def _strong(t: Any) -> Any:
+  """A Tensor of a weak dtype cast to its strong dtype, as tinygrad's numpy() and data() realize it (a weak tensor is
+  no storage: tinygrad refuses to realize it as it is)."""
+  from tinygrad.dtype import dtypes as tgd, strong_dtype
+  return t.cast(strong_dtype(t.dtype)) if t.dtype in tgd.weaks else t
+
+
+def _realized_by(step: Capture, outs: tuple) -> bool:
+  """Every output is (a view of) storage step wrote: the outputs' values are that step's."""
+  written = {s for s in step.output_storage if s is not None}
+  return all(_storage_of(t.uop) in written for t in outs)
+
+
+def _jit_capturing() -> bool:
+  """A TinyJit is capturing: tinygrad's schedule hands each realize's schedule to it instead of running it."""
+  from tinygrad.engine import realize
+  from tinygrad.helpers import CAPTURING
+  return bool(realize.capturing) and bool(CAPTURING)
+
+
+def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) -> None:
+  """tinygrad's numbers of each realized uop (storage, or a view of it), read as tinygrad's numpy() reads them. After a
+  TinyJit capture's run (after_jit) only storage the jit kept is read: the rest it planned into memory of its own."""
+  cap.realized = list(realized)
+  cap.output_storage = [_storage_of(u) for u in realized]
+  if after_jit:
+    data = [_read_buffer(s) if s is not None else None for s in cap.output_storage]
+    if (bad := next((i for i, d in enumerate(data) if d is None), None)) is not None:
+      cap.unread = f"output {bad}'s storage is not readable after TinyJit's run of its capture (it plans such storage into its own memory)"
+      cap.outputs = [np.zeros(u.shape) if d is None else d.reshape(u.shape) for u, d in zip(realized, data)]
+      return
+    cap.outputs = [d.reshape(u.shape) for u, d in zip(realized, data)]
+    return
+  cap.outputs = [_numbers(u, s) for u, s in zip(realized, cap.output_storage)]
+
+
+def _numbers(u: Any, storage: Any) -> np.ndarray:
+  """One realized uop's numbers: its storage's contents, or (a view) what tinygrad's numpy() gives, read outside any
+  TinyJit capture under way (a read there is refused, and must not become part of the captured function)."""
+  from tinygrad import Tensor
+  from tinygrad.engine import realize
+  if storage is not None and (data := _read_buffer(storage)) is not None: return data.reshape(u.shape)
+  saved = list(realize.capturing)
+  realize.capturing.clear()
+  try: return Tensor(u).numpy()
+  finally: realize.capturing[:] = saved
 
 
 def _storage_of(u: Any) -> Any:

@@ -46,6 +46,19 @@ class Report:
   differs: dict[str, int] = field(default_factory=dict)            # mode -> the first output whose numbers differ
   values: dict[str, list] = field(default_factory=dict)             # mode -> tinyspec's evaluation of each output (None: no value)
   errors: dict[str, Exception] = field(default_factory=dict)        # mode -> what the evaluator raised on that stage's graph
+  steps: list[Report] = field(default_factory=list)                 # the report of each step (Capture.steps), in order
+
+  @property
+  def all_ok(self) -> bool:
+    """ok, and ok at every step."""
+    return self.ok and all(s.ok for s in self.steps)
+
+  @property
+  def all_unchecked(self) -> list[str]:
+    """unchecked, every step's first (named by its number)."""
+    n = len(self.steps) + 1
+    return [f"step {i + 1} of {n}, {u}" for i, s in enumerate(self.steps) for u in s.unchecked] + \
+           [f"step {n} of {n}, {u}" if self.steps else u for u in self.unchecked]
 
   @property
   def ok(self) -> bool:
@@ -145,6 +158,15 @@ def _unshard(m: tuple[tuple[UOp, ...], int | None], store: dict[int, Any], shape
   return np.concatenate(parts, axis=axis)
 
 
+def missing_inputs(t: Translation, root: UOp) -> str | None:
+  """None when the contents of every program BUFFER root holds are known (captured, or storage the run allocated), else
+  a sentence naming those that are not: such a graph's numbers are not compared (an unknown input read as zeros would
+  report a mismatch that is the capture's, not tinygrad's)."""
+  ids = sorted({u.arg.id for u in root.toposort() if u.op is Ops.BUFFER and u.arg.id in t.unknown})
+  if not ids: return None
+  return "the contents of " + ", ".join(t.unknown[i] for i in ids) + " before the run were not captured"
+
+
 def evaluate_outputs(t: Translation, kg: UOp) -> list:
   """Evaluate a translated kernel graph and read each output from the storage it leaves."""
   from tinyspec.semantics import evaluate
@@ -180,7 +202,14 @@ def run_check(program: Callable[[], Any], device: str | None = None) -> Report:
 
 
 def check_capture(cap: Capture) -> Report:
-  """run_check of a capture already taken."""
+  """run_check of a capture already taken: its own realize and each of its steps, each checked on its own (a step's
+  inputs are tinygrad's contents of its storage when it ran, its outputs tinygrad's numbers after it)."""
+  rep = _check_one(cap)
+  rep.steps = [_check_one(s) for s in cap.steps]
+  return rep
+
+
+def _check_one(cap: Capture) -> Report:
   t = translate(cap, strict=False)
   rep = Report(cap, t)
   for stage in STAGES:
@@ -188,6 +217,9 @@ def check_capture(cap: Capture) -> Report:
   for mode, stage, run in (("tensor", "tensor", evaluate_tensor), ("callified", "callified", evaluate_callified)):
     if not t.graphs[stage] or t.graphs[stage][-1][1] is None:
       rep.ran[mode], rep.numbers[mode] = False, f"the {stage} graph did not translate"
+      continue
+    if (why := cap.unread or missing_inputs(t, t.graphs[stage][0 if stage == "tensor" else -1][1])) is not None:
+      rep.ran[mode], rep.numbers[mode] = False, why
       continue
     try: _record(rep, mode, run(t))
     except Exception as e: _failed(rep, mode, e)
@@ -202,6 +234,9 @@ def check_capture(cap: Capture) -> Report:
       continue
     try:
       kg = t.kernel_graph(with_programs=with_programs)
+      if (why := cap.unread or missing_inputs(t, kg)) is not None:
+        rep.ran[mode], rep.numbers[mode] = False, why
+        continue
       if with_programs:
         bodies = [u.src[0] for u in kg.toposort() if u.op is Ops.CALL and u.src[0].op in (Ops.PROGRAM, Ops.SINK)]
         rep.as_programs = (sum(b.op is Ops.PROGRAM for b in bodies), len(bodies))
@@ -211,6 +246,27 @@ def check_capture(cap: Capture) -> Report:
 
 
 def format_report(rep: Report, name: str) -> str:
+  """Each step's lines (a program that realizes several times), then the last realize's, then the verdict over all."""
+  n = len(rep.steps) + 1
+  lines: list[str] = []
+  for i, r in enumerate([*rep.steps, rep]):
+    lines += _format_one(r, f"{name}, step {i + 1} of {n}" if n > 1 else name)
+  if rep.all_ok and not rep.all_unchecked: lines.append(f"{name}: all holds")
+  elif rep.all_ok:
+    # a CI user reads "all holds" as "checked, and held": when a stage or a comparison did not run, say so instead
+    lines.append(f"{name}: NOT CHECKED: {len(rep.all_unchecked)} part(s) of the check did not run, so nothing is claimed for them "
+                 "(no violation or mismatch among the rest):")
+    lines += [f"  {u}" for u in rep.all_unchecked]
+  else:
+    reps = [*rep.steps, rep]
+    by_rule = Counter(v.rule for r in reps for vs in r.violations.values() for _, v in vs)
+    rules = ", ".join(f"{r} x{k}" if k > 1 else r for r, k in by_rule.items())
+    mismatches = sum(1 for r in reps for m, x in r.numbers.items() if r.ran.get(m) and x is not None)
+    lines.append(f"{name}: {sum(by_rule.values())} violation(s)" + (f" ({rules})" if rules else "") + f", {mismatches} mismatch(es)")
+  return "\n".join(lines)
+
+
+def _format_one(rep: Report, name: str) -> list[str]:
   t = rep.translation
   lines = [f"{name}: tinygrad on {rep.capture.device}, {len(rep.capture.kernels)} kernel(s), {len(rep.capture.programs)} program(s)"]
   cov = t.coverage()
@@ -235,28 +291,16 @@ def format_report(rep: Report, name: str) -> str:
     if not rep.ran.get(mode): lines.append(f"numbers, {what}: not run ({res})")
     elif res is None: lines.append(f"numbers, {what}: tinyspec's evaluator reproduces tinygrad's outputs")
     else: lines.append(f"numbers, {what}: MISMATCH: {res}")
-  if rep.ok and not rep.unchecked: lines.append(f"{name}: all holds")
-  elif rep.ok:
-    # a CI user reads "all holds" as "checked, and held": when a stage or a comparison did not run, say so instead
-    lines.append(f"{name}: NOT CHECKED: {len(rep.unchecked)} part(s) of the check did not run, so nothing is claimed for them "
-                 "(no violation or mismatch among the rest):")
-    lines += [f"  {u}" for u in rep.unchecked]
-  else:
-    by_rule = Counter(v.rule for vs in rep.violations.values() for _, v in vs)
-    rules = ", ".join(f"{r} x{k}" if k > 1 else r for r, k in by_rule.items())
-    mismatches = sum(1 for m, r in rep.numbers.items() if rep.ran.get(m) and r is not None)
-    lines.append(f"{name}: {sum(by_rule.values())} violation(s)" + (f" ({rules})" if rules else "") + f", {mismatches} mismatch(es)")
-  return "\n".join(lines)
+  return lines
 
 
 def draw(rep: Report, name: str, output: str | None = None) -> str | None:
-  """Draw the first violating stage's graph with tinyspec's viz, violations highlighted."""
+  """Draw the first violating stage's graph (of the first step that has one) with tinyspec's viz, violations highlighted."""
   from tinyspec import viz
-  for stage in STAGES:
-    vs = rep.violations.get(stage, [])
+  for stage, vs, r in ((s, r.violations.get(s, []), r) for r in [*rep.steps, rep] for s in STAGES):
     if not vs: continue
     i = vs[0][0]
-    g = rep.translation.graphs[stage][i][1]
+    g = r.translation.graphs[stage][i][1]
     mine = [v for j, v in vs if j == i]
     out = Path(output) if output else Path(f"{Path(name).stem}_{stage}.svg")
     return str(viz.render(g, out, mine, title=f"{name}: {len(mine)} violation(s) at {stage} (tinygrad)"))
@@ -280,4 +324,4 @@ def main(file: str, device: str | None = None, show: bool = False, output: str |
     return 2
   print(format_report(rep, file))
   if show and (path := draw(rep, file, output)) is not None: print(path)
-  return 1 if not rep.ok else EXIT_UNCHECKED if rep.unchecked else 0
+  return 1 if not rep.all_ok else EXIT_UNCHECKED if rep.all_unchecked else 0

@@ -146,8 +146,21 @@ def r_reduce(tr: Tr, u: Any, want: Any) -> UOp:
   op = {"ADD": Ops.ADD, "MAX": Ops.MAX, "MUL": Ops.MUL}.get(rop.name)
   if op is None: raise Untranslatable("REDUCE", tr.stage, f"reduce op {rop.name}")
   dt = tr.dtype(u, want)
-  if tr.kernel: return UOp(Ops.REDUCE, dt, (tr.value(u.src[0], dt), *(tr(r) for r in u.src[1:])), op)
+  if tr.kernel:
+    src = masked_reduce_source(tr, u.src[0], op, dt)
+    return UOp(Ops.REDUCE, dt, (src if src is not None else tr.value(u.src[0], dt), *(tr(r) for r in u.src[1:])), op)
   return UOp(Ops.REDUCE, dt, (tr(u.src[0], dt),), (op, n))
+
+
+def masked_reduce_source(tr: Tr, src: Any, op: Ops, dt: Any) -> UOp | None:
+  """A kernel REDUCE's source WHERE(cond, x, Invalid) (a conv's or pool's backward: an iteration that maps to no element
+  adds nothing): tinygrad's codegen makes every value WHERE(cond, x, Invalid) WHERE(cond, x, 0) in its final rewrite
+  (pm_remove_invalid), and 0 is ADD's identity, so a sum over it is WHERE(cond, x, 0). Under MAX or MUL that 0 is no
+  identity, and whether tinygrad means the iteration skipped or a 0 is not one thing: refused. None for another source."""
+  if src.op.name != "WHERE" or not is_invalid(src.src[2]): return None
+  if op is not Ops.ADD: raise Untranslatable("REDUCE", tr.stage, f"a {op.name} REDUCE over WHERE(cond, x, Invalid): 0 is not its identity")
+  tr.seen(src, src.src[2])
+  return UOp(Ops.WHERE, dt, (tr.value(src.src[0], dtypes.bool), tr.value(src.src[1], dt), UOp.const(dt, 0)))
 
 
 def r_same(op: Ops) -> Callable:
@@ -189,7 +202,24 @@ def r_store(tr: Tr, u: Any, want: Any) -> UOp:
   return UOp(Ops.STORE, dtypes.void, (t, broadcast(tr, tr.value(val, t.dtype), t.shape) if t.shape else tr.value(val, t.dtype)))
 
 
+def assign_to_value(tr: Tr, u: Any) -> UOp | None:
+  """AFTER(x, STORE(x, v)) at a tensor stage where x is no storage (its base, through BITCAST, AFTER and UNSHARD, is
+  neither BUFFER nor PARAM: an assign into a tensor not yet realized, as an optimizer's first step assigns into a parameter
+  that is still a copy of a numpy array): tinygrad's transform_to_call rewrites it to CONTIGUOUS(v) before anything
+  else (replace_store_after_with_contig), so it means the value v, made a tensor of its own; None for any other AFTER."""
+  if tr.kernel or tr.stage not in ("tensor", "callified") or len(u.src) != 2: return None
+  st = u.src[1]
+  if st.op.name != "STORE" or len(st.src) != 2: return None
+  x = u
+  while x.op.name in ("BITCAST", "AFTER", "UNSHARD"): x = x.src[0].base
+  if x.op.name in ("BUFFER", "PARAM"): return None
+  v = tr.value(st.src[1], tr.dtype(u))
+  tr.seen(st)
+  return UOp(Ops.CONTIGUOUS, v.dtype, (broadcast(tr, v, tr.shape(u)),))
+
+
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
+  if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
 
@@ -378,7 +408,8 @@ RULES: dict[str, Rule] = {
                r_cast(Ops.CAST)),
   "BITCAST": Rule("BITCAST(x)", "BITCAST(x)", r_cast(Ops.BITCAST)),
   "REDUCE": Rule("REDUCE(x) arg (op, n) in graphs; REDUCE(x, ranges...) arg (op, 0) in kernels",
-                 "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op", r_reduce),
+                 "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op; an ADD over WHERE(cond, x, Invalid) in a kernel sums "
+                 "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
   "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
   "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at the tensor stage a COPY to a device tuple is a "
@@ -388,7 +419,10 @@ RULES: dict[str, Rule] = {
                   "range bound to its number", r_unshard),
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
-  "AFTER": Rule("AFTER(x, deps...)", "AFTER(x, deps...)", r_after),
+  "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
+                "nor PARAM: an assign into a tensor not yet realized)",
+                "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
+                "(replace_store_after_with_contig)", r_after),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),

@@ -161,6 +161,8 @@ class Translation:
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
   device: str = "CPU"
+  unknown: dict[int, str] = field(default_factory=dict)    # tinyspec buffer id -> tinygrad's BUFFER, for storage that held data
+  # before the run whose contents the capture does not have: a graph reading it is not evaluated (never read as zeros)
 
   def coverage(self) -> dict[str, tuple[int, int]]:
     """Per stage: (translated nodes, all nodes)."""
@@ -398,12 +400,25 @@ def translate(cap: Any, strict: bool = True) -> Translation:
       if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
+  t.unknown = unknown_contents(t, cap)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
   t.output_shards = [_shards_of(t, u) for u in cap.realized]
   t.output_shapes = [tuple(np.shape(o)) for o in cap.outputs]
   t.output_views = [None if s is not None or m is not None else _view_of(t, u)
                     for s, m, u in zip(cap.output_storage, t.output_shards, cap.realized)]
   return t
+
+
+def unknown_contents(t: Translation, cap: Any) -> dict[int, str]:
+  """The program's BUFFERs (as translated) whose contents before the run the capture has not got, though tinygrad had
+  allocated them (not among `cap.fresh`, the storage the run itself allocates): tinyspec id -> a sentence naming
+  tinygrad's BUFFER. Their contents are unknown, so a graph that holds one cannot be evaluated against tinygrad."""
+  out = {}
+  for key, b in t.buffers.items():
+    u = key[0] if isinstance(key, tuple) else key
+    if u in cap.inputs or u in getattr(cap, "fresh", ()): continue
+    out[b.arg.id] = f"BUFFER {b.arg.id} (tinygrad's {u.dtype} BUFFER of {b.arg.size} on {u.arg.device}, slot {getattr(u.arg, 'slot', '?')})"
+  return out
 
 
 def _shards_of(t: Translation, u: Any) -> tuple[tuple[UOp, ...], int | None] | None:
