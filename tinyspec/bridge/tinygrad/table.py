@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
+from tinyspec.bridge.tinygrad.variables import bound_value, concrete, define_var, is_bound, is_variable, kernel_vars, value_of
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -42,6 +43,7 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
+  if is_variable(u): return define_var(tr, u)   # an unbound Variable: its value is an input of the run
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
   # storage over a device tuple is one BUFFER per device: keyed by the device's number too
@@ -59,6 +61,7 @@ DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's numb
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
+  if is_variable(u): return define_var(tr, u)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
   if not tr.kernel and slot in tr.bind:
@@ -88,10 +91,15 @@ def r_movement(op: Ops) -> Callable:
     if tr.shard is not None:
       arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
       tr.seen(*(x for s in u.src[1:] for x in s.toposort()))  # the device ranges and arithmetic folded into the arg
-    if not all(isinstance(a, (int, bool)) for a in _flat(arg)): raise Untranslatable(u.op.name, tr.stage, f"symbolic arg {arg}")
+    if not all(isinstance(a, (int, bool)) for a in _flat(arg)): arg = _nested(arg, lambda a: concrete(tr, a, u.op.name))
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
     return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
   return fn
+
+
+def _nested(x: Any, fn: Callable) -> Any:
+  """fn on every leaf of a (nested) tuple arg."""
+  return tuple(_nested(a, fn) for a in x) if isinstance(x, tuple) else fn(x)
 
 
 def _flat(x: Any) -> list:
@@ -219,6 +227,9 @@ def assign_to_value(tr: Tr, u: Any) -> UOp | None:
 
 
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
+  if is_bound(u):   # bind()'s AFTER(var, STORE(var, CONST v)): the variable bound to v
+    tr.seen(*u.toposort())
+    return define_var(tr, u.src[0]).bind(bound_value(u))
   if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
@@ -250,6 +261,7 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
       return r_call(tr, copy, want)
     shard = tr.shard if launches(body) != (None,) else None
+    args += kernel_var_args(tr, body)
     if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
     return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
   if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
@@ -260,6 +272,16 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def kernel_var_args(tr: Tr, body: Any) -> tuple[UOp, ...]:
+  """The variables a kernel reads, as its kernel-graph CALL's scalar args after the storage: the BIND of each that the
+  callified CALL binds (tinygrad passes its value at launch, from var_vals), else the DEFINE_VAR passed on."""
+  out = []
+  for x in kernel_vars(body):
+    v, val = define_var(tr, x), value_of(tr, x)
+    out.append(v if val is None else v.bind(val))
+  return tuple(out)
 
 
 def call_name(u: Any) -> str | None:

@@ -136,8 +136,9 @@ class Tr:
 
   def shape(self, u: Any) -> tuple[int, ...]:
     shp = u.shape
-    if not all(isinstance(s, int) for s in shp): raise Untranslatable(u.op.name, self.stage, f"symbolic shape {shp}")
-    return tuple(shp)
+    if all(isinstance(s, int) for s in shp): return tuple(shp)
+    from tinyspec.bridge.tinygrad.variables import concrete   # a shape over a bound variable: the number it binds
+    return tuple(concrete(self, s, u.op.name) for s in shp)
 
 
 @dataclass
@@ -163,6 +164,8 @@ class Translation:
   device: str = "CPU"
   unknown: dict[int, str] = field(default_factory=dict)    # tinyspec buffer id -> tinygrad's BUFFER, for storage that held data
   # before the run whose contents the capture does not have: a graph reading it is not evaluated (never read as zeros)
+  var_scope: dict[str, tuple[Any, int]] = field(default_factory=dict)  # the variables the callified CALLs bind, by the name
+  # (`pk`, arg k) their bodies and kernels read them as: (tinygrad variable, value); see variables.py
 
   def coverage(self) -> dict[str, tuple[int, int]]:
     """Per stage: (translated nodes, all nodes)."""
@@ -365,6 +368,8 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   """Translate every captured stage. strict: raise Untranslatable on the first node with no tinyspec form; else record
   it (see `Translation.coverage`, `Translation.untranslatable`) and give that graph as None."""
   t = Translation(strict=strict, device=cap.device)
+  from tinyspec.bridge.tinygrad.variables import scope
+  t.var_scope = scope([c for _, c, _ in cap.callified])
 
   def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
     # counted by placeholders made, not by entries of `failed`: a node an earlier graph already failed on (the same
@@ -398,6 +403,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     for j in launches(prg):
       out = one("program", prg, lambda prg=prg, j=j: Tr(t, "program", shard=j)(prg))
       if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
+  _programs_of_resolved(t, cap)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.unknown = unknown_contents(t, cap)
@@ -407,6 +413,16 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   t.output_views = [None if s is not None or m is not None else _view_of(t, u)
                     for s, m, u in zip(cap.output_storage, t.output_shards, cap.realized)]
   return t
+
+
+def _programs_of_resolved(t: Translation, cap: Any) -> None:
+  """A kernel that reads a bound variable is compiled with the variable substituted for its `pk` PARAM (variables.resolved):
+  that program is the kernel graph's body for it too."""
+  from tinyspec.bridge.tinygrad.variables import resolved
+  for k in cap.kernels:
+    if (r := resolved(k, t.var_scope)) is k: continue
+    for j in launches(k):
+      if (p := t.programs.get(r if j is None else (r, j))) is not None: t.programs[k if j is None else (k, j)] = p
 
 
 def unknown_contents(t: Translation, cap: Any) -> dict[int, str]:
