@@ -82,3 +82,29 @@ def test_tinyjit_checks_each_binding_as_its_own_step():
     if vals: bound.append((vals["i"], float(np.asarray(r.values["programs"][0]).reshape(-1)[0])))
   # the first call runs with i = 3, the second (captured by the jit) with i = 5: each step's numbers are its binding's
   assert bound == [(3, pytest.approx(X4[:3].sum())), (5, pytest.approx(X4[:3].sum() + X4[:5].sum()))]
+
+
+@pytest.mark.parametrize("make, want", [
+  (lambda T, v: (T(X) * v).sum(), float((X * 4).sum())),       # the variable as a value: BIND(i, 4) cast and broadcast
+  (lambda T, v: T.arange(v).sum(), 6.0),                       # no device, no storage: Tensor.realize() alone skips it
+])
+def test_a_tensor_realize_skips_is_realized_as_numpy_realizes_it_and_holds(make, want):
+  from tinygrad import Tensor, Variable
+  rep = check_capture(capture(lambda: make(Tensor, Variable("i", 1, 10).bind(4))))
+  holds_fully(rep)
+  assert float(np.asarray(rep.capture.outputs[0]).reshape(-1)[0]) == pytest.approx(want)
+
+
+def test_a_programs_if_block_is_its_stores_gate_and_the_program_runs():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "conv2d_backward.py"))["program"]))
+  holds_fully(rep)
+  t = rep.translation
+  gated = [(g, prg) for (prg, g) in t.graphs["program"] if any(x.op.name == "IF" for x in prg.src[1].src)]
+  assert gated, "conv2d's backward no longer makes a program with an IF block"
+  for g, prg in gated:
+    ifs = [x for x in prg.src[1].src if x.op.name == "IF"]
+    stores = [x for x in g.src[1].src if x.op is Ops.STORE and len(x.src) == 3]
+    assert len(stores) == len(ifs) and all(s.src[2].dtype.name == "bool" for s in stores)
+    assert not any(x.op.name in ("IF", "ENDIF") for x in g.toposort())
+  # every kernel that compiles a program ran as it (the copies compile none)
+  assert rep.as_programs == (len(rep.capture.programs), len(rep.capture.kernels))

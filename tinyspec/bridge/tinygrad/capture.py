@@ -239,7 +239,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(t, Tensor) for t in outs):
       raise TypeError(f"program() must return a tinygrad Tensor or a tuple of them, not {type(outs).__name__}")
-    outs = tuple(_strong(t) for t in outs)
+    outs = tuple(_deviced(_strong(t), device) for t in outs)
     cap = Capture(device=device, tensor=TgUOp.sink(*[t.uop for t in outs]))
     _read_inputs(cap, cap.tensor)
     before = len(steps)
@@ -269,6 +269,15 @@ def _strong(t: Any) -> Any:
   no storage: tinygrad refuses to realize it as it is)."""
   from tinygrad.dtype import dtypes as tgd, strong_dtype
   return t.cast(strong_dtype(t.dtype)) if t.dtype in tgd.weaks else t
+
+
+def _deviced(t: Any, device: str) -> Any:
+  """A Tensor that Tensor.realize() skips but numpy() realizes, realized as numpy() does (contiguous; cloned onto the
+  capture's device when it has none): one computed from a bound Variable and constants alone has no device (a Variable
+  has none), and one whose base reads a Variable as a value (`(x * v).sum()`) is of address space ALU, which tinygrad's
+  realize takes for a scalar, not storage."""
+  if t.uop.device is None: return t.contiguous().clone(device)
+  return t.contiguous() if getattr(t.uop.base.addrspace, "name", None) == "ALU" else t
 
 
 def _realized_by(step: Capture, outs: tuple) -> bool:

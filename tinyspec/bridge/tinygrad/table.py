@@ -368,8 +368,12 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
   for s in reversed(u.src):
     us = users.get(s, [])
     if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only for x in us): size_only.add(s)
+  gate_blocks(tr, u)
   out: dict[UOp, None] = {}
   for s in u.src:
+    if s.op.name in ("IF", "ENDIF"):   # their meaning is in the gates of the STOREs they enclose
+      tr.seen(s)
+      continue
     if s in size_only:
       tr.seen(s)
       continue
@@ -383,6 +387,36 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
       if y is not x and y not in out and y.op not in (Ops.SINK,): out[y] = None
     out[x] = None
   return UOp(Ops.LINEAR, dtypes.void, tuple(out))
+
+
+def gate_blocks(tr: Tr, linear: Any) -> None:
+  """IF(cond, ...) ... ENDIF(IF) in a program's LINEAR: the instructions between them run only where cond holds (tinygrad's
+  linearizer wraps a STORE whose gate it cannot put in its index so). tinyspec's program has no IF: each STORE in a block
+  is that STORE gated by the AND of the conditions of the blocks it is in, STORE(INDEX, value, cond), set as the
+  STORE's translation before anything reads it. A value in a block is computed whether or not the gate holds, which
+  only a LOAD (it may read out of bounds) or another effect could tell: those are refused."""
+  conds: list[Any] = []
+  for s in linear.src:
+    name = s.op.name
+    if name == "IF": conds.append(s.src[0])
+    elif name == "ENDIF":
+      if not conds: raise Untranslatable("ENDIF", tr.stage, "an ENDIF with no IF open")
+      conds.pop()
+    elif conds and name == "STORE":
+      st = tr(s)
+      gate = None
+      for c in conds:
+        g = tr.value(c, dtypes.bool)
+        gate = g if gate is None else UOp(Ops.AND, dtypes.bool, (gate, g))
+      if len(st.src) > 2: gate = UOp(Ops.AND, dtypes.bool, (st.src[2], gate))
+      tr.memo[(s, None, tr.shard)] = UOp(Ops.STORE, dtypes.void, (st.src[0], st.src[1], gate))
+    elif conds and name in ("LOAD", "ATOMIC", "BARRIER", "CUSTOM", "CUSTOMI"):
+      raise Untranslatable(name, tr.stage, f"a {name} inside an IF block (only STOREs are gated by it)")
+  if conds: raise Untranslatable("IF", tr.stage, "an IF with no ENDIF")
+
+
+def r_if(tr: Tr, u: Any, want: Any) -> UOp:
+  raise Untranslatable(u.op.name, tr.stage, f"{u.op.name} outside a program's LINEAR")
 
 
 def r_program(tr: Tr, u: Any, want: Any) -> UOp:
@@ -407,14 +441,18 @@ RULES: dict[str, Rule] = {
                 "CONST of the consumer's dtype when weak (weakint alone: index; weakfloat alone: float32), value unwrapped", r_const),
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
-                 "per graph (tinygrad reuses their slot numbers)", r_buffer),
+                 "per graph (tinygrad reuses their slot numbers); a Variable (a 0-d BUFFER of address space ALU with a name and vmin_vmax, "
+                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
                 "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
                 "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
-                "_device_num a CONST of that device's number", r_param),
+                "_device_num a CONST of that device's number; a Variable (a PARAM of address space ALU with a name and vmin_vmax: pk in a "
+                "callified body or a kernel, arg k of the callified CALL; the variable's own name in a program) is DEFINE_VAR of that "
+                "variable (its name and bounds; index, or the program's int)", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
-              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
+              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'}); a size or "
+              "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)",
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
@@ -444,7 +482,7 @@ RULES: dict[str, Rule] = {
   "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
                 "nor PARAM: an assign into a tensor not yet realized)",
                 "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
-                "(replace_store_after_with_contig)", r_after),
+                "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v)", r_after),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
@@ -459,7 +497,9 @@ RULES: dict[str, Rule] = {
                "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
                "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
                "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
-               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src)",
+               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); a "
+               "kernel's CALL is passed, after its storage, the BIND of each Variable the kernel reads (the value tinygrad's runtime "
+               "passes at launch from var_vals)",
                r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
@@ -475,6 +515,10 @@ RULES: dict[str, Rule] = {
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),
   "PROGRAM": Rule("PROGRAM(sink, LINEAR, SOURCE, BINARY) arg ProgramInfo", "PROGRAM(sink, LINEAR, SOURCE(c, name, text)) arg name; BINARY dropped",
                   r_program),
+  "IF": Rule("IF(cond, ...) ... ENDIF(IF) in a program's LINEAR: the instructions between them run where cond holds",
+              "not listed: each STORE between them is gated by cond (AND of the open IFs; AND its own gate), "
+              "STORE(INDEX, value, cond); a LOAD or another effect in a block is refused", r_if),
+  "ENDIF": Rule("ENDIF(IF): the end of an IF block", "not listed (see IF)", r_if),
   "SPECIAL": Rule("SPECIAL(bound) arg name (a GPU thread index; the PYTHON device's programs use them)", "SPECIAL(bound) arg name", r_special),
 }
 # Folded into their users' args, never translated as nodes of their own: a STACK or CONST that is a shape, offset or
