@@ -108,3 +108,20 @@ def test_a_programs_if_block_is_its_stores_gate_and_the_program_runs():
     assert not any(x.op.name in ("IF", "ENDIF") for x in g.toposort())
   # every kernel that compiles a program ran as it (the copies compile none)
   assert rep.as_programs == (len(rep.capture.programs), len(rep.capture.kernels))
+
+
+def test_a_precompiled_function_passed_a_variable_reads_it_in_its_own_scope():
+  """@function(precompile=True) taking a bound Variable: its body reads it as p1 (its own arg 1), the callified body as p2;
+  each resolves to the variable the call binds, at every stage (a nested kernel graph passes it on)."""
+  from tinygrad import Tensor, Variable, function
+
+  def program():
+    @function(precompile=True)
+    def f(x: Tensor, v) -> Tensor: return (x[:v] * 2).sum()
+    return f((Tensor(X) * 1).realize(), Variable("i", 1, 10).bind(4))
+
+  rep = check_capture(capture(program))
+  for r in [*rep.steps, rep]: holds_fully(r)
+  assert float(np.asarray(rep.values["programs"][0]).reshape(-1)[0]) == pytest.approx(float(X[:4].sum() * 2))
+  names = {x.arg.name for _, g in rep.translation.graphs["callified"] for x in g.toposort() if x.op is Ops.DEFINE_VAR}
+  assert names == {"i"}

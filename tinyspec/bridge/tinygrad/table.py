@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
-from tinyspec.bridge.tinygrad.variables import bound_value, concrete, define_var, is_bound, is_variable, kernel_vars, value_of
+from tinyspec.bridge.tinygrad.variables import (bound_value, call_scope, concrete, define_var, is_bound, is_variable, kernel_vars, resolved,
+                                                value_of)
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -61,7 +62,7 @@ DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's numb
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
-  if is_variable(u): return define_var(tr, u)
+  if is_variable(u): return r_variable(tr, u)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
   if not tr.kernel and slot in tr.bind:
@@ -73,6 +74,14 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
   return p if tr.kernel or tr.stage == "kernel_graph" or shape == (size,) else p.reshape(shape)
+
+
+def r_variable(tr: Tr, u: Any) -> UOp:
+  """A Variable PARAM: DEFINE_VAR in a body that reads it (the CALL that runs the body binds it); at a kernel graph's top
+  level, where it is a nested call's arg (a precompiled function's schedule), the BIND its scope gives it, if any."""
+  v = define_var(tr, u)
+  if tr.stage != "kernel_graph" or tr.kernel or (val := value_of(tr, u)) is None: return v
+  return v.bind(val)
 
 
 def on_device(tr: Tr, a: Any) -> Any:
@@ -244,7 +253,7 @@ def r_function(tr: Tr, u: Any, want: Any) -> UOp:
   """FUNCTION(TUPLE(...), args...) with a CallInfo -> CALL(TUPLE(...), args...): a value call read by GETTUPLE."""
   body = u.src[0]
   if body.op.name != "TUPLE": raise Untranslatable("FUNCTION", tr.stage, f"a FUNCTION whose body is {body.op.name}, not TUPLE")
-  inner = Tr(tr.t, tr.stage)  # the body's PARAMs stand for this call's args
+  inner = scoped(Tr(tr.t, tr.stage), call_scope(tr, u.src[1:]))  # the body's PARAMs stand for this call's args
   return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
 
 
@@ -256,20 +265,21 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   body = u.src[0]
   args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
+  inner = call_scope(tr, u.src[1:])   # the variables the body reads as pk
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
       return r_call(tr, copy, want)
     shard = tr.shard if launches(body) != (None,) else None
     args += kernel_var_args(tr, body)
-    if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
-    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
-  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
+    if (prg := program_of(tr, body, shard)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
+    return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, kernel=True, shard=shard), tr.scope)(body), *args))
+  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
       raise Untranslatable("CALL", tr.stage, "a call of a LINEAR holding more than kernel CALLs")
     tr.seen(body)
-    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
+    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
 
@@ -282,6 +292,20 @@ def kernel_var_args(tr: Tr, body: Any) -> tuple[UOp, ...]:
     v, val = define_var(tr, x), value_of(tr, x)
     out.append(v if val is None else v.bind(val))
   return tuple(out)
+
+
+def program_of(tr: Tr, body: Any, shard: int | None) -> UOp | None:
+  """The translated PROGRAM of a kernel (as launched on device shard), if any: tinygrad compiles a kernel that reads
+  variables as `pk` with the variables of its CALL's scope in their place (variables.resolved)."""
+  for k in dict.fromkeys((body, resolved(body, tr.scope))):
+    if (prg := tr.bodies.get(k if shard is None else (k, shard))) is not None: return prg
+  return None
+
+
+def scoped(tr: Tr, scope: dict) -> Tr:
+  """tr reading the variables of scope (a CALL's body: the names it reads its variable args as)."""
+  tr.scope = scope
+  return tr
 
 
 def call_name(u: Any) -> str | None:
@@ -422,7 +446,7 @@ def r_if(tr: Tr, u: Any, want: Any) -> UOp:
 def r_program(tr: Tr, u: Any, want: Any) -> UOp:
   """PROGRAM(sink, LINEAR, SOURCE[, BINARY]) with a ProgramInfo -> PROGRAM(sink, LINEAR, SOURCE(c)) named; BINARY dropped
   (it is the compiled SOURCE)."""
-  inner = Tr(tr.t, tr.stage, kernel=True, shard=tr.shard)
+  inner = scoped(Tr(tr.t, tr.stage, kernel=True, shard=tr.shard), tr.scope)
   sink, lin = inner(u.src[0]), inner(u.src[1])
   tr.seen(*u.src[2:])
   name = u.arg.name

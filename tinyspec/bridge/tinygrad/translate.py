@@ -74,6 +74,8 @@ class Tr:
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
+    # the variables this graph's CALL binds, by the name its body and kernels read them as (`pk`): variables.py
+    self.scope: dict[str, tuple[Any, int | None]] = t.var_scope
 
   def fail(self, u: Any, why: str) -> UOp:
     if self.t.strict: raise Untranslatable(u.op.name, self.stage, why)
@@ -339,8 +341,11 @@ def called(kg: UOp) -> UOp:
       b = a
       while b.op is Ops.AFTER: b = b.src[0]
       if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
-  if not params or sorted(params) != list(range(len(params))): return kg
-  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
+  # a slot no PARAM stands for is a variable arg (the kernels read it as DEFINE_VAR pk, passed on unbound): passed on
+  passed = {int(v.arg.name[1:]): v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name[:1] == "p" and v.arg.name[1:].isdigit()}
+  slots = {**passed, **params}
+  if not params or sorted(slots) != list(range(len(slots))): return kg
+  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) if p.op is Ops.PARAM else p for _, p in sorted(slots.items())]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
   outs = []
   for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
@@ -403,7 +408,6 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     for j in launches(prg):
       out = one("program", prg, lambda prg=prg, j=j: Tr(t, "program", shard=j)(prg))
       if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
-  _programs_of_resolved(t, cap)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
   t.unknown = unknown_contents(t, cap)
@@ -413,16 +417,6 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   t.output_views = [None if s is not None or m is not None else _view_of(t, u)
                     for s, m, u in zip(cap.output_storage, t.output_shards, cap.realized)]
   return t
-
-
-def _programs_of_resolved(t: Translation, cap: Any) -> None:
-  """A kernel that reads a bound variable is compiled with the variable substituted for its `pk` PARAM (variables.resolved):
-  that program is the kernel graph's body for it too."""
-  from tinyspec.bridge.tinygrad.variables import resolved
-  for k in cap.kernels:
-    if (r := resolved(k, t.var_scope)) is k: continue
-    for j in launches(k):
-      if (p := t.programs.get(r if j is None else (r, j))) is not None: t.programs[k if j is None else (k, j)] = p
 
 
 def unknown_contents(t: Translation, cap: Any) -> dict[int, str]:

@@ -44,13 +44,24 @@ def bound_value(u: Any) -> int:
   return int(u.src[1].src[1].arg)
 
 
-def scope(calls: list[Any]) -> dict[str, tuple[Any, int]]:
+def scope(calls: list[Any]) -> dict[str, tuple[Any, int | None]]:
   """The variables callified CALLs bind, by the name their bodies and kernels read them as (`pk` for arg k): the
   tinygrad variable and its value, as tinygrad's schedule reads var_vals from those args."""
-  out: dict[str, tuple[Any, int]] = {}
+  out: dict[str, tuple[Any, int | None]] = {}
   for c in calls:
     for k, a in enumerate(c.src[1:]):
       if is_bound(a): out[f"p{k}"] = (a.src[0], bound_value(a))
+  return out
+
+
+def call_scope(tr: Any, args: tuple) -> dict[str, tuple[Any, int | None]]:
+  """The variables a CALL passes its body, by the name the body reads arg k as (`pk`): a bound variable with its value,
+  or a variable the caller itself reads as `pj` (a nested call's arg), resolved in the caller's scope; nested calls are
+  lexical scopes, as tinygrad's schedule resolves them (`resolve_linear_call`)."""
+  out: dict[str, tuple[Any, int | None]] = {}
+  for k, a in enumerate(args):
+    if is_bound(a): out[f"p{k}"] = (a.src[0], bound_value(a))
+    elif is_variable(a): out[f"p{k}"] = tr.scope.get(a.arg.name, (a, None)) if a.op.name == "PARAM" else (a, None)
   return out
 
 
@@ -58,7 +69,7 @@ def define_var(tr: Any, u: Any) -> UOp:
   """DEFINE_VAR of tinygrad variable u (BUFFER or PARAM), named as tinygrad names it at launch: a `pk` that a callified
   CALL binds is that arg's variable."""
   v = u
-  if u.op.name == "PARAM" and (hit := tr.t.var_scope.get(u.arg.name)) is not None: v = hit[0]
+  if u.op.name == "PARAM" and (hit := tr.scope.get(u.arg.name)) is not None: v = hit[0]
   mult = getattr(v.arg, "multiple_of", 1)
   if mult != 1:
     raise Untranslatable(u.op.name, tr.stage, f"variable {v.arg.name} is a multiple of {mult}: a DEFINE_VAR has bounds only")
@@ -71,7 +82,7 @@ def value_of(tr: Any, u: Any) -> int | None:
   """The value a tinygrad node that is a variable has in the graph being translated: a bound variable's own, a `pk` PARAM's
   its callified CALL binds; None otherwise."""
   if is_bound(u): return bound_value(u)
-  if is_variable(u) and u.op.name == "PARAM" and (hit := tr.t.var_scope.get(u.arg.name)) is not None: return hit[1]
+  if is_variable(u) and u.op.name == "PARAM" and (hit := tr.scope.get(u.arg.name)) is not None: return hit[1]
   return None
 
 
