@@ -125,3 +125,9 @@ def test_a_precompiled_function_passed_a_variable_reads_it_in_its_own_scope():
   assert float(np.asarray(rep.values["programs"][0]).reshape(-1)[0]) == pytest.approx(float(X[:4].sum() * 2))
   names = {x.arg.name for _, g in rep.translation.graphs["callified"] for x in g.toposort() if x.op is Ops.DEFINE_VAR}
   assert names == {"i"}
+
+
+def test_the_capture_records_the_values_tinygrad_launched_each_step_with():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "tinyjit_variables.py"))["program"]))
+  assert [r.capture.var_vals for r in [*rep.steps, rep]] == [{}, {}, {"i": 3}, {"i": 5}]
+  assert head_sum(5).capture.var_vals == {"i": 5}

@@ -42,6 +42,8 @@ class Capture:
   steps: list[Capture] = field(default_factory=list)
   # None, or why tinygrad's numbers of this realize could not be read (a TinyJit capture ran it later, its storage planned)
   unread: str | None = None
+  # tinygrad's values of the bound Variables at this realize's launch (its schedule's var_vals, by name), as run_linear got them
+  var_vals: dict[str, int] = field(default_factory=dict)
 
   @property
   def kernels(self) -> list[Any]:
@@ -190,6 +192,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       ret = orig(*args, **kwargs)
       if open_steps and not paused[0]:
         step, big_sink, bmap = open_steps.pop()
+        step.var_vals = _launch_vars(args, kwargs)
         if _jit_capturing():   # TinyJit took the schedule (tinygrad.schedule's create_linear_with_vars): nothing ran yet
           step.output_storage = [_storage_of(u) for u in big_sink.substitute(bmap, walk=True).src]
           deferred.append((step, big_sink, bmap))
@@ -253,10 +256,17 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       cap.programs += step.programs
       for b, data in step.inputs.items(): cap.inputs.setdefault(b, data)
       cap.fresh |= step.fresh
+      cap.var_vals.update(step.var_vals)
     paused[0] = True
     # tinygrad's numbers, and which storage each output was realized into
     _read_outputs(cap, [t.uop for t in outs])
   return _with_steps(cap, steps[:before])
+
+
+def _launch_vars(args: tuple, kwargs: dict) -> dict[str, int]:
+  """The var_vals tinygrad's run_linear(linear, var_vals, ...) was given: the bound Variables' values its kernels launch with."""
+  vv = args[1] if len(args) > 1 else kwargs.get("var_vals")
+  return {str(k): int(v) for k, v in (vv or {}).items()}
 
 
 def _with_steps(cap: Capture, steps: list[Capture]) -> Capture:

@@ -285,11 +285,13 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 def kernel_var_args(tr: Tr, body: Any) -> tuple[UOp, ...]:
-  """The variables a kernel reads, as its kernel-graph CALL's scalar args after the storage: the BIND of each that the
-  callified CALL binds (tinygrad passes its value at launch, from var_vals), else the DEFINE_VAR passed on."""
+  """The variables a kernel reads, as its kernel-graph CALL's scalar args after the storage: the BIND of each to the value
+  tinygrad's runtime launched the kernel with (the capture's var_vals; else the value its CALL's scope binds), else the
+  DEFINE_VAR passed on."""
   out = []
   for x in kernel_vars(body):
-    v, val = define_var(tr, x), value_of(tr, x)
+    v = define_var(tr, x)
+    val = tr.t.launch_vars.get(v.arg.name, value_of(tr, x))
     out.append(v if val is None else v.bind(val))
   return tuple(out)
 

@@ -168,6 +168,7 @@ class Translation:
   # before the run whose contents the capture does not have: a graph reading it is not evaluated (never read as zeros)
   var_scope: dict[str, tuple[Any, int]] = field(default_factory=dict)  # the variables the callified CALLs bind, by the name
   # (`pk`, arg k) their bodies and kernels read them as: (tinygrad variable, value); see variables.py
+  launch_vars: dict[str, int] = field(default_factory=dict)  # tinygrad's values of the variables at launch (Capture.var_vals)
 
   def coverage(self) -> dict[str, tuple[int, int]]:
     """Per stage: (translated nodes, all nodes)."""
@@ -375,6 +376,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   t = Translation(strict=strict, device=cap.device)
   from tinyspec.bridge.tinygrad.variables import scope
   t.var_scope = scope([c for _, c, _ in cap.callified])
+  t.launch_vars = dict(getattr(cap, "var_vals", {}))
 
   def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
     # counted by placeholders made, not by entries of `failed`: a node an earlier graph already failed on (the same
