@@ -166,7 +166,7 @@ class Translation:
   device: str = "CPU"
   unknown: dict[int, str] = field(default_factory=dict)    # tinyspec buffer id -> tinygrad's BUFFER, for storage that held data
   # before the run whose contents the capture does not have: a graph reading it is not evaluated (never read as zeros)
-  var_scope: dict[str, tuple[Any, int]] = field(default_factory=dict)  # the variables the callified CALLs bind, by the name
+  var_scope: dict[str, tuple[Any, int | None]] = field(default_factory=dict)  # the variables the callified CALLs bind, by the name
   # (`pk`, arg k) their bodies and kernels read them as: (tinygrad variable, value); see variables.py
   launch_vars: dict[str, int] = field(default_factory=dict)  # tinygrad's values of the variables at launch (Capture.var_vals)
 
