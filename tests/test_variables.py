@@ -205,3 +205,28 @@ def test_z3_sees_one_variable_per_name():
   from tinyspec.smt import Translator
   t1, t2 = Translator(prefix="p_"), Translator(prefix="q_")
   assert t1(N).eq(t2(N)) and t1(N.bind(3)).as_long() == 3
+
+
+# ---- a precompiled call passed a variable (tinygrad's callified graph binds its Variables so) ----
+def scaled_call(arg: UOp) -> tuple[UOp, UOp, UOp]:
+  """out = x * n through a precompiled call over storage x, out (6 int32) and the variable arg (its body reads n)."""
+  x, out = buf(6, i32, id=7400), buf(6, i32, id=7401)
+  p0, p1 = UOp.param(0, i32, 6), UOp.param(1, i32, 6)
+  body = sink(p1.after(p1.store(p0 * N.cast(i32).expand((6,)))))
+  return call(body, x, out, arg), x, out
+
+
+def test_a_precompiled_call_takes_a_variable_its_body_reads_as_the_define_var():
+  pc, x, out = scaled_call(N.bind(4))
+  g = sink(out.after(pc))
+  assert check(g, Stage.TENSOR) == []
+  np.testing.assert_array_equal(evaluate(g, {7400: np.arange(6, dtype=np.int32)})[0], np.arange(6) * 4)
+
+
+def test_a_precompiled_call_is_still_refused_a_computed_value_and_a_param_for_a_variable():
+  pc, x, out = scaled_call(N.bind(4) + ic(1))
+  assert "tensor.precompiled_arg_storage" in {v.rule for v in check(sink(out.after(pc)), Stage.TENSOR)}
+  p2 = UOp.param(2, idx, 1)   # a PARAM standing for the variable arg: the body must read it as its DEFINE_VAR
+  body = sink(UOp.param(1, i32, 6).after(UOp.param(1, i32, 6).store(UOp.param(0, i32, 6) * p2.cast(i32).reshape(()).expand((6,)))))
+  vs = check(sink(buf(6, i32, id=7403).after(call(body, buf(6, i32, id=7402), buf(6, i32, id=7403), N.bind(4)))), Stage.TENSOR)
+  assert "call.param_slot" in {v.rule for v in vs}

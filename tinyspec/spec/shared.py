@@ -10,7 +10,7 @@ from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.spec.base import Ctx, Finding, Rule, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
-                          home_device, image_dims_error, is_kernel_call, is_value_call, union_of)
+                          home_device, image_dims_error, is_kernel_call, is_precompiled_call, is_value_call, union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
@@ -479,7 +479,8 @@ def param_outside(u: UOp, cx: Ctx) -> str | None:
 
 
 @rule("call.param_slot", "Every PARAM of a CALL's body (not inside a nested call's body) has a slot below the CALL's arg count; in a "
-      "kernel graph its arg is storage, not a variable (a kernel reads a variable as its DEFINE_VAR).")
+      "kernel graph and in a precompiled call its arg is storage, not a variable (a kernel or a precompiled body reads a variable as its "
+      "DEFINE_VAR).")
 def param_slot(u: UOp, cx: Ctx) -> list[Finding] | None:
   return _bind(u, cx, "slot")
 
@@ -512,8 +513,9 @@ def _bind(u: UOp, cx: Ctx, part: str) -> list[Finding] | None:
       if k >= len(args):
         bad.append((p, "call.param_slot", f"PARAM slot {k} in the body of a CALL with {len(args)} arg(s); at {cx.sname} a PARAM slot is "
                     f"below the arg count of its innermost CALL"))
-      elif cx.stage is Stage.KERNEL_GRAPH and args[k].op in GroupOp.Variable:
-        bad.append((p, "call.param_slot", f"PARAM slot {k} stands for CALL arg {k}, a variable ({args[k].op.name}); at {cx.sname} a kernel "
+      elif (cx.stage is Stage.KERNEL_GRAPH or is_precompiled_call(u)) and args[k].op in GroupOp.Variable:
+        who = "a kernel" if cx.stage is Stage.KERNEL_GRAPH else "a precompiled body"
+        bad.append((p, "call.param_slot", f"PARAM slot {k} stands for CALL arg {k}, a variable ({args[k].op.name}); at {cx.sname} {who} "
                     "reads a variable as its DEFINE_VAR, and PARAMs stand for storage args"))
       continue
     if k >= len(args): continue

@@ -143,12 +143,13 @@ def precompiled_store_target(u: UOp, cx: Ctx) -> list[Finding] | None:
 
 
 @rule("tensor.precompiled_arg_storage", "The args of a precompiled call are storage (BUFFER, PARAM, AFTER, CONTIGUOUS, or a view of one): "
-      "it reads and writes them in place, as a kernel does.")
+      "it reads and writes them in place, as a kernel does; or variables (a BIND, or a DEFINE_VAR passed on), which its body reads as "
+      "DEFINE_VARs, as a kernel's does.")
 def precompiled_arg_storage(u: UOp, cx: Ctx) -> list[Finding] | None:
   if not is_precompiled_call(u): return None
   out = [((i,), a, "tensor.precompiled_arg_storage", f"arg {i - 1} of a precompiled CALL is {what(a)}; at TENSOR a precompiled call "
-          f"takes {T_STORAGE_WORDS} (CONTIGUOUS realizes a value)") for i, a in enumerate(u.src) if i > 0 and is_value(a) and
-         not tensor_storage(a)]
+          f"takes {T_STORAGE_WORDS} or a variable (CONTIGUOUS realizes a value)") for i, a in enumerate(u.src) if i > 0 and is_value(a) and
+         not tensor_storage(a) and a.op not in GroupOp.Variable]
   return out or None
 
 

@@ -42,6 +42,8 @@ class Capture:
   steps: list[Capture] = field(default_factory=list)
   # None, or why tinygrad's numbers of this realize could not be read (a TinyJit capture ran it later, its storage planned)
   unread: str | None = None
+  # tinygrad's values of the bound Variables at this realize's launch (its schedule's var_vals, by name), as run_linear got them
+  var_vals: dict[str, int] = field(default_factory=dict)
 
   @property
   def kernels(self) -> list[Any]:
@@ -190,6 +192,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       ret = orig(*args, **kwargs)
       if open_steps and not paused[0]:
         step, big_sink, bmap = open_steps.pop()
+        step.var_vals = _launch_vars(args, kwargs)
         if _jit_capturing():   # TinyJit took the schedule (tinygrad.schedule's create_linear_with_vars): nothing ran yet
           step.output_storage = [_storage_of(u) for u in big_sink.substitute(bmap, walk=True).src]
           deferred.append((step, big_sink, bmap))
@@ -239,7 +242,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(t, Tensor) for t in outs):
       raise TypeError(f"program() must return a tinygrad Tensor or a tuple of them, not {type(outs).__name__}")
-    outs = tuple(_strong(t) for t in outs)
+    outs = tuple(_deviced(_strong(t), device) for t in outs)
     cap = Capture(device=device, tensor=TgUOp.sink(*[t.uop for t in outs]))
     _read_inputs(cap, cap.tensor)
     before = len(steps)
@@ -253,10 +256,17 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
       cap.programs += step.programs
       for b, data in step.inputs.items(): cap.inputs.setdefault(b, data)
       cap.fresh |= step.fresh
+      cap.var_vals.update(step.var_vals)
     paused[0] = True
     # tinygrad's numbers, and which storage each output was realized into
     _read_outputs(cap, [t.uop for t in outs])
   return _with_steps(cap, steps[:before])
+
+
+def _launch_vars(args: tuple, kwargs: dict) -> dict[str, int]:
+  """The var_vals tinygrad's run_linear(linear, var_vals, ...) was given: the bound Variables' values its kernels launch with."""
+  vv = args[1] if len(args) > 1 else kwargs.get("var_vals")
+  return {str(k): int(v) for k, v in (vv or {}).items()}
 
 
 def _with_steps(cap: Capture, steps: list[Capture]) -> Capture:
@@ -269,6 +279,15 @@ def _strong(t: Any) -> Any:
   no storage: tinygrad refuses to realize it as it is)."""
   from tinygrad.dtype import dtypes as tgd, strong_dtype
   return t.cast(strong_dtype(t.dtype)) if t.dtype in tgd.weaks else t
+
+
+def _deviced(t: Any, device: str) -> Any:
+  """A Tensor that Tensor.realize() skips but numpy() realizes, realized as numpy() does (contiguous; cloned onto the
+  capture's device when it has none): one computed from a bound Variable and constants alone has no device (a Variable
+  has none), and one whose base reads a Variable as a value (`(x * v).sum()`) is of address space ALU, which tinygrad's
+  realize takes for a scalar, not storage."""
+  if t.uop.device is None: return t.contiguous().clone(device)
+  return t.contiguous() if getattr(t.uop.base.addrspace, "name", None) == "ALU" else t
 
 
 def _realized_by(step: Capture, outs: tuple) -> bool:

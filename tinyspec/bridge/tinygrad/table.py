@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
+from tinyspec.bridge.tinygrad.variables import (bound_value, call_scope, concrete, define_var, is_bound, is_variable, kernel_vars, resolved,
+                                                value_of)
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -42,6 +44,7 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
+  if is_variable(u): return define_var(tr, u)   # an unbound Variable: its value is an input of the run
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
   # storage over a device tuple is one BUFFER per device: keyed by the device's number too
@@ -59,6 +62,7 @@ DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's numb
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
+  if is_variable(u): return r_variable(tr, u)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   slot = u.arg.slot
   if not tr.kernel and slot in tr.bind:
@@ -70,6 +74,14 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
   return p if tr.kernel or tr.stage == "kernel_graph" or shape == (size,) else p.reshape(shape)
+
+
+def r_variable(tr: Tr, u: Any) -> UOp:
+  """A Variable PARAM: DEFINE_VAR in a body that reads it (the CALL that runs the body binds it); at a kernel graph's top
+  level, where it is a nested call's arg (a precompiled function's schedule), the BIND its scope gives it, if any."""
+  v = define_var(tr, u)
+  if tr.stage != "kernel_graph" or tr.kernel or (val := value_of(tr, u)) is None: return v
+  return v.bind(val)
 
 
 def on_device(tr: Tr, a: Any) -> Any:
@@ -88,10 +100,15 @@ def r_movement(op: Ops) -> Callable:
     if tr.shard is not None:
       arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
       tr.seen(*(x for s in u.src[1:] for x in s.toposort()))  # the device ranges and arithmetic folded into the arg
-    if not all(isinstance(a, (int, bool)) for a in _flat(arg)): raise Untranslatable(u.op.name, tr.stage, f"symbolic arg {arg}")
+    if not all(isinstance(a, (int, bool)) for a in _flat(arg)): arg = _nested(arg, lambda a: concrete(tr, a, u.op.name))
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
     return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
   return fn
+
+
+def _nested(x: Any, fn: Callable) -> Any:
+  """fn on every leaf of a (nested) tuple arg."""
+  return tuple(_nested(a, fn) for a in x) if isinstance(x, tuple) else fn(x)
 
 
 def _flat(x: Any) -> list:
@@ -219,6 +236,9 @@ def assign_to_value(tr: Tr, u: Any) -> UOp | None:
 
 
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
+  if is_bound(u):   # bind()'s AFTER(var, STORE(var, CONST v)): the variable bound to v
+    tr.seen(*u.toposort())
+    return define_var(tr, u.src[0]).bind(bound_value(u))
   if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
@@ -233,7 +253,7 @@ def r_function(tr: Tr, u: Any, want: Any) -> UOp:
   """FUNCTION(TUPLE(...), args...) with a CallInfo -> CALL(TUPLE(...), args...): a value call read by GETTUPLE."""
   body = u.src[0]
   if body.op.name != "TUPLE": raise Untranslatable("FUNCTION", tr.stage, f"a FUNCTION whose body is {body.op.name}, not TUPLE")
-  inner = Tr(tr.t, tr.stage)  # the body's PARAMs stand for this call's args
+  inner = scoped(Tr(tr.t, tr.stage), call_scope(tr, u.src[1:]))  # the body's PARAMs stand for this call's args
   return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
 
 
@@ -245,21 +265,49 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   body = u.src[0]
   args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
+  inner = call_scope(tr, u.src[1:])   # the variables the body reads as pk
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
       return r_call(tr, copy, want)
     shard = tr.shard if launches(body) != (None,) else None
-    if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
-    return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
-  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
+    args += kernel_var_args(tr, body)
+    if (prg := program_of(tr, body, shard)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
+    return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, kernel=True, shard=shard), tr.scope)(body), *args))
+  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
       raise Untranslatable("CALL", tr.stage, "a call of a LINEAR holding more than kernel CALLs")
     tr.seen(body)
-    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
+    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def kernel_var_args(tr: Tr, body: Any) -> tuple[UOp, ...]:
+  """The variables a kernel reads, as its kernel-graph CALL's scalar args after the storage: the BIND of each to the value
+  tinygrad's runtime launched the kernel with (the capture's var_vals; else the value its CALL's scope binds), else the
+  DEFINE_VAR passed on."""
+  out = []
+  for x in kernel_vars(body):
+    v = define_var(tr, x)
+    val = tr.t.launch_vars.get(v.arg.name, value_of(tr, x))
+    out.append(v if val is None else v.bind(val))
+  return tuple(out)
+
+
+def program_of(tr: Tr, body: Any, shard: int | None) -> UOp | None:
+  """The translated PROGRAM of a kernel (as launched on device shard), if any: tinygrad compiles a kernel that reads
+  variables as `pk` with the variables of its CALL's scope in their place (variables.resolved)."""
+  for k in dict.fromkeys((body, resolved(body, tr.scope))):
+    if (prg := tr.bodies.get(k if shard is None else (k, shard))) is not None: return prg
+  return None
+
+
+def scoped(tr: Tr, scope: dict) -> Tr:
+  """tr reading the variables of scope (a CALL's body: the names it reads its variable args as)."""
+  tr.scope = scope
+  return tr
 
 
 def call_name(u: Any) -> str | None:
@@ -346,8 +394,12 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
   for s in reversed(u.src):
     us = users.get(s, [])
     if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only for x in us): size_only.add(s)
+  gate_blocks(tr, u)
   out: dict[UOp, None] = {}
   for s in u.src:
+    if s.op.name in ("IF", "ENDIF"):   # their meaning is in the gates of the STOREs they enclose
+      tr.seen(s)
+      continue
     if s in size_only:
       tr.seen(s)
       continue
@@ -363,10 +415,40 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
   return UOp(Ops.LINEAR, dtypes.void, tuple(out))
 
 
+def gate_blocks(tr: Tr, linear: Any) -> None:
+  """IF(cond, ...) ... ENDIF(IF) in a program's LINEAR: the instructions between them run only where cond holds (tinygrad's
+  linearizer wraps a STORE whose gate it cannot put in its index so). tinyspec's program has no IF: each STORE in a block
+  is that STORE gated by the AND of the conditions of the blocks it is in, STORE(INDEX, value, cond), set as the
+  STORE's translation before anything reads it. A value in a block is computed whether or not the gate holds, which
+  only a LOAD (it may read out of bounds) or another effect could tell: those are refused."""
+  conds: list[Any] = []
+  for s in linear.src:
+    name = s.op.name
+    if name == "IF": conds.append(s.src[0])
+    elif name == "ENDIF":
+      if not conds: raise Untranslatable("ENDIF", tr.stage, "an ENDIF with no IF open")
+      conds.pop()
+    elif conds and name == "STORE":
+      st = tr(s)
+      gate = None
+      for c in conds:
+        g = tr.value(c, dtypes.bool)
+        gate = g if gate is None else UOp(Ops.AND, dtypes.bool, (gate, g))
+      if len(st.src) > 2: gate = UOp(Ops.AND, dtypes.bool, (st.src[2], gate))
+      tr.memo[(s, None, tr.shard)] = UOp(Ops.STORE, dtypes.void, (st.src[0], st.src[1], gate))
+    elif conds and name in ("LOAD", "ATOMIC", "BARRIER", "CUSTOM", "CUSTOMI"):
+      raise Untranslatable(name, tr.stage, f"a {name} inside an IF block (only STOREs are gated by it)")
+  if conds: raise Untranslatable("IF", tr.stage, "an IF with no ENDIF")
+
+
+def r_if(tr: Tr, u: Any, want: Any) -> UOp:
+  raise Untranslatable(u.op.name, tr.stage, f"{u.op.name} outside a program's LINEAR")
+
+
 def r_program(tr: Tr, u: Any, want: Any) -> UOp:
   """PROGRAM(sink, LINEAR, SOURCE[, BINARY]) with a ProgramInfo -> PROGRAM(sink, LINEAR, SOURCE(c)) named; BINARY dropped
   (it is the compiled SOURCE)."""
-  inner = Tr(tr.t, tr.stage, kernel=True, shard=tr.shard)
+  inner = scoped(Tr(tr.t, tr.stage, kernel=True, shard=tr.shard), tr.scope)
   sink, lin = inner(u.src[0]), inner(u.src[1])
   tr.seen(*u.src[2:])
   name = u.arg.name
@@ -385,14 +467,18 @@ RULES: dict[str, Rule] = {
                 "CONST of the consumer's dtype when weak (weakint alone: index; weakfloat alone: float32), value unwrapped", r_const),
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
-                 "per graph (tinygrad reuses their slot numbers)", r_buffer),
+                 "per graph (tinygrad reuses their slot numbers); a Variable (a 0-d BUFFER of address space ALU with a name and vmin_vmax, "
+                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
                 "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
                 "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
-                "_device_num a CONST of that device's number", r_param),
+                "_device_num a CONST of that device's number; a Variable (a PARAM of address space ALU with a name and vmin_vmax: pk in a "
+                "callified body or a kernel, arg k of the callified CALL; the variable's own name in a program) is DEFINE_VAR of that "
+                "variable (its name and bounds; index, or the program's int)", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
-              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
+              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'}); a size or "
+              "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)",
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
@@ -422,7 +508,7 @@ RULES: dict[str, Rule] = {
   "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
                 "nor PARAM: an assign into a tensor not yet realized)",
                 "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
-                "(replace_store_after_with_contig)", r_after),
+                "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v)", r_after),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
@@ -437,7 +523,9 @@ RULES: dict[str, Rule] = {
                "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
                "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
                "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
-               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src)",
+               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); a "
+               "kernel's CALL is passed, after its storage, the BIND of each Variable the kernel reads (the value tinygrad's runtime "
+               "passes at launch from var_vals)",
                r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
@@ -453,6 +541,10 @@ RULES: dict[str, Rule] = {
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),
   "PROGRAM": Rule("PROGRAM(sink, LINEAR, SOURCE, BINARY) arg ProgramInfo", "PROGRAM(sink, LINEAR, SOURCE(c, name, text)) arg name; BINARY dropped",
                   r_program),
+  "IF": Rule("IF(cond, ...) ... ENDIF(IF) in a program's LINEAR: the instructions between them run where cond holds",
+              "not listed: each STORE between them is gated by cond (AND of the open IFs; AND its own gate), "
+              "STORE(INDEX, value, cond); a LOAD or another effect in a block is refused", r_if),
+  "ENDIF": Rule("ENDIF(IF): the end of an IF block", "not listed (see IF)", r_if),
   "SPECIAL": Rule("SPECIAL(bound) arg name (a GPU thread index; the PYTHON device's programs use them)", "SPECIAL(bound) arg name", r_special),
 }
 # Folded into their users' args, never translated as nodes of their own: a STACK or CONST that is a shape, offset or

@@ -74,6 +74,8 @@ class Tr:
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
+    # the variables this graph's CALL binds, by the name its body and kernels read them as (`pk`): variables.py
+    self.scope: dict[str, tuple[Any, int | None]] = t.var_scope
 
   def fail(self, u: Any, why: str) -> UOp:
     if self.t.strict: raise Untranslatable(u.op.name, self.stage, why)
@@ -136,8 +138,9 @@ class Tr:
 
   def shape(self, u: Any) -> tuple[int, ...]:
     shp = u.shape
-    if not all(isinstance(s, int) for s in shp): raise Untranslatable(u.op.name, self.stage, f"symbolic shape {shp}")
-    return tuple(shp)
+    if all(isinstance(s, int) for s in shp): return tuple(shp)
+    from tinyspec.bridge.tinygrad.variables import concrete   # a shape over a bound variable: the number it binds
+    return tuple(concrete(self, s, u.op.name) for s in shp)
 
 
 @dataclass
@@ -163,6 +166,9 @@ class Translation:
   device: str = "CPU"
   unknown: dict[int, str] = field(default_factory=dict)    # tinyspec buffer id -> tinygrad's BUFFER, for storage that held data
   # before the run whose contents the capture does not have: a graph reading it is not evaluated (never read as zeros)
+  var_scope: dict[str, tuple[Any, int | None]] = field(default_factory=dict)  # the variables the callified CALLs bind, by the name
+  # (`pk`, arg k) their bodies and kernels read them as: (tinygrad variable, value); see variables.py
+  launch_vars: dict[str, int] = field(default_factory=dict)  # tinygrad's values of the variables at launch (Capture.var_vals)
 
   def coverage(self) -> dict[str, tuple[int, int]]:
     """Per stage: (translated nodes, all nodes)."""
@@ -336,8 +342,11 @@ def called(kg: UOp) -> UOp:
       b = a
       while b.op is Ops.AFTER: b = b.src[0]
       if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
-  if not params or sorted(params) != list(range(len(params))): return kg
-  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
+  # a slot no PARAM stands for is a variable arg (the kernels read it as DEFINE_VAR pk, passed on unbound): passed on
+  passed = {int(v.arg.name[1:]): v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name[:1] == "p" and v.arg.name[1:].isdigit()}
+  slots = {**passed, **params}
+  if not params or sorted(slots) != list(range(len(slots))): return kg
+  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) if p.op is Ops.PARAM else p for _, p in sorted(slots.items())]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
   outs = []
   for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
@@ -365,6 +374,9 @@ def translate(cap: Any, strict: bool = True) -> Translation:
   """Translate every captured stage. strict: raise Untranslatable on the first node with no tinyspec form; else record
   it (see `Translation.coverage`, `Translation.untranslatable`) and give that graph as None."""
   t = Translation(strict=strict, device=cap.device)
+  from tinyspec.bridge.tinygrad.variables import scope
+  t.var_scope = scope([c for _, c, _ in cap.callified])
+  t.launch_vars = dict(getattr(cap, "var_vals", {}))
 
   def one(stage: str, root: Any, make: Callable[[], UOp]) -> UOp | None:
     # counted by placeholders made, not by entries of `failed`: a node an earlier graph already failed on (the same

@@ -1,0 +1,133 @@
+"""The tinygrad bridge on bound Variables: a symbolic shape (`x[:v]`, a shrink and reshape, an arange) is checked at every
+stage in tinyspec's DEFINE_VAR / BIND forms, its numbers compared, and a TinyJit function called with a new binding
+per call is checked step by step, each step under its own binding."""
+from __future__ import annotations
+
+import functools
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
+
+from tinyspec.bridge.tinygrad import capture  # noqa: E402
+from tinyspec.bridge.tinygrad.check import Report, check_capture  # noqa: E402
+from tinyspec.bridge.tinygrad.translate import STAGES  # noqa: E402
+from tinyspec.uop import Ops  # noqa: E402
+
+pytestmark = pytest.mark.tinygrad
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tinygrad"
+X = np.arange(10, dtype=np.float32) * 0.5
+
+
+def holds_fully(r: Report) -> None:
+  """One realize: every stage translated in full and legal, all four comparisons of numbers ran and agreed."""
+  assert {s: (d, n) for s, (d, n) in r.translation.coverage().items() if d != n} == {}
+  assert all(r.translation.graphs[s] for s in STAGES)
+  assert {s: [str(v) for _, v in vs] for s, vs in r.violations.items() if vs} == {}
+  assert r.ran == {"tensor": True, "callified": True, "kernel ASTs": True, "programs": True}, r.numbers
+  assert all(x is None for x in r.numbers.values()), r.numbers
+
+
+@functools.cache
+def head_sum(k: int) -> Report:
+  """x[:v].sum() with v = Variable("i", 1, 10) bound to k."""
+  from tinygrad import Tensor, Variable
+  return check_capture(capture(lambda: Tensor(X)[:Variable("i", 1, 10).bind(k)].sum()))
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_a_slice_by_a_bound_variable_holds_and_gives_the_sum_of_its_binding(k):
+  rep = head_sum(k)
+  holds_fully(rep)
+  assert rep.as_programs[0] >= 1   # the sum's kernel ran as its translated program
+  for mode in ("tensor", "callified", "kernel ASTs", "programs"):
+    assert float(np.asarray(rep.values[mode][0]).reshape(-1)[0]) == pytest.approx(float(X[:k].sum()))
+
+
+def test_each_stage_holds_the_variable_in_tinyspecs_form():
+  t = head_sum(3).translation
+  tensor = t.graphs["tensor"][0][1]
+  assert [u.arg for u in tensor.toposort() if u.op is Ops.SHRINK] == [((0, 3),)]   # the shape is the bound value
+  call = t.graphs["callified"][0][1]
+  binds = [a for a in call.src[1:] if a.op is Ops.BIND]
+  assert [(b.src[0].arg.name, b.src[0].arg.min, b.src[0].arg.max, b.src[1].arg) for b in binds] == [("i", 1, 10, 3)]
+  kg = t.graphs["kernel_graph"][0][1]
+  reads = [c for c in kg.toposort() if c.op is Ops.CALL and any(x.op is Ops.DEFINE_VAR for x in c.src[0].toposort())]
+  assert len(reads) == 1 and reads[0].src[-1].op is Ops.BIND and reads[0].src[-1].src[1].arg == 3
+  kvars = {x.arg for _, g in t.graphs["kernel"] for x in g.toposort() if x.op is Ops.DEFINE_VAR}
+  assert {(v.name, v.min, v.max) for v in kvars} == {("i", 1, 10)}   # tinygrad's `p3` read as the variable its CALL binds
+  (prg,) = [g for _, g in t.graphs["program"]]
+  (v,) = [x for x in prg.src[1].src if x.op is Ops.DEFINE_VAR]
+  assert (v.arg.name, v.dtype.name) == ("i", "int32")
+
+
+def test_the_symbolic_shape_example_holds_at_every_stage():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "symbolic_shape.py"))["program"]))
+  holds_fully(rep)
+  ns = runpy.run_path(str(EXAMPLES / "symbolic_shape.py"))
+  want = [ns["X"][:3].sum(), ns["M"][:, :3].sum(1), (ns["X"][:3] * np.arange(3)).sum()]
+  for got, w in zip(rep.values["programs"], want): np.testing.assert_allclose(np.asarray(got).reshape(np.shape(w)), w, rtol=1e-5)
+
+
+def test_tinyjit_checks_each_binding_as_its_own_step():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "tinyjit_variables.py"))["program"]))
+  for r in [*rep.steps, rep]: holds_fully(r)
+  X4 = np.arange(10, dtype=np.float32) * 0.25
+  bound = []
+  for r in [*rep.steps, rep]:
+    vals = {b.src[0].arg.name: b.src[1].arg for _, g in r.translation.graphs["kernel_graph"] for b in g.toposort() if b.op is Ops.BIND}
+    if vals: bound.append((vals["i"], float(np.asarray(r.values["programs"][0]).reshape(-1)[0])))
+  # the first call runs with i = 3, the second (captured by the jit) with i = 5: each step's numbers are its binding's
+  assert bound == [(3, pytest.approx(X4[:3].sum())), (5, pytest.approx(X4[:3].sum() + X4[:5].sum()))]
+
+
+@pytest.mark.parametrize("make, want", [
+  (lambda T, v: (T(X) * v).sum(), float((X * 4).sum())),       # the variable as a value: BIND(i, 4) cast and broadcast
+  (lambda T, v: T.arange(v).sum(), 6.0),                       # no device, no storage: Tensor.realize() alone skips it
+])
+def test_a_tensor_realize_skips_is_realized_as_numpy_realizes_it_and_holds(make, want):
+  from tinygrad import Tensor, Variable
+  rep = check_capture(capture(lambda: make(Tensor, Variable("i", 1, 10).bind(4))))
+  holds_fully(rep)
+  assert float(np.asarray(rep.capture.outputs[0]).reshape(-1)[0]) == pytest.approx(want)
+
+
+def test_a_programs_if_block_is_its_stores_gate_and_the_program_runs():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "conv2d_backward.py"))["program"]))
+  holds_fully(rep)
+  t = rep.translation
+  gated = [(g, prg) for (prg, g) in t.graphs["program"] if any(x.op.name == "IF" for x in prg.src[1].src)]
+  assert gated, "conv2d's backward no longer makes a program with an IF block"
+  for g, prg in gated:
+    ifs = [x for x in prg.src[1].src if x.op.name == "IF"]
+    stores = [x for x in g.src[1].src if x.op is Ops.STORE and len(x.src) == 3]
+    assert len(stores) == len(ifs) and all(s.src[2].dtype.name == "bool" for s in stores)
+    assert not any(x.op.name in ("IF", "ENDIF") for x in g.toposort())
+  # every kernel that compiles a program ran as it (the copies compile none)
+  assert rep.as_programs == (len(rep.capture.programs), len(rep.capture.kernels))
+
+
+def test_a_precompiled_function_passed_a_variable_reads_it_in_its_own_scope():
+  """@function(precompile=True) taking a bound Variable: its body reads it as p1 (its own arg 1), the callified body as p2;
+  each resolves to the variable the call binds, at every stage (a nested kernel graph passes it on)."""
+  from tinygrad import Tensor, Variable, function
+
+  def program():
+    @function(precompile=True)
+    def f(x: Tensor, v) -> Tensor: return (x[:v] * 2).sum()
+    return f((Tensor(X) * 1).realize(), Variable("i", 1, 10).bind(4))
+
+  rep = check_capture(capture(program))
+  for r in [*rep.steps, rep]: holds_fully(r)
+  assert float(np.asarray(rep.values["programs"][0]).reshape(-1)[0]) == pytest.approx(float(X[:4].sum() * 2))
+  names = {x.arg.name for _, g in rep.translation.graphs["callified"] for x in g.toposort() if x.op is Ops.DEFINE_VAR}
+  assert names == {"i"}
+
+
+def test_the_capture_records_the_values_tinygrad_launched_each_step_with():
+  rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "tinyjit_variables.py"))["program"]))
+  assert [r.capture.var_vals for r in [*rep.steps, rep]] == [{}, {}, {"i": 3}, {"i": 5}]
+  assert head_sum(5).capture.var_vals == {"i": 5}
