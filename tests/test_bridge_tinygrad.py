@@ -114,6 +114,33 @@ def test_untranslatable_names_op_and_stage():
   assert t.untranslatable_counts("program") == {"FDIV": 1}
 
 
+def test_an_op_or_form_the_table_does_not_know_is_counted_and_the_rest_checked():
+  # an op no RULES entry covers (the snapshot's WAIT, on a tinygrad that has it) and a REDUCE whose arg has another form
+  # (as another version might give it): each counted per op in the report, every other stage still checked
+  import dataclasses
+
+  from tinygrad import Tensor
+  from tinygrad.uop.ops import Ops as TgOps
+  from tinygrad.uop.ops import UOp as TgUOp
+
+  from tinyspec.bridge.tinygrad.check import check_capture, format_report
+  unknown = getattr(TgOps, "WAIT", None) or next(o for o in TgOps if o.name not in RULES)
+  cap = capture(lambda: Tensor(np.arange(6, dtype=np.float32)) * 2.0 + 1.0)
+  x = cap.tensor.src[0]
+  odd = (TgUOp(unknown, x.dtype, (x,)), TgUOp(unknown, x.dtype, (x, x)), TgUOp(TgOps.REDUCE, x.dtype, (x,), "another form"))
+  with pytest.raises(Untranslatable) as e: translate(dataclasses.replace(cap, tensor=TgUOp.sink(odd[2])))
+  assert (e.value.op, e.value.stage) == ("REDUCE", "tensor") and "a form its rule does not know" in e.value.why
+  rep = check_capture(dataclasses.replace(cap, tensor=TgUOp.sink(*odd)))
+  t = rep.translation
+  assert t.untranslatable_counts("tensor") == {unknown.name: 2, "REDUCE": 1} and t.graphs["tensor"][0][1] is None
+  out = format_report(rep, "p")
+  assert f"untranslatable {unknown.name} x2: no rule: tinyspec has no form for this op" in out
+  assert "untranslatable REDUCE x1: a form its rule does not know (ValueError: " in out
+  assert rep.ok and rep.unchecked == ["tensor: none of its 1 graph(s) translated",
+                                      "numbers, tensor: not compared (the tensor graph did not translate)"]
+  assert all(rep.ran[m] and rep.numbers[m] is None for m in ("callified", "kernel ASTs", "programs"))
+
+
 # ---- coverage over the example programs ----
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_coverage_floor(path):

@@ -258,6 +258,10 @@ def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
   path.write_text(text)
   entry = load_entry(path)
   assert entry.case.kind == "tinygrad" and entry.meta["PROGRAM"] == source(DIV_MINUS_TWO)
+  # the tinygrad it was found on, as compat names it (this module runs on 0.14.0, and on the snapshot by hand)
+  import tinygrad
+  from tinyspec.bridge.tinygrad.compat import KNOWN
+  assert entry.meta["FOUND_ON"] in KNOWN and (entry.meta["FOUND_ON"] == "a9069c17") == hasattr(tinygrad.uop.ops.Ops, "WAIT")
   assert check(entry.case.root, Stage.TENSOR) == []          # tinygrad's tensor graph, translated, is legal
   assert sorted(np.concatenate([a.reshape(-1) for a in entry.case.inputs.values()]).tolist()) == [1, 5, 255]
   fails, findings = replay(entry)
