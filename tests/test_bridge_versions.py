@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tinyspec.bridge.tinygrad import compat
-from tinyspec.bridge.tinygrad.compat import KNOWN, Tinygrad, features_of, identify, stated_number
+pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
+
+from tinyspec.bridge.tinygrad import compat  # noqa: E402
+from tinyspec.bridge.tinygrad.compat import KNOWN, Tinygrad, features_of, identify, stated_number  # noqa: E402
 
 pytestmark = pytest.mark.tinygrad
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,3 +187,22 @@ def test_the_bridge_tests_pass_on_the_snapshot(snapshot):
                      capture_output=True, text=True, cwd=ROOT, timeout=900,
                      env=dict(os.environ, PYTHONPATH=os.pathsep.join((str(snapshot), str(ROOT))), TINYSPEC_TINYGRAD="a9069c17"))
   assert r.returncode == 0 and " passed" in r.stdout and "failed" not in r.stdout, r.stdout[-3000:]
+
+
+def test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked(monkeypatch, capsys):
+  # get_kernel_graph as another version might have it: no closure cell to wrap. tinygrad runs as ever (its schedule
+  # holds its own function); the capture has no kernel graph, says why, and checks everything else
+  import tinygrad.schedule.rangeify as rangeify
+  from tinygrad import Tensor
+
+  from tinyspec.bridge.tinygrad.check import format_report, run_check
+  monkeypatch.setattr(compat, "_missing_hooks", {})
+  def get_kernel_graph(sink): return sink
+  monkeypatch.setattr(rangeify, "get_kernel_graph", get_kernel_graph)
+  rep = run_check(lambda: Tensor([1.0, 2.0, 3.0]) * 2 + 1)
+  assert rep.capture.kernel_graphs == [] and rep.capture.programs and rep.capture.callified
+  where = f"{__name__}.test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked.<locals>.get_kernel_graph"
+  assert rep.unchecked[0] == f"capture: tinygrad {compat.identity()} has no {where} (closure cell 'func'), so what it makes was not captured"
+  assert "kernel_graph: 0 graphs captured (tinygrad made none, or the capture did not see them)" in rep.unchecked
+  assert rep.ok and rep.numbers["tensor"] is None and rep.numbers["callified"] is None   # the rest was compared, and held
+  assert f"has no {where}" in capsys.readouterr().err and "NOT CHECKED" in format_report(rep, "p")
