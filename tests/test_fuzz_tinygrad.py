@@ -223,6 +223,20 @@ def test_spec_oracle_fires_on_a_broken_translation(monkeypatch):
   assert any(f.signature[:2] == ("spec", "tinygrad-kernel") for f in fs), [f.describe() for f in fs]
 
 
+def test_a_translation_rule_that_raises_is_a_finding_of_the_bridge(monkeypatch):
+  # the check counts a node whose rule raised as untranslatable and goes on (another tinygrad's form, say); on the
+  # generator's own programs that is the bridge's bug, and the fuzzer says so
+  import dataclasses
+
+  from tinyspec.bridge.tinygrad.table import RULES
+  def broken(tr, u, want): raise TypeError("a rule broken on purpose")
+  monkeypatch.setitem(RULES, "MUL", dataclasses.replace(RULES["MUL"], fn=broken))
+  p = Program((Input("x0", "float32", (3,), (1.0, 2.0, 3.0)),), (Line(("v0",), "mul", ("x0", 2.0)),), ("v0",))
+  fs = [f for f in TinygradChecker().check(source(p)) if f.signature[0] == "error"]
+  assert [f.signature for f in fs][:1] == [("error", "tinyspec-translate-tensor", "TypeError@MUL")], [f.describe() for f in fs]
+  assert "the bridge's rule for MUL at tensor raised TypeError: a rule broken on purpose" in fs[0].message
+
+
 def test_frontend_oracle_fires_on_a_broken_frontend(monkeypatch):
   from tinyspec.frontend import Tensor
   monkeypatch.setattr(Tensor, "__add__", lambda self, x: self._arith(__import__("tinyspec.uop").uop.Ops.SUB, x, False, "-"))

@@ -111,6 +111,7 @@ class Tr:
         else:
           why = f"a form its rule does not know ({type(e).__name__}: {e})"
           if self.t.strict: raise Untranslatable(u.op.name, self.stage, why) from e
+          self.t.rule_errors.append((u.op.name, self.stage, e))
           ret = self.fail(u, why)
     self.memo[key] = ret
     return ret
@@ -156,6 +157,8 @@ class Translation:
   totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
   failed: dict[str, dict[Any, str]] = field(default_factory=dict)
   failures: int = 0   # every placeholder made; `failed` is keyed by node, so a node two graphs share is one entry there
+  rule_errors: list[tuple[str, str, Exception]] = field(default_factory=list)  # (op, stage, what its rule raised) per node a
+  # rule met in a form it does not know: counted as untranslatable; a fuzzer reports each (on its own programs, a bug)
   buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER; one over a
   # device tuple is keyed (BUFFER, device number): a BUFFER per device
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
