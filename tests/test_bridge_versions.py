@@ -117,6 +117,25 @@ def test_a_hook_called_with_arguments_it_does_not_take_passes_them_to_tinygrad(m
   assert "do_to_program" in capsys.readouterr().err
 
 
+def test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked(monkeypatch, capsys):
+  # get_kernel_graph as another version might have it: no closure cell to wrap. tinygrad runs as ever (its schedule
+  # holds its own function); the capture has no kernel graph, says why, and checks everything else
+  import tinygrad.schedule.rangeify as rangeify
+  from tinygrad import Tensor
+
+  from tinyspec.bridge.tinygrad.check import format_report, run_check
+  monkeypatch.setattr(compat, "_missing_hooks", {})
+  def get_kernel_graph(sink): return sink
+  monkeypatch.setattr(rangeify, "get_kernel_graph", get_kernel_graph)
+  rep = run_check(lambda: Tensor([1.0, 2.0, 3.0]) * 2 + 1)
+  assert rep.capture.kernel_graphs == [] and rep.capture.programs and rep.capture.callified
+  where = f"{__name__}.test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked.<locals>.get_kernel_graph"
+  assert rep.unchecked[0] == f"capture: tinygrad {compat.identity()} has no {where} (closure cell 'func'), so what it makes was not captured"
+  assert "kernel_graph: 0 graphs captured (tinygrad made none, or the capture did not see them)" in rep.unchecked
+  assert rep.ok and rep.numbers["tensor"] is None and rep.numbers["callified"] is None   # the rest was compared, and held
+  assert f"has no {where}" in capsys.readouterr().err and "NOT CHECKED" in format_report(rep, "p")
+
+
 # ---- an unknown version: one warning line, and it runs ----
 def run(code: str, pythonpath: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
   env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (pythonpath, str(ROOT)) if p))
@@ -157,65 +176,41 @@ def test_the_snapshot_is_named_by_its_features_as_imported_from_its_directory(sn
   assert "TinygradVersionWarning" not in r.stderr   # a version the bridge is tested on: no warning
 
 
-# example -> (its exit code on 0.14.0, on a9069c17) where the two differ, with the reason: none do
-DIFFERENT_ON_THE_SNAPSHOT: dict[str, tuple[int, int]] = {}
+# example -> (its exit code on the snapshot, why it differs from 0.14.0, where every example holds: test_bridge_tinygrad's
+# test_examples_hold): none differ
+DIFFERENT_ON_THE_SNAPSHOT: dict[str, tuple[int, str]] = {}
 
 
-def check_examples(pythonpath: str | None) -> dict[str, tuple[int, str]]:
-  """example name -> (exit code of `tinyspec tinygrad check`, its report's last line), all in one process (tinygrad's
-  import is most of a small check's time)."""
+def test_every_example_is_checked_on_the_snapshot(snapshot):
+  # `tinyspec tinygrad check` of each, all in one process (tinygrad's import is most of a small check's time)
   code = ("import contextlib, io\nfrom tinyspec.bridge.tinygrad.check import main\n"
           f"for f in {[str(p) for p in EXAMPLES]!r}:\n"
           "  out = io.StringIO()\n"
           "  with contextlib.redirect_stdout(out): rc = main(f)\n"
           "  print(repr((f, rc, out.getvalue())))\n")
-  r = run(code, pythonpath, timeout=900)
+  r = run(code, str(snapshot), timeout=900)
   assert r.returncode == 0, r.stderr
   import ast
   results = [ast.literal_eval(ln) for ln in r.stdout.splitlines()]
-  return {Path(f).name: (rc, report.rstrip().splitlines()[-1].removeprefix(f)) for f, rc, report in results}
+  assert [Path(f).name for f, _, _ in results] == [p.name for p in EXAMPLES]
+  for f, rc, report in results:
+    if (known := DIFFERENT_ON_THE_SNAPSHOT.get(Path(f).name)) is not None: assert rc == known[0], report
+    else: assert rc == 0 and report.rstrip().endswith(f"{f}: all holds"), report
 
 
-def test_every_example_is_checked_on_the_snapshot_as_on_0_14(snapshot):
-  from concurrent.futures import ThreadPoolExecutor
-  with ThreadPoolExecutor(2) as pool: on_snapshot, on_release = pool.map(check_examples, (str(snapshot), None))
-  assert list(on_snapshot) == list(on_release) == [p.name for p in EXAMPLES]
-  for name, (rc, verdict) in on_snapshot.items():
-    want = DIFFERENT_ON_THE_SNAPSHOT.get(name, (on_release[name][0],) * 2)
-    assert (on_release[name][0], rc) == want and rc in (0, 1, 3), (name, on_release[name], (rc, verdict))
-    if name not in DIFFERENT_ON_THE_SNAPSHOT: assert verdict == on_release[name][1], (name, on_release[name], verdict)
-
-
-# Of the prove and fuzz modules, the tests that reach what the versions differ in (rule locations read from the imported
-# tinygrad, the prove verb, an entry's FOUND_ON, a program through every oracle): both whole modules take 2 minutes on
-# the snapshot (119 s measured, most of it fuzz campaigns, which run the same oracles again), the bridge module 10 s.
-ON_BOTH = ("test_bridge_tinygrad or tables_are_found_and_named or cli_target_tinygrad or entry_carries_program"
-           " or correct_program_has_no_finding")
+# The bridge's test modules (test_bridge_tinygrad*.py) but test_examples_hold, whose every example the test above checks
+# on the snapshot through the verb; of the prove and fuzz modules, the tests that reach what the versions differ in (rule
+# locations read from the imported tinygrad, the prove verb, an entry's FOUND_ON, a program through every oracle): those
+# two whole modules take 2 minutes on the snapshot (119 s measured, most of it fuzz campaigns running the same oracles).
+ON_BOTH = ("not test_examples_hold and (test_bridge_tinygrad or tables_are_found_and_named or cli_target_tinygrad"
+           " or entry_carries_program or correct_program_has_no_finding)")
 
 
 def test_the_bridge_tests_pass_on_the_snapshot(snapshot):
   # TINYSPEC_TINYGRAD: the identity test_bridge_tinygrad's first test then asserts, so the run is known to be on the snapshot
-  r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/test_bridge_tinygrad.py",
-                      "tests/test_prove_tinygrad.py", "tests/test_fuzz_tinygrad.py", "-k", ON_BOTH],
+  modules = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").glob("test_bridge_tinygrad*.py"))]
+  r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *modules, "tests/test_prove_tinygrad.py",
+                      "tests/test_fuzz_tinygrad.py", "-k", ON_BOTH],
                      capture_output=True, text=True, cwd=ROOT, timeout=900,
                      env=dict(os.environ, PYTHONPATH=os.pathsep.join((str(snapshot), str(ROOT))), TINYSPEC_TINYGRAD="a9069c17"))
   assert r.returncode == 0 and " passed" in r.stdout and "failed" not in r.stdout, r.stdout[-3000:]
-
-
-def test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked(monkeypatch, capsys):
-  # get_kernel_graph as another version might have it: no closure cell to wrap. tinygrad runs as ever (its schedule
-  # holds its own function); the capture has no kernel graph, says why, and checks everything else
-  import tinygrad.schedule.rangeify as rangeify
-  from tinygrad import Tensor
-
-  from tinyspec.bridge.tinygrad.check import format_report, run_check
-  monkeypatch.setattr(compat, "_missing_hooks", {})
-  def get_kernel_graph(sink): return sink
-  monkeypatch.setattr(rangeify, "get_kernel_graph", get_kernel_graph)
-  rep = run_check(lambda: Tensor([1.0, 2.0, 3.0]) * 2 + 1)
-  assert rep.capture.kernel_graphs == [] and rep.capture.programs and rep.capture.callified
-  where = f"{__name__}.test_a_hook_this_tinygrad_moved_leaves_its_stage_not_captured_and_the_rest_checked.<locals>.get_kernel_graph"
-  assert rep.unchecked[0] == f"capture: tinygrad {compat.identity()} has no {where} (closure cell 'func'), so what it makes was not captured"
-  assert "kernel_graph: 0 graphs captured (tinygrad made none, or the capture did not see them)" in rep.unchecked
-  assert rep.ok and rep.numbers["tensor"] is None and rep.numbers["callified"] is None   # the rest was compared, and held
-  assert f"has no {where}" in capsys.readouterr().err and "NOT CHECKED" in format_report(rep, "p")
