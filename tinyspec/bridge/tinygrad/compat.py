@@ -27,6 +27,7 @@ import functools
 import importlib.metadata
 import inspect
 import sys
+import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,16 +109,10 @@ def imported() -> Tinygrad:
                                  "pip install 'tinyspec[tinygrad]'") from None
     path = str(Path(tinygrad.__file__).resolve().parent)
     number = stated_number(tinygrad)
-    feats = features_of(_Namespace(Ops=Ops, UOp=UOp))
+    feats = features_of(types.SimpleNamespace(Ops=Ops, UOp=UOp))
     name, known = identify(feats, number, path)
     _found = Tinygrad(path, number, feats, name, known)
   return _found
-
-
-@dataclass(frozen=True)
-class _Namespace:
-  Ops: Any
-  UOp: Any
 
 
 def missing() -> str | None:
