@@ -1,6 +1,6 @@
 """The bridge on more than one tinygrad: compat's detection on made-up tinygrads (pure: what it has -> its name), and the
 real second tinygrad, tinygrad's repository at commit a9069c17 (../shared/tinygrad/tinygrad-a9069c17.tar.gz, beside
-the repository), unpacked once per session and put first on PYTHONPATH of a subprocess: its name, every example of
+the repository), unpacked once per test run and put first on PYTHONPATH of a subprocess: its name, every example of
 examples/tinygrad checked, and tests/test_bridge_tinygrad.py run on it. Where ../shared/ is absent those tests skip."""
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_an_unknown_tinygrad_gets_one_warning_line_and_is_checked():
 # ---- the snapshot, unpacked from ../shared/ ----
 @pytest.fixture(scope="session")
 def snapshot(tmp_path_factory) -> Path:
-  """The directory the snapshot's tinygrad is unpacked into, once per session (it is never copied into the project)."""
+  """The directory the snapshot's tinygrad is unpacked into, once per test run (it is never copied into the project)."""
   if not SNAPSHOT.is_file(): pytest.skip(f"{SNAPSHOT} is absent: the second tinygrad lives in ../shared/ beside the repository")
   out = tmp_path_factory.mktemp("tinygrad-a9069c17")
   with tarfile.open(SNAPSHOT) as tar: tar.extractall(out, filter="data")
