@@ -1,8 +1,9 @@
 """The tinygrad bridge: capture, translation (golden forms derived from tinygrad's graphs by hand), coverage over
-examples/tinygrad, the version guard, Untranslatable, and the `tinyspec tinygrad check` verb's exit codes."""
+examples/tinygrad, the imported tinygrad's name, Untranslatable, and the `tinyspec tinygrad check` verb's exit codes."""
 from __future__ import annotations
 
 import functools
+import os
 import runpy
 import subprocess
 import sys
@@ -13,11 +14,11 @@ import pytest
 
 pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
 
-from tinyspec.bridge.tinygrad import RULES, TinygradVersionError, Untranslatable, capture, translate  # noqa: E402
+from tinyspec.bridge.tinygrad import RULES, TinygradMissingError, Untranslatable, capture, translate  # noqa: E402
+from tinyspec.bridge.tinygrad.compat import KNOWN, identity, imported  # noqa: E402
 from tinyspec.bridge.tinygrad.check import evaluate_callified, main as check_main, run_check  # noqa: E402
 from tinyspec.bridge.tinygrad.table import rules_markdown  # noqa: E402
 from tinyspec.bridge.tinygrad.translate import STAGES, Rule  # noqa: E402
-from tinyspec.bridge.tinygrad.version import REQUIRED, version_problem  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.spec.tensor import written_slots  # noqa: E402
@@ -37,19 +38,22 @@ def nodes(root: UOp, op: Ops) -> list[UOp]:
   return [u for u in root.toposort() if u.op is op]
 
 
-# ---- the version guard ----
-def test_version_guard_names_found_and_required():
-  assert version_problem(REQUIRED) is None
-  msg = version_problem("0.13.0")
-  assert "0.13.0" in msg and f"tinygrad=={REQUIRED}" in msg and "\n" not in msg
-  assert "no tinygrad" in version_problem(None)
+# ---- the imported tinygrad (compat; the snapshot's run is tests/test_bridge_versions.py) ----
+def test_the_imported_tinygrad_is_named_from_where_it_was_imported():
+  import tinygrad
+  tg = imported()
+  assert Path(tg.path) == Path(tinygrad.__file__).resolve().parent
+  # this module runs on each version the bridge is tested on (test_bridge_versions runs it on the snapshot too)
+  assert tg.known and tg.identity in KNOWN and identity() == tg.identity, tg
+  # test_bridge_versions runs this module on the snapshot, naming the tinygrad it must find
+  assert tg.identity == os.environ.get("TINYSPEC_TINYGRAD", tg.identity)
 
 
-def test_importing_the_bridge_with_another_version_raises():
-  code = ("import importlib.metadata as m; m.version = lambda name: '0.13.0'\n"
+def test_importing_the_bridge_with_no_tinygrad_names_what_is_missing():
+  code = ("import sys; sys.modules['tinygrad'] = None\n"
           "try:\n  import tinyspec.bridge.tinygrad\nexcept ImportError as e: print(type(e).__name__, e)\n")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
-  assert out.startswith(TinygradVersionError.__name__) and "found tinygrad 0.13.0" in out and REQUIRED in out
+  assert out.startswith(TinygradMissingError.__name__) and "pip install 'tinyspec[tinygrad]'" in out and "\n" not in out.strip()
 
 
 # ---- golden translations, derived from tinygrad's own forms ----
@@ -107,6 +111,34 @@ def test_untranslatable_names_op_and_stage():
   assert (e.value.op, e.value.stage) == ("FDIV", "program") and "FDIV at program" in str(e.value)
   t = translate(captured("layernorm"), strict=False)
   assert t.untranslatable("program") == {"FDIV": "no rule: tinyspec has no form for this op"}
+  assert t.untranslatable_counts("program") == {"FDIV": 1}
+
+
+def test_an_op_or_form_the_table_does_not_know_is_counted_and_the_rest_checked():
+  # an op no RULES entry covers (the snapshot's WAIT, on a tinygrad that has it) and a REDUCE whose arg has another form
+  # (as another version might give it): each counted per op in the report, every other stage still checked
+  import dataclasses
+
+  from tinygrad import Tensor
+  from tinygrad.uop.ops import Ops as TgOps
+  from tinygrad.uop.ops import UOp as TgUOp
+
+  from tinyspec.bridge.tinygrad.check import check_capture, format_report
+  unknown = getattr(TgOps, "WAIT", None) or next(o for o in TgOps if o.name not in RULES)
+  cap = capture(lambda: Tensor(np.arange(6, dtype=np.float32)) * 2.0 + 1.0)
+  x = cap.tensor.src[0]
+  odd = (TgUOp(unknown, x.dtype, (x,)), TgUOp(unknown, x.dtype, (x, x)), TgUOp(TgOps.REDUCE, x.dtype, (x,), "another form"))
+  with pytest.raises(Untranslatable) as e: translate(dataclasses.replace(cap, tensor=TgUOp.sink(odd[2])))
+  assert (e.value.op, e.value.stage) == ("REDUCE", "tensor") and "a form its rule does not know" in e.value.why
+  rep = check_capture(dataclasses.replace(cap, tensor=TgUOp.sink(*odd)))
+  t = rep.translation
+  assert t.untranslatable_counts("tensor") == {unknown.name: 2, "REDUCE": 1} and t.graphs["tensor"][0][1] is None
+  out = format_report(rep, "p")
+  assert f"untranslatable {unknown.name} x2: no rule: tinyspec has no form for this op" in out
+  assert "untranslatable REDUCE x1: a form its rule does not know (ValueError: " in out
+  assert rep.ok and rep.unchecked == ["tensor: none of its 1 graph(s) translated",
+                                      "numbers, tensor: not compared (the tensor graph did not translate)"]
+  assert all(rep.ran[m] and rep.numbers[m] is None for m in ("callified", "kernel ASTs", "programs"))
 
 
 # ---- coverage over the example programs ----

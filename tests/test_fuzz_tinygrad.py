@@ -223,6 +223,20 @@ def test_spec_oracle_fires_on_a_broken_translation(monkeypatch):
   assert any(f.signature[:2] == ("spec", "tinygrad-kernel") for f in fs), [f.describe() for f in fs]
 
 
+def test_a_translation_rule_that_raises_is_a_finding_of_the_bridge(monkeypatch):
+  # the check counts a node whose rule raised as untranslatable and goes on (another tinygrad's form, say); on the
+  # generator's own programs that is the bridge's bug, and the fuzzer says so
+  import dataclasses
+
+  from tinyspec.bridge.tinygrad.table import RULES
+  def broken(tr, u, want): raise TypeError("a rule broken on purpose")
+  monkeypatch.setitem(RULES, "MUL", dataclasses.replace(RULES["MUL"], fn=broken))
+  p = Program((Input("x0", "float32", (3,), (1.0, 2.0, 3.0)),), (Line(("v0",), "mul", ("x0", 2.0)),), ("v0",))
+  fs = [f for f in TinygradChecker().check(source(p)) if f.signature[0] == "error"]
+  assert [f.signature for f in fs][:1] == [("error", "tinyspec-translate-tensor", "TypeError@MUL")], [f.describe() for f in fs]
+  assert "the bridge's rule for MUL at tensor raised TypeError: a rule broken on purpose" in fs[0].message
+
+
 def test_frontend_oracle_fires_on_a_broken_frontend(monkeypatch):
   from tinyspec.frontend import Tensor
   monkeypatch.setattr(Tensor, "__add__", lambda self, x: self._arith(__import__("tinyspec.uop").uop.Ops.SUB, x, False, "-"))
@@ -258,6 +272,10 @@ def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
   path.write_text(text)
   entry = load_entry(path)
   assert entry.case.kind == "tinygrad" and entry.meta["PROGRAM"] == source(DIV_MINUS_TWO)
+  # the tinygrad it was found on, as compat names it (this module runs on 0.14.0, and on the snapshot by hand)
+  import tinygrad
+  from tinyspec.bridge.tinygrad.compat import KNOWN
+  assert entry.meta["FOUND_ON"] in KNOWN and (entry.meta["FOUND_ON"] == "a9069c17") == hasattr(tinygrad.uop.ops.Ops, "WAIT")
   assert check(entry.case.root, Stage.TENSOR) == []          # tinygrad's tensor graph, translated, is legal
   assert sorted(np.concatenate([a.reshape(-1) for a in entry.case.inputs.values()]).tolist()) == [1, 5, 255]
   fails, findings = replay(entry)

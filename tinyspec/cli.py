@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
   rp.set_defaults(fn=cmd_repro)
   tg = sub.add_parser("tinygrad", help="capture a tinygrad program, check every stage against the spec, compare numbers")
   tgsub = tg.add_subparsers(dest="tinygrad_verb", required=True)
-  tgc = tgsub.add_parser("check", help="check FILE's program() at every stage of tinygrad 0.14")
+  tgc = tgsub.add_parser("check", help="check FILE's program() at every stage of tinygrad")
   tgc.add_argument("file", help="a Python file using tinygrad's Tensor API that defines program()")
   tgc.add_argument("--device", choices=("CPU", "PYTHON"), default=None, help="tinygrad device (default CPU when clang exists, else PYTHON)")
   tgc.add_argument("--viz", action="store_true", help="draw the first violating stage, violations highlighted")

@@ -260,6 +260,10 @@ class TinygradChecker:
       else: self.counts["rejected by both"] += 1
       return list(found.values())
     self._translation(rep)
+    # a translation rule that raised on a node of a generated program (counted there as untranslatable): the bridge's bug
+    for op, stage, e in rep.translation.rule_errors:
+      add(TgFinding("error", f"tinyspec-translate-{stage}", f"{type(e).__name__}@{op}", f"the bridge's rule for {op} at {stage} raised "
+                    f"{type(e).__name__}: {e}"))
     # a rule broken at one stage usually stays broken at the later ones, which are made from it: report the first
     shown: set[str] = set()
     for stage in STAGE_ORDER:

@@ -43,7 +43,7 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
                  help="keep a static HTML report in DIR (DIR/index.html: summary, progress plot, findings with pictures, rule coverage)")
   p.add_argument("--target", default=None, choices=TARGET_NAMES,
                  help="what to fuzz: reference (default: random graphs through the reference pipeline, every oracle), symbolic "
-                 "(the integer simplifier alone, as --symbolic) or tinygrad (random Tensor programs through tinygrad 0.14 and "
+                 "(the integer simplifier alone, as --symbolic) or tinygrad (random Tensor programs through tinygrad and "
                  "tinyspec, compared; needs the tinygrad extra)")
 
 

@@ -1,9 +1,10 @@
 """The tinygrad target (`tinyspec fuzz --target tinygrad`): random programs in the intersection of tinygrad's and
-tinyspec's Tensor APIs (fuzz.generate.tinygrad_programs) run through tinygrad 0.14 and through tinyspec, every oracle of
+tinyspec's Tensor APIs (fuzz.generate.tinygrad_programs) run through tinygrad and through tinyspec, every oracle of
 fuzz.check.tinygrad_oracles checked, findings reduced by fuzz.reduce.tinygrad_program and stored as corpus entries
-of KIND "tinygrad": PROGRAM holds the program's source (which replays it through both APIs, once it is checked to be in
-the generator's grammar: fuzz.generate.tinygrad_programs.check_program_source), graph() the tensor graph
-tinygrad built for it, translated to tinyspec's IR, and inputs() its data.
+of KIND "tinygrad": FOUND_ON names the tinygrad it was found on (found_on), PROGRAM holds the program's source (which
+replays it through both APIs, once it is checked to be in the generator's grammar:
+fuzz.generate.tinygrad_programs.check_program_source), graph() the tensor graph tinygrad built for it, translated to
+tinyspec's IR, and inputs() its data.
 
 Coverage counts the generator's ops ("generate/<op>") and the captured stages that had nodes ("tinygrad/<stage>").
 tinygrad is imported only when a case runs: without the tinygrad extra the target exists, and says why it cannot run.
@@ -35,9 +36,17 @@ STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")  # tinyspe
 
 
 def unavailable() -> str | None:
-  """Why tinygrad cases cannot run here (the extra is missing or another tinygrad is installed), or None."""
-  from tinyspec.bridge.tinygrad.version import installed_version, version_problem
-  return version_problem(installed_version())
+  """Why tinygrad cases cannot run here (no tinygrad can be imported), or None. A tinygrad the bridge is not tested on
+  runs (with one warning line)."""
+  from tinyspec.bridge.tinygrad.compat import missing
+  return missing()
+
+
+def found_on() -> str:
+  """The tinygrad a finding is found on, as its corpus entry records it (FOUND_ON): tinyspec.bridge.tinygrad.compat's
+  identity of the imported tinygrad (0.14.0, a9069c17, or "unknown (number, path)")."""
+  from tinyspec.bridge.tinygrad.compat import identity
+  return identity()
 
 
 def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
@@ -243,7 +252,8 @@ class TinygradSession:
   def _render(self, case: gen.Program, signature: tuple[str, str, str], message: str) -> str:
     src = gen.source(case)
     root, inputs, what = translated_graph_apart(src, float(self.cfg.case_timeout))
-    return render_entry(Case(root, inputs, {}, KIND, case.seed, case.index), signature, message=f"{message}\ngraph(): {what}", extra={"PROGRAM": src})
+    return render_entry(Case(root, inputs, {}, KIND, case.seed, case.index), signature, message=f"{message}\ngraph(): {what}",
+                        extra={"PROGRAM": src, "FOUND_ON": found_on()})
 
   def entry(self, case: gen.Program, f: TgFinding, signature: tuple[str, str, str]) -> tuple[str, str]:
     return self._render(case, signature, f.message), ""
@@ -275,8 +285,9 @@ class TinygradTarget:
   def batch_size(self, cfg: Any) -> int: return 1
 
   def describe(self, cfg: Any) -> tuple[tuple[str, ...], str]:
+    which = "tinygrad" if unavailable() else f"tinygrad {found_on()}"
     return (("tinygrad CPU", "tinygrad PYTHON", "reference"),
-            "random Tensor programs through tinygrad 0.14 (every stage captured, translated, spec-checked, evaluated) and tinyspec")
+            f"random Tensor programs through {which} (every stage captured, translated, spec-checked, evaluated) and tinyspec")
 
   def replay(self, entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]:
     src = entry.meta.get("PROGRAM")

@@ -23,7 +23,7 @@ def _dtypes(s: str) -> tuple[DType, ...]:
 
 def add_prove_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("--target", choices=("tinyspec", "tinygrad"), default="tinyspec",
-                 help="tinyspec (default): the reference lowering's rules; tinygrad: tinygrad 0.14.0's own symbolic and decomposition"
+                 help="tinyspec (default): the reference lowering's rules; tinygrad: the imported tinygrad's own symbolic and decomposition"
                       " rules (needs the tinygrad extra), default dtypes int32,uint32,int64,index")
   p.add_argument("--rules", default=None, help="only rules whose name or pass/name matches this glob, e.g. 'mod_*' or 'simplify/*'")
   p.add_argument("--dtypes", type=_dtypes, default=None, help="integer dtypes to prove for (default int32,int64,index; with --target tinygrad"

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from tinyspec.bridge.tinygrad import compat
+
 
 @dataclass
 class Capture:
@@ -93,8 +95,12 @@ def default_device() -> str:
 
 @contextlib.contextmanager
 def _wrapped(module: Any, name: str, make: Callable[[Callable], Callable]) -> Iterator[None]:
-  orig = getattr(module, name)
-  setattr(module, name, make(orig))
+  """module.name wrapped for the block; where this tinygrad has none (compat.hook_target names it), nothing is."""
+  orig = compat.hook_target(module, name)
+  if orig is None:
+    yield
+    return
+  setattr(module, name, compat.tolerant(make(orig), orig, f"{module.__name__}.{name}"))
   try: yield
   finally: setattr(module, name, orig)
 
@@ -104,10 +110,14 @@ def _wrapped_cell(fn: Any, cell: str, make: Callable[[Callable], Callable]) -> I
   """Wrap the function a decorated tinygrad function calls (its closure cell `cell`), in place. tinygrad's pattern
   matchers copy the globals of their functions when first compiled, so replacing a module attribute that a pattern's
   function calls (get_kernel_graph, called by lower_sink_to_linear) is not seen once compiled; the decorated function
-  object itself is what they hold, so its cell is what gets wrapped."""
-  c = fn.__closure__[fn.__code__.co_freevars.index(cell)]
+  object itself is what they hold, so its cell is what gets wrapped. Where fn has no such cell in this tinygrad
+  (compat.closure_cell names it), nothing is."""
+  c = compat.closure_cell(fn, cell)
+  if c is None:
+    yield
+    return
   orig = c.cell_contents
-  c.cell_contents = make(orig)
+  c.cell_contents = compat.tolerant(make(orig), orig, f"{fn.__module__}.{fn.__qualname__}")
   try: yield
   finally: c.cell_contents = orig
 

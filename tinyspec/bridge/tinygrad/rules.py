@@ -1,6 +1,6 @@
 """tinygrad's own integer rewrite rules, proven with tinyspec's z3 machinery: `tinyspec prove --target tinygrad`.
 
-For each rule of tinygrad 0.14's symbolic tables (symbolic_simple, commutative, symbolic, div_and_mod_symbolic, sym) and
+For each rule of tinygrad's symbolic tables (symbolic_simple, commutative, symbolic, div_and_mod_symbolic, sym) and
 of its integer decompositions (the codegen's FLOORDIV/FLOORMOD lowering and late rewrites: shifts, magic-number
 division, MULACC), the rule's UPat is built into concrete tinygrad UOps: its op sets, dtype sets, src tuples (a
 commutative list in a random order), named vars (bound once, reused), const patterns (their arg) and `cvar`s (sample
@@ -41,6 +41,7 @@ from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import PatternMatcher, UPat
 from tinygrad.uop.ops import UOp as TUOp
 
+from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, NoInstance, TgInstance, Unsupported, instantiate, render,
                                                  tinygrad_fold, tinygrad_value, to_tinyspec)
 from tinyspec.dtype import DType, dtypes
@@ -92,8 +93,7 @@ def tables() -> list[tuple[str, PatternMatcher]]:
 
 def _location(pat: UPat) -> tuple[str, int]:
   file, line = pat.location
-  file = file.replace("\\", "/")
-  return (file.split("site-packages/", 1)[-1] if "site-packages/" in file else os.path.basename(file)), line
+  return compat.source_location(file), line
 
 
 def tinygrad_rules() -> list[TgRule]:
@@ -439,7 +439,7 @@ def prove_main(args) -> int:
   jobs = default_jobs() if args.jobs is None else args.jobs
   p = TgProver(dts, args.samples, args.timeout_ms, args.seed, args.retry_timeout_ms)
   n_scope = sum(out_of_scope(r) is None for r in rules)
-  print(f"proving {n_scope} of {len(rules)} tinygrad 0.14.0 rules ({', '.join(t for t, _ in tables())}) for "
+  print(f"proving {n_scope} of {len(rules)} rules of tinygrad {compat.identity()} ({', '.join(t for t, _ in tables())}) for "
         f"{', '.join(d.name for d in dts)} (weakint as index; {args.samples} instances each, z3 timeout {args.timeout_ms} ms, {jobs} job"
         f"{'s' if jobs != 1 else ''})", flush=True)
   print("policy: signed overflow is undefined in tinygrad; a refutation only at a signed overflow is reported as 'wraps'", flush=True)

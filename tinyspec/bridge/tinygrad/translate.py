@@ -1,4 +1,4 @@
-"""Translate: tinygrad 0.14 UOps of every captured stage to tinyspec UOps.
+"""Translate: tinygrad UOps of every captured stage to tinyspec UOps.
 
 Every decision (a tinygrad op or form -> its tinyspec form) is one entry of `RULES`, the table in table.py; docs/tinygrad.md
 holds the same table (`rules_markdown()` writes it, a test holds the two word for word). This module holds the machinery
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -101,11 +102,19 @@ class Tr:
       except Untranslatable as e:
         if self.t.strict: raise
         ret = self.fail(u, e.why)
-      except ValueError as e:
+      except (ValueError, AttributeError, TypeError, LookupError) as e:
         # a source that did not translate is a CONST placeholder, whose shape a view's rule cannot take: this node does
-        # not translate either (with no placeholder made it is a fault of the rule, and is raised)
-        if self.t.strict or not self.t.failures: raise
-        ret = self.fail(u, f"a source did not translate ({e})")
+        # not translate either. With no placeholder made, the rule met an arg or source of a form it was not written for
+        # (another tinygrad version's, say): named like an op with no rule (counted, with strict=False, and the rest of
+        # the graph still translated)
+        failed = self.t.failed.get(self.stage, {})
+        if isinstance(e, ValueError) and not self.t.strict and failed and any(x in failed for x in u.toposort()):
+          ret = self.fail(u, f"a source did not translate ({e})")
+        else:
+          why = f"a form its rule does not know ({type(e).__name__}: {e})"
+          if self.t.strict: raise Untranslatable(u.op.name, self.stage, why) from e
+          self.t.rule_errors.append((u.op.name, self.stage, e))
+          ret = self.fail(u, why)
     self.memo[key] = ret
     return ret
 
@@ -151,6 +160,8 @@ class Translation:
   totals: dict[str, int] = field(default_factory=lambda: {s: 0 for s in STAGES})
   failed: dict[str, dict[Any, str]] = field(default_factory=dict)
   failures: int = 0   # every placeholder made; `failed` is keyed by node, so a node two graphs share is one entry there
+  rule_errors: list[tuple[str, str, Exception]] = field(default_factory=list)  # (op, stage, what its rule raised) per node a
+  # rule met in a form it does not know: counted as untranslatable; a fuzzer reports each (on its own programs, a bug)
   buffers: dict[Any, UOp] = field(default_factory=dict)   # tinygrad BUFFER of the tensor graph -> tinyspec BUFFER; one over a
   # device tuple is keyed (BUFFER, device number): a BUFFER per device
   inputs: dict[int, Any] = field(default_factory=dict)     # tinyspec buffer id -> contents
@@ -175,8 +186,14 @@ class Translation:
     return {s: (self.totals[s] - self.missed.get(s, 0), self.totals[s]) for s in STAGES}
 
   def untranslatable(self, stage: str) -> dict[str, str]:
-    """op name -> why, for the nodes of stage that did not translate."""
-    return {u.op.name: why for u, why in self.failed.get(stage, {}).items()}
+    """op name -> why (the first node's), for the nodes of stage that did not translate."""
+    out: dict[str, str] = {}
+    for u, why in self.failed.get(stage, {}).items(): out.setdefault(u.op.name, why)
+    return out
+
+  def untranslatable_counts(self, stage: str) -> dict[str, int]:
+    """op name -> how many nodes of stage with that op did not translate (a node two graphs share counts once)."""
+    return dict(Counter(u.op.name for u in self.failed.get(stage, {})))
 
   @property
   def main_kernel_graph(self) -> int | None:
