@@ -55,7 +55,8 @@ def _plain(fn: Callable) -> Callable: return lambda dt, *xs: fn(*xs)
 
 
 ELEMENTWISE: dict[Ops, Callable[..., np.ndarray]] = {
-  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _plain(np.add), Ops.SUB: _plain(np.subtract), Ops.MUL: _bool_or(np.multiply, np.logical_and),
+  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _plain(np.add), Ops.SUB: _plain(np.subtract),
+  Ops.MUL: _bool_or(np.multiply, np.logical_and),
   Ops.MAX: _bool_or(np.maximum, np.logical_or),  # np.maximum propagates NaN
   Ops.IDIV: _idiv, Ops.MOD: _mod, Ops.SHL: _shl, Ops.SHR: _shr,
   Ops.AND: _plain(np.bitwise_and), Ops.OR: _plain(np.bitwise_or), Ops.XOR: _plain(np.bitwise_xor),
