@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
+from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_pow, r_stack, r_threefry
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -321,6 +322,9 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
     if s in size_only:
       tr.seen(s)
       continue
+    if folded_vector_part(s, users):   # a vector load read lane by lane: each lane read is a load of its element
+      tr.seen(s)
+      continue
     if s.op.name == "CONST" and is_weak(s.dtype) and users.get(s) and all(x.op.name == "CAST" for x in users[s]):
       tr.seen(s)
       continue
@@ -374,6 +378,18 @@ RULES: dict[str, Rule] = {
   "FLOORMOD": Rule("FLOORMOD(a, b): Python %, flooring, on ints",
                    "WHERE(adj, MOD(a,b) + b, MOD(a,b)), adj as for FLOORDIV; unsigned: MOD(a, b)", r_floor(False)),
   "MULACC": Rule("MULACC(a, b, c)", "ADD(MUL(a, b), c)", r_mulacc),
+  "FDIV": Rule("FDIV(a, b): float division (programs: x / y, softmax's normalization)", "FDIV(a, b): IEEE division, correctly rounded",
+               r_alu(Ops.FDIV)),
+  "POW": Rule("POW(b, e) on floats (x ** y); tinygrad lowers it with xpow",
+              "as xpow computes it: WHERE(e == 0, 1, WHERE(b < 0, neg, r)), r = EXP2(LOG2(|b|) * e), neg = NaN where e is no integer "
+              "(b = -inf: r), -r where e is odd, else r", r_pow),
+  "THREEFRY": Rule("THREEFRY(x, key) on uint64: counter-based random bits (Tensor.rand, randn, randint, dropout, default inits)",
+                   "Threefry-2x32, 20 rounds, as tinygrad's threefry2x32 decomposes it: x and key split into uint32 halves (CAST, SHR), "
+                   "key schedule (k1, k0 ^ k1 ^ 0x1BD11BDA, k0), each round ADD, rotation (SHL + SHR) and XOR; "
+                   "OR(SHL(CAST(hi), 32), CAST(lo)) in uint64", r_threefry),
+  "STACK": Rule("STACK(x_0, ..., x_n-1) as a value in a tensor graph (Tensor.stack, cat of equal parts, random numbers): shape (n,) + x_0's",
+                "WHERE(mask_n-1, PAD(RESHAPE(x_n-1)), ... WHERE(mask_1, PAD(RESHAPE(x_1)), PAD(RESHAPE(x_0)))): x_i reshaped to (1,) + "
+                "its shape and PADded into row i, mask_i a PADded True (as tinyspec's cat); as a shape/offset source it is folded", r_stack),
   "CAST": Rule("CAST(x), target in the dtype (and arg)", "CAST(x) of the node's dtype; CAST of a weak CONST folds to a CONST of the target",
                r_cast(Ops.CAST)),
   "BITCAST": Rule("BITCAST(x)", "BITCAST(x)", r_cast(Ops.BITCAST)),
@@ -411,9 +427,11 @@ RULES: dict[str, Rule] = {
                 "RANGE(bound) arg RangeArg(axis, kind): WEAK/LOOP -> LOOP, GLOBAL, REDUCE, UPCAST/UNROLL -> UNROLL; a multi-part axis gets "
                 "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them); DEVICE (a value, the "
                 "device's number) in a launch on one device: CONST of that number", r_range),
-  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape ()",
+  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape (); "
+                "in programs INDEX(LOAD(SHRINK(buf, offset, n)), lane), a lane of a vector load",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
-                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0", r_index),
+                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0; a lane of a vector load: "
+                "LOAD(INDEX(buf, offset + lane)), the vector load and its SHRINK not listed", r_index),
   "LOAD": Rule("LOAD(INDEX[, alt, gate])", "LOAD(INDEX[, alt, gate])", r_load),
   "LINEAR": Rule("LINEAR(uops...) of a program", "LINEAR(uops...); a PARAM's or BUFFER's size (and a weak CONST every user of which is a "
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),
