@@ -121,6 +121,11 @@ def lane_read(tr: Tr, u: Any) -> UOp:
   return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), idx))
 
 
+def vector_length(x: Any, s: Any, users: dict[Any, list]) -> bool:
+  """Whether s is the length (third source) of x, a folded vector load's SHRINK: a size, folded like a PARAM's."""
+  return x.op.name == "SHRINK" and len(x.src) == 3 and x.src[2] is s and s is not x.src[1] and folded_vector_part(x, users)
+
+
 def folded_vector_part(u: Any, users: dict[Any, list]) -> bool:
   """A program's node that its users' translations take in: a vector load all of whose users read lanes of it (and
   its SHRINK), so the LINEAR does not list it."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
-from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_pow, r_stack, r_threefry
+from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_pow, r_stack, r_threefry, vector_length
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -316,7 +316,7 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
   size_only: set = set()   # a PARAM's or BUFFER's size (and the weak CONST under its CAST): folded into their args
   for s in reversed(u.src):
     us = users.get(s, [])
-    if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only for x in us): size_only.add(s)
+    if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only or vector_length(x, s, users) for x in us): size_only.add(s)
   out: dict[UOp, None] = {}
   for s in u.src:
     if s in size_only:
