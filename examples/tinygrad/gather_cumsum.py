@@ -10,4 +10,5 @@ S = np.arange(6, dtype=np.float32).reshape(3, 2) + 1
 def program():
   x, i = Tensor(X), Tensor(I)
   c = x.cummax(1)
-  return (x.gather(1, i), x.argmax(1), x.cumsum(1), *(c if isinstance(c, tuple) else (c,)), Tensor(np.zeros((3, 4), np.float32)).scatter(1, i, Tensor(S)))
+  scattered = Tensor(np.zeros((3, 4), np.float32)).scatter(1, i, Tensor(S))
+  return (x.gather(1, i), x.argmax(1), x.cumsum(1), *(c if isinstance(c, tuple) else (c,)), scattered)
