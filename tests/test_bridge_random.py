@@ -183,3 +183,27 @@ def test_a_vector_load_read_by_lane_is_a_load_of_each_element():
   assert not any(u.op is Ops.LOAD and u.src[0].op is not Ops.INDEX for u in mine.toposort())
   loads = [u for u in mine.src[1].src if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM and u.src[0].src[0].arg.size == 2]
   assert len(loads) >= 2 and check(mine, Stage.PROGRAM) == []
+
+
+# ---- BITCAST between item sizes (a random float16 or float64 is a BITCAST of uint32 bits) ----
+BITCASTS = {
+  "uint32 to uint16": (np.array([[0x12345678, 0xFFFF0001], [7, 0x80000000]], np.uint32), "uint16"),
+  "float32 to uint8": (np.array([[1.5, -0.0, np.inf]], np.float32), "uint8"),
+  "uint16 to float32": (np.arange(0x3F00, 0x3F08, dtype=np.uint16).reshape(2, 4), "float32"),
+  "uint32 to float64": (np.array([0, 0x3FF00000, 0x54442D18, 0x400921FB], np.uint32), "float64"),
+  "int8 to int32": (np.array([[-1, 2, -3, 4, 5, -6, 7, -128]], np.int8), "int32"),
+}
+
+
+@pytest.mark.parametrize("name", list(BITCASTS))
+def test_bitcast_between_item_sizes_rescales_the_last_axis(name):
+  from tinygrad import Tensor
+  from tinygrad import dtypes as tdt
+  x, to = BITCASTS[name]
+  cap = capture(lambda: Tensor(x).bitcast(getattr(tdt, to)) + 0)
+  t = translate(cap)
+  got = np.asarray(evaluate_tensor(t)[0])
+  want = cap.outputs[0]
+  assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)) and got.shape == want.shape
+  assert np.array_equal(want.view(np.uint8).reshape(-1), x.view(np.uint8).reshape(-1))   # tinygrad's is numpy's view of the bytes
+  holds(check_capture(cap))

@@ -131,3 +131,51 @@ def folded_vector_part(u: Any, users: dict[Any, list]) -> bool:
   its SHRINK), so the LINEAR does not list it."""
   if u.op.name == "SHRINK" and len(u.src) == 3: return bool(users.get(u)) and all(is_vector_load(x) for x in users[u])
   return is_vector_load(u) and bool(users.get(u)) and all(x.op.name == "INDEX" and len(x.src) == 2 and x.src[0] is u for x in users[u])
+
+
+# ---- BITCAST between item sizes ----
+UNSIGNED = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
+
+def lanes(tr: Tr, shape: tuple[int, ...], values: list[int], dt: DType) -> UOp:
+  """A constant of shape (..., k) whose last axis holds values (k of them), every other axis repeating it."""
+  k = len(values)
+  row = UOp(Ops.PAD, dt, (UOp.const(dt, values[0]).reshape((1,)),), ((0, k),))
+  for j, v in enumerate(values[1:], 1):
+    one = UOp(Ops.PAD, dt, (UOp.const(dt, v).reshape((1,)),), ((j, k),))
+    row = UOp(Ops.ADD, dt, (row, one))   # the lanes' other entries are the PAD's zeros: exact on unsigned ints
+  return broadcast(tr, row, shape)
+
+
+def as_unsigned(x: UOp) -> UOp:
+  u = UNSIGNED[x.dtype.itemsize]
+  return x if x.dtype is u else UOp(Ops.BITCAST, u, (x,))
+
+
+def from_unsigned(x: UOp, dt: DType) -> UOp: return x if x.dtype is dt else UOp(Ops.BITCAST, dt, (x,))
+
+
+def r_bitcast(tr: Tr, u: Any, want: Any) -> UOp:
+  """BITCAST(x) to a dtype of another item size in a tensor graph rescales the last axis (little-endian, as tinygrad's
+  Tensor.bitcast): to a narrower dtype each element splits into k = size ratio lanes, lane j its bits 8 * size * j up
+  (SHR, CAST to the narrow unsigned dtype); to a wider one k consecutive elements join (CAST to the wide unsigned dtype,
+  SHL, a REDUCE ADD of disjoint bits). Elsewhere, and between equal sizes, BITCAST(x)."""
+  dt = tr.dtype(u, want)
+  x = tr.value(u.src[0])
+  if x.dtype.itemsize == dt.itemsize: return UOp(Ops.BITCAST, dt, (x,))
+  if tr.kernel: raise Untranslatable("BITCAST", tr.stage, f"a BITCAST from {x.dtype.name} to {dt.name} in a kernel")
+  src_shape, out_shape = tuple(tr.shape(u.src[0])), tuple(tr.shape(u))
+  if not src_shape: raise Untranslatable("BITCAST", tr.stage, f"a BITCAST of a scalar from {x.dtype.name} to {dt.name}")
+  lead, n = src_shape[:-1], src_shape[-1]
+  xs = as_unsigned(x)
+  if x.dtype.itemsize > dt.itemsize:
+    k, narrow = x.dtype.itemsize // dt.itemsize, UNSIGNED[dt.itemsize]
+    wide = broadcast(tr, xs.reshape((*lead, n, 1)), (*lead, n, k))
+    shifted = UOp(Ops.SHR, xs.dtype, (wide, lanes(tr, (*lead, n, k), [8 * dt.itemsize * j for j in range(k)], xs.dtype)))
+    return from_unsigned(UOp(Ops.CAST, narrow, (shifted,)), dt).reshape(out_shape)
+  k, wide_dt = dt.itemsize // x.dtype.itemsize, UNSIGNED[dt.itemsize]
+  parts = UOp(Ops.CAST, wide_dt, (xs.reshape((*lead, n // k, k)),))
+  shifted = UOp(Ops.SHL, wide_dt, (parts, lanes(tr, (*lead, n // k, k), [8 * x.dtype.itemsize * j for j in range(k)], wide_dt)))
+  rank = len(lead) + 2
+  joined = shifted.permute((rank - 1, *range(rank - 1))).reduce(Ops.ADD, 1)
+  return from_unsigned(joined, dt).reshape(out_shape)

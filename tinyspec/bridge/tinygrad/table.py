@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
-from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_pow, r_stack, r_threefry, vector_length
+from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_pow, r_stack, r_threefry, vector_length
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -392,7 +392,10 @@ RULES: dict[str, Rule] = {
                 "its shape and PADded into row i, mask_i a PADded True (as tinyspec's cat); as a shape/offset source it is folded", r_stack),
   "CAST": Rule("CAST(x), target in the dtype (and arg)", "CAST(x) of the node's dtype; CAST of a weak CONST folds to a CONST of the target",
                r_cast(Ops.CAST)),
-  "BITCAST": Rule("BITCAST(x)", "BITCAST(x)", r_cast(Ops.BITCAST)),
+  "BITCAST": Rule("BITCAST(x); in a tensor graph to a dtype of another item size, the last axis rescaled (little-endian)",
+                  "BITCAST(x); between item sizes in a tensor graph: to a narrower dtype CAST(SHR(x expanded to k lanes, 8 * size * lane)) "
+                  "to the narrow unsigned dtype, to a wider one REDUCE ADD over k lanes of SHL(CAST(x), 8 * size * lane); BITCASTs "
+                  "to and from the unsigned dtype of each size", r_bitcast),
   "REDUCE": Rule("REDUCE(x) arg (op, n) in graphs; REDUCE(x, ranges...) arg (op, 0) in kernels",
                  "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
