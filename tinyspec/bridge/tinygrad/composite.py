@@ -179,3 +179,17 @@ def r_bitcast(tr: Tr, u: Any, want: Any) -> UOp:
   rank = len(lead) + 2
   joined = shifted.permute((rank - 1, *range(rank - 1))).reduce(Ops.ADD, 1)
   return from_unsigned(joined, dt).reshape(out_shape)
+
+
+# ---- float unary ops of an integer or bool source ----
+def r_float_unary(op: Ops) -> Any:
+  """RECIPROCAL, SQRT, EXP2, LOG2, SIN of an integer or bool x: tinygrad gives the node the float dtype of x
+  (least_upper_float: `x / y` on int tensors is x cast to float times RECIPROCAL(y)) and its programs convert x first,
+  so it is op(CAST(x)); of a float x, op(x)."""
+  def fn(tr: Tr, u: Any, want: Any) -> UOp:
+    dt = tr.dtype(u, want)
+    x = u.src[0]
+    src = tr.value(x, dt)
+    if src.dtype is not dt and src.dtype.kind in "biu" and dt.kind == "f": src = UOp(Ops.CAST, dt, (src,))
+    return UOp(op, dt, (src,))
+  return fn

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
-from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_pow, r_stack, r_threefry, vector_length
+from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_float_unary, r_pow, r_stack, r_threefry, vector_length
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
                                                param_size)
@@ -370,7 +370,11 @@ RULES: dict[str, Rule] = {
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
-  "RECIPROCAL": Rule("RECIPROCAL(x)", "RECIP(x)", r_alu(Ops.RECIP)),
+  **{op: Rule(f"{op}(x); of an integer or bool x its dtype is x's float dtype (least_upper_float)",
+              f"{op}(x); of an integer or bool x {op}(CAST(x)) to that float dtype, as its programs convert x", r_float_unary(Ops[op]))
+     for op in ("SQRT", "EXP2", "LOG2", "SIN")},
+  "RECIPROCAL": Rule("RECIPROCAL(x); of an integer or bool x its dtype is x's float dtype (least_upper_float: x / y on ints)",
+                     "RECIP(x); of an integer or bool x RECIP(CAST(x)) to that float dtype, as its programs convert x", r_float_unary(Ops.RECIP)),
   "CDIV": Rule("CDIV(a, b): C division, truncating", "IDIV(a, b)", r_alu(Ops.IDIV)),
   "CMOD": Rule("CMOD(a, b): C remainder, truncating", "MOD(a, b)", r_alu(Ops.MOD)),
   "FLOORDIV": Rule("FLOORDIV(a, b): Python //, flooring, on ints",
