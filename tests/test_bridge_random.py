@@ -207,3 +207,20 @@ def test_bitcast_between_item_sizes_rescales_the_last_axis(name):
   assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)) and got.shape == want.shape
   assert np.array_equal(want.view(np.uint8).reshape(-1), x.view(np.uint8).reshape(-1))   # tinygrad's is numpy's view of the bytes
   holds(check_capture(cap))
+
+
+def test_integer_pow_is_the_exact_power_and_the_check_flags_tinygrads_float_route():
+  # tinygrad 0.14 computes an int tensor ** an int tensor through exp2(e * log2(b)) in float32 and stores the float into
+  # the int32 buffer (5 ** 2 gives 24); its constant exponents simplify to products and are exact. tinyspec's POW on ints
+  # is the exact power, so the check reports a numbers mismatch exactly where tinygrad's differ from it
+  from tinygrad import Tensor
+  b = np.array([1, 2, 3, -2, 5, 7, -1, 1, 0, 3], np.int32)
+  e = np.array([2, 0, 1, 3, 2, 3, 5, -3, 4, 4], np.int32)
+  exact = np.array([int(x) ** int(y) if y >= 0 else int(1 / x ** -int(y)) for x, y in zip(b, e)], np.int32)
+  cap = capture(lambda: Tensor(b) ** Tensor(e))
+  t = translate(cap)
+  assert np.array_equal(np.asarray(evaluate_tensor(t)[0]), exact)
+  rep = check_capture(cap)
+  assert (rep.numbers["tensor"] is None) == np.array_equal(cap.outputs[0], exact), (rep.numbers, cap.outputs[0])
+  const = capture(lambda: Tensor(b) ** 3)
+  assert np.array_equal(np.asarray(evaluate_tensor(translate(const))[0]), b.astype(np.int64) ** 3) and check_capture(const).ok

@@ -66,7 +66,8 @@ def r_pow(tr: Tr, u: Any, want: Any) -> UOp:
   """POW(b, e) on floats as tinygrad computes it (xpow): exp2(e * log2|b|); for b < 0 NaN where e is no integer (b = -inf
   aside) and negated where e is odd; 1 where e == 0."""
   dt = tr.dtype(u, want)
-  if dt.kind != "f": raise Untranslatable("POW", tr.stage, f"POW on {dt.name} (tinygrad's is on floats)")
+  if dt.kind in "iu": return int_pow(tr, u, dt)
+  if dt.kind != "f": raise Untranslatable("POW", tr.stage, f"POW on {dt.name}")
   s = Spell(tr, u)
   b, e = (s.fit(tr.value(v, dt)) for v in u.src)
   zero = s.c(dt, 0.0)
@@ -78,6 +79,30 @@ def r_pow(tr: Tr, u: Any, want: Any) -> UOp:
   nan_unless_inf = s.op(Ops.WHERE, s.op(Ops.CMPNE, b, s.c(dt, -math.inf)), s.c(dt, math.nan), ret)
   neg_base = s.op(Ops.WHERE, non_int, nan_unless_inf, s.op(Ops.WHERE, is_odd, s.op(Ops.NEG, ret), ret))
   return s.op(Ops.WHERE, s.op(Ops.CMPEQ, e, zero), s.c(dt, 1.0), s.op(Ops.WHERE, neg, neg_base, ret))
+
+
+def int_pow(tr: Tr, u: Any, dt: DType) -> UOp:
+  """POW(b, e) on a fixed-width integer dtype: b ** e exactly, wrapping as MUL does (square and multiply over e's bits:
+  WHERE(bit i of e, acc * p, acc), p squared each step); for e < 0 the real b ** e truncated toward zero (1 for b = 1,
+  +-1 for b = -1, else 0; 0 ** e, undefined as a real, is 0). tinygrad means x ** y by this (Python's int power, and its
+  constant exponents simplify to products), though its programs compute an integer power through exp2 and log2 in float32."""
+  s = Spell(tr, u)
+  b, e = (s.fit(tr.value(v, dt)) for v in u.src)
+  one, zero = s.c(dt, 1), s.c(dt, 0)
+  const_e = u.src[1].arg if u.src[1].op.name == "CONST" and isinstance(u.src[1].arg, int) else None
+  bits = range(max(const_e, 0).bit_length()) if const_e is not None else range(dt.bits - (1 if dt.kind == "i" else 0))
+  acc, p = one, b
+  for i in bits:
+    if const_e is not None: acc = s.op(Ops.MUL, acc, p) if (const_e >> i) & 1 else acc
+    else:
+      bit = s.op(Ops.CMPNE, s.op(Ops.AND, s.op(Ops.SHR, e, s.c(dt, i)), one), zero)
+      acc = s.op(Ops.WHERE, bit, s.op(Ops.MUL, acc, p), acc)
+    p = s.op(Ops.MUL, p, p)
+  if dt.kind == "u" or (const_e is not None and const_e >= 0): return acc
+  odd = s.op(Ops.CMPNE, s.op(Ops.AND, e, one), zero)
+  minus_one = s.op(Ops.WHERE, odd, s.c(dt, -1), one)
+  negative = s.op(Ops.WHERE, s.op(Ops.CMPEQ, b, one), one, s.op(Ops.WHERE, s.op(Ops.CMPEQ, b, s.c(dt, -1)), minus_one, zero))
+  return s.op(Ops.WHERE, s.op(Ops.CMPLT, e, zero), negative, acc)
 
 
 # ---- STACK as a value ----

@@ -384,9 +384,10 @@ RULES: dict[str, Rule] = {
   "MULACC": Rule("MULACC(a, b, c)", "ADD(MUL(a, b), c)", r_mulacc),
   "FDIV": Rule("FDIV(a, b): float division (programs: x / y, softmax's normalization)", "FDIV(a, b): IEEE division, correctly rounded",
                r_alu(Ops.FDIV)),
-  "POW": Rule("POW(b, e) on floats (x ** y); tinygrad lowers it with xpow",
+  "POW": Rule("POW(b, e) (x ** y); on floats tinygrad lowers it with xpow",
               "as xpow computes it: WHERE(e == 0, 1, WHERE(b < 0, neg, r)), r = EXP2(LOG2(abs(b)) * e), abs(b) = WHERE(b < 0, -b, b), "
-              "neg = NaN where e is no integer (b = -inf: r), -r where e is odd, else r", r_pow),
+              "neg = NaN where e is no integer (b = -inf: r), -r where e is odd, else r; on ints b ** e exactly (square and multiply over "
+              "e's bits with WHERE; e < 0: 1, +-1 for b = -1, else 0)", r_pow),
   "THREEFRY": Rule("THREEFRY(x, key) on uint64: counter-based random bits (Tensor.rand, randn, randint, dropout, default inits)",
                    "Threefry-2x32, 20 rounds, as tinygrad's threefry2x32 decomposes it: x and key split into uint32 halves (CAST, SHR), "
                    "key schedule (k1, k0 ^ k1 ^ 0x1BD11BDA, k0), each round ADD, rotation (SHL + SHR) and XOR; "
