@@ -93,6 +93,7 @@ def test_screen_accepts_float_ops_on_special_values(op: Ops):
   inputs = {1: SPECIALS.copy(), 2: OTHER.copy()}
   if op is Ops.RECIP: inputs[1] = np.array([np.nan, np.inf, -np.inf, 4.0, 2.0, 0.5], np.float32)  # kept away from 0 (docs/spec.md)
   if op is Ops.LOG2: inputs[1] = np.abs(inputs[1]) + np.float32(1)
+  if op is Ops.FDIV: inputs[2] = np.array([1.5, -np.inf, np.nan, 3.0, np.inf, 4.0], np.float32)  # finite divisors kept away from 0, as RECIP's
   u = a.alu(op) if op in GroupOp.Unary else a.alu(op, b)
   assert (why := unsafe_reason(_sink(u), inputs)) is None, why
   info = Analysis(inputs).info(u)

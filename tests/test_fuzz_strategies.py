@@ -53,8 +53,9 @@ def _opaque_calls(root: UOp) -> list[UOp]:
 
 def test_every_tensor_op_is_generated(many):
   seen = {u.op for c in many if c.kind == "tensor" for u in c.root.toposort()}
-  want = {Ops.CONST, Ops.BUFFER, Ops.PARAM, *GroupOp.Movement, *GroupOp.Elementwise, Ops.REDUCE, Ops.CALL, Ops.TUPLE, Ops.GETTUPLE,
-          Ops.STORE, Ops.AFTER, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY}
+  # FDIV (float division as tinygrad's programs write it) is not drawn: the registry's tests hold its meaning against C
+  want = {Ops.CONST, Ops.BUFFER, Ops.PARAM, *(GroupOp.Movement | GroupOp.Elementwise - {Ops.FDIV}), Ops.REDUCE, Ops.CALL, Ops.TUPLE,
+          Ops.GETTUPLE, Ops.STORE, Ops.AFTER, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY}
   assert want - seen == set()
   tensors = [c for c in many if c.kind == "tensor"]
   # a COPY to another device, and one copied back

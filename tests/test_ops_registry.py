@@ -278,6 +278,9 @@ def test_float_interval_holds_the_result_of_every_operand_in_range(op):
       if op is Ops.WHERE:
         lo, hi = float_interval(op, dtypes.float64, (False, True), a, b)
         vals = [scalar.run(op, dtypes.float64, c, x, y) for c in (False, True) for x in _inside(*a, 3, rng) for y in _inside(*b, 3, rng)]
+      elif op is Ops.FDIV and a[0] <= 0 <= a[1] and b[0] <= 0 <= b[1]:   # 0 / 0 is NaN: outside FDIV's domain, as SQRT's below 0
+        with pytest.raises(ValueError, match="NaN at 0 / 0"): float_interval(op, dtypes.float64, a, b)
+        continue
       else:
         lo, hi = float_interval(op, dtypes.float64, a, b)
         vals = [scalar.run(op, dtypes.float64, x, y) for x in _inside(*a, 4, rng) for y in _inside(*b, 4, rng)]

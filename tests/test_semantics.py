@@ -136,8 +136,10 @@ def test_bool_ops_are_c_bool_and_bool_arithmetic_has_no_meaning():
   assert evaluate(x.alu(Ops.MAX, y), ins).tolist() == (a | b).tolist()
   assert evaluate(x.alu(Ops.XOR, y), ins).tolist() == (a ^ b).tolist()
   assert evaluate(x.alu(Ops.CMPLT, y), ins).tolist() == [False, False, True, False]
-  # ADD, SUB, MUL and NEG take numbers: on bool the evaluator names the node instead of guessing, as the spec rejects it
-  for op in (Ops.ADD, Ops.SUB, Ops.MUL):
+  # MUL on bool is AND (C's (bool)(a * b), tinygrad's meaning too)
+  assert evaluate(x.alu(Ops.MUL, y), ins).tolist() == (a & b).tolist()
+  # ADD, SUB and NEG take numbers: on bool the evaluator names the node instead of guessing, as the spec rejects it
+  for op in (Ops.ADD, Ops.SUB):
     with pytest.raises(EvalError, match=f"{op.name} on bool"): evaluate(x.alu(op, y), ins)
 
 

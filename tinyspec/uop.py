@@ -19,7 +19,7 @@ class Ops(Enum):
   NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); TRUNC = auto()  # noqa: E702
   CAST = auto(); BITCAST = auto()  # noqa: E702
   # elementwise: binary
-  ADD = auto(); SUB = auto(); MUL = auto(); MAX = auto(); IDIV = auto(); MOD = auto()  # noqa: E702
+  ADD = auto(); SUB = auto(); MUL = auto(); MAX = auto(); IDIV = auto(); MOD = auto(); FDIV = auto()  # noqa: E702
   CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
   # elementwise: ternary
   WHERE = auto()
@@ -51,7 +51,7 @@ class GroupOp:
   Storage = frozenset({Ops.PARAM, Ops.BUFFER})
   Movement = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
   Unary = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC})
-  Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
+  Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.FDIV, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
                       Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
   Ternary = frozenset({Ops.WHERE})
   Cast = frozenset({Ops.CAST, Ops.BITCAST})

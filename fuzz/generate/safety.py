@@ -326,6 +326,7 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
     return _flags(out, [*x.specials(), *y.specials()])
   # the screen's margins: ranges near the points where an op's value is unbounded, NaN or far from exact
   if op is Ops.RECIP and a.lo <= 1e-3 and a.hi >= -1e-3: raise Unsafe("RECIP of a range near 0")
+  if op is Ops.FDIV and b is not None and b.lo <= 1e-3 and b.hi >= -1e-3: raise Unsafe("FDIV by a range near 0")
   if op is Ops.SQRT and a.lo < 0: raise Unsafe("SQRT of a negative range")
   if op is Ops.LOG2 and a.lo < 1e-3: raise Unsafe("LOG2 of a range reaching below 1e-3")
   if op is Ops.EXP2 and (a.hi > 16 or a.lo < -30): raise Unsafe("EXP2 of a range past [-30, 16]")
@@ -336,7 +337,7 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
   if op in GroupOp.Unary:
     return _flags(_float(dt, lo, hi, a.exact and op in (Ops.NEG, Ops.TRUNC), a.dbits if op is Ops.NEG else 0, passed=passed), specials)
   assert b is not None
-  ex = a.exact and b.exact
+  ex = a.exact and b.exact and op is not Ops.FDIV   # a quotient of exact values is rounded (1 / 3)
   return _flags(_float(dt, lo, hi, ex, a.dbits + b.dbits if op is Ops.MUL else max(a.dbits, b.dbits), passed=passed), specials)
 
 

@@ -140,7 +140,7 @@ INTERVALS: dict[Ops, Callable[..., Interval]] = {
   Ops.WHERE: lambda dt, c, a, b: (a if c[0] else b) if c[0] == c[1] else (min(a[0], b[0]), max(a[1], b[1])),
 }
 
-# the ops with a meaning on bool (tinyspec.ops.classes), MAX being OR there
+# the ops with a meaning on bool (tinyspec.ops.classes), MAX being OR there and MUL AND
 _BOOL_OPS = frozenset({Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE})
 
 
@@ -153,7 +153,7 @@ def raw_interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
 def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
   """The range of op's result on operands of dtype dt in ranges ivs (WHERE: the condition's range first)."""
   if dt.kind == "b":
-    if op is Ops.MAX: op = Ops.OR
+    op = {Ops.MAX: Ops.OR, Ops.MUL: Ops.AND}.get(op, op)
     if op not in _BOOL_OPS: return False, True
   fn = INTERVALS.get(op)
   if fn is None: return dt.min, dt.max
@@ -221,6 +221,11 @@ def _recip(dt: DType, a: Interval) -> Interval:
   return 1 / a[1], 1 / a[0]
 
 
+def _fdiv(dt: DType, a: Interval, b: Interval) -> Interval:
+  if a[0] <= 0 <= a[1] and b[0] <= 0 <= b[1]: raise ValueError(f"FDIV of [{a[0]}, {a[1]}] by [{b[0]}, {b[1]}]: NaN at 0 / 0")
+  return _fmul(dt, a, _recip(dt, b))  # a / b is a times 1 / b on the reals
+
+
 def _sqrt(dt: DType, a: Interval) -> Interval:
   if a[0] < 0: raise ValueError(f"SQRT of [{a[0]}, {a[1]}]: NaN below 0")
   return math.sqrt(a[0]), math.sqrt(a[1])
@@ -236,7 +241,7 @@ def _exp2(v: float) -> float: return math.inf if v > 1024 else 2.0 ** v  # 2.0 *
 
 FLOAT_INTERVALS: dict[Ops, Callable[..., Interval]] = {
   **{op: INTERVALS[op] for op in (Ops.ADD, Ops.SUB, Ops.NEG, Ops.MAX, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)},
-  Ops.MUL: _fmul, Ops.TRUNC: _ftrunc, Ops.RECIP: _recip, Ops.SQRT: _sqrt, Ops.LOG2: _log2,
+  Ops.MUL: _fmul, Ops.FDIV: _fdiv, Ops.TRUNC: _ftrunc, Ops.RECIP: _recip, Ops.SQRT: _sqrt, Ops.LOG2: _log2,
   Ops.EXP2: lambda dt, a: (_exp2(a[0]), _exp2(a[1])), Ops.SIN: lambda dt, a: (-1.0, 1.0),
 }
 

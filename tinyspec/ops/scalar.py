@@ -78,7 +78,7 @@ INT_MEANING: dict[Ops, Callable[..., Any]] = {
 _CMP: dict[Ops, Callable[[Any, Any], bool]] = {Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a != b, Ops.CMPEQ: lambda a, b: a == b}
 _FLOAT: dict[Ops, Callable[..., Any]] = {
   Ops.NEG: np.negative, Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.MAX: np.maximum,  # MAX propagates NaN
-  Ops.RECIP: np.reciprocal, Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.TRUNC: np.trunc,
+  Ops.FDIV: np.true_divide, Ops.RECIP: np.reciprocal, Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.TRUNC: np.trunc,
 }
 
 

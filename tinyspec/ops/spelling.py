@@ -9,12 +9,12 @@ from __future__ import annotations
 from tinyspec.uop import Ops
 
 INFIX: dict[Ops, str] = {
-  Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "/", Ops.MOD: "%", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^",
+  Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "/", Ops.MOD: "%", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^",
   Ops.SHL: "<<", Ops.SHR: ">>", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
 }
 PREFIX: dict[Ops, str] = {Ops.NEG: "-"}
-# bool operands are 0 or 1: MAX is OR there, and the other bool ops are the bitwise ones, converted back to bool
-BOOL_INFIX: dict[Ops, str] = {Ops.MAX: "|", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^"}
+# bool operands are 0 or 1: MAX is OR there, MUL is AND, and the other bool ops are the bitwise ones, converted back to bool
+BOOL_INFIX: dict[Ops, str] = {Ops.MAX: "|", Ops.MUL: "&", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^"}
 # the math library function of a float op (C appends f for float32; OpenCL's builtins are overloaded)
 MATH_FN: dict[Ops, str] = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc"}
 # signed results that may overflow: computed in the unsigned twin where the language does not wrap by itself

@@ -29,7 +29,7 @@ def spelling(op: Ops) -> str:
   if op in PREFIX: parts.append(f"`{PREFIX[op]}x`")
   if op in MATH_FN: parts.append(f"`{MATH_FN[op]}(x)`")
   if op in _SPECIAL: parts.append(_SPECIAL[op])
-  if op in BOOL_INFIX and op not in INFIX: parts.append(f"on bool `a {BOOL_INFIX[op]} b`")
+  if op in BOOL_INFIX and BOOL_INFIX[op] != INFIX.get(op): parts.append(f"on bool `a {BOOL_INFIX[op]} b`")
   if op in WRAPPING: parts.append("wraps (OpenCL: in the unsigned twin)")
   if op in GUARDED: parts.append("guarded at C's undefined points")
   if op in APPROXIMATE_ULPS: parts.append(f"math library, within {APPROXIMATE_ULPS[op]} ulp")

@@ -55,12 +55,13 @@ def _plain(fn: Callable) -> Callable: return lambda dt, *xs: fn(*xs)
 
 
 ELEMENTWISE: dict[Ops, Callable[..., np.ndarray]] = {
-  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _plain(np.add), Ops.SUB: _plain(np.subtract), Ops.MUL: _plain(np.multiply),
+  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _plain(np.add), Ops.SUB: _plain(np.subtract),
+  Ops.MUL: _bool_or(np.multiply, np.logical_and),
   Ops.MAX: _bool_or(np.maximum, np.logical_or),  # np.maximum propagates NaN
   Ops.IDIV: _idiv, Ops.MOD: _mod, Ops.SHL: _shl, Ops.SHR: _shr,
   Ops.AND: _plain(np.bitwise_and), Ops.OR: _plain(np.bitwise_or), Ops.XOR: _plain(np.bitwise_xor),
   Ops.CMPLT: _plain(np.less), Ops.CMPNE: _plain(np.not_equal), Ops.CMPEQ: _plain(np.equal),
-  Ops.RECIP: _plain(np.reciprocal), Ops.SQRT: _plain(np.sqrt), Ops.EXP2: _plain(np.exp2), Ops.LOG2: _plain(np.log2),
+  Ops.FDIV: _plain(np.true_divide), Ops.RECIP: _plain(np.reciprocal), Ops.SQRT: _plain(np.sqrt), Ops.EXP2: _plain(np.exp2), Ops.LOG2: _plain(np.log2),
   Ops.SIN: _plain(np.sin), Ops.TRUNC: _plain(np.trunc),
   Ops.WHERE: lambda dt, c, a, b: np.where(c, a, b).astype(a.dtype, copy=False),
 }

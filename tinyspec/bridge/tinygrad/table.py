@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
+from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_float_unary, r_pow, r_stack, r_threefry, vector_length
 from tinyspec.bridge.tinygrad.variables import (bound_value, call_scope, concrete, define_var, is_bound, is_variable, kernel_vars, resolved,
                                                 value_of)
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
@@ -393,7 +394,7 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
   size_only: set = set()   # a PARAM's or BUFFER's size (and the weak CONST under its CAST): folded into their args
   for s in reversed(u.src):
     us = users.get(s, [])
-    if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only for x in us): size_only.add(s)
+    if us and all(x.op.name in ("PARAM", "BUFFER") or x in size_only or vector_length(x, s, users) for x in us): size_only.add(s)
   gate_blocks(tr, u)
   out: dict[UOp, None] = {}
   for s in u.src:
@@ -401,6 +402,9 @@ def r_linear(tr: Tr, u: Any, want: Any) -> UOp:
       tr.seen(s)
       continue
     if s in size_only:
+      tr.seen(s)
+      continue
+    if folded_vector_part(s, users):   # a vector load read lane by lane: each lane read is a load of its element
       tr.seen(s)
       continue
     if s.op.name == "CONST" and is_weak(s.dtype) and users.get(s) and all(x.op.name == "CAST" for x in users[s]):
@@ -482,7 +486,11 @@ RULES: dict[str, Rule] = {
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
-  "RECIPROCAL": Rule("RECIPROCAL(x)", "RECIP(x)", r_alu(Ops.RECIP)),
+  **{op: Rule(f"{op}(x); of an integer or bool x its dtype is x's float dtype (least_upper_float)",
+              f"{op}(x); of an integer or bool x {op}(CAST(x)) to that float dtype, as its programs convert x", r_float_unary(Ops[op]))
+     for op in ("SQRT", "EXP2", "LOG2", "SIN")},
+  "RECIPROCAL": Rule("RECIPROCAL(x); of an integer or bool x its dtype is x's float dtype (least_upper_float: x / y on ints)",
+                     "RECIP(x); of an integer or bool x RECIP(CAST(x)) to that float dtype, as its programs convert x", r_float_unary(Ops.RECIP)),
   "CDIV": Rule("CDIV(a, b): C division, truncating", "IDIV(a, b)", r_alu(Ops.IDIV)),
   "CMOD": Rule("CMOD(a, b): C remainder, truncating", "MOD(a, b)", r_alu(Ops.MOD)),
   "FLOORDIV": Rule("FLOORDIV(a, b): Python //, flooring, on ints",
@@ -490,9 +498,25 @@ RULES: dict[str, Rule] = {
   "FLOORMOD": Rule("FLOORMOD(a, b): Python %, flooring, on ints",
                    "WHERE(adj, MOD(a,b) + b, MOD(a,b)), adj as for FLOORDIV; unsigned: MOD(a, b)", r_floor(False)),
   "MULACC": Rule("MULACC(a, b, c)", "ADD(MUL(a, b), c)", r_mulacc),
+  "FDIV": Rule("FDIV(a, b): float division (programs: x / y, softmax's normalization)", "FDIV(a, b): IEEE division, correctly rounded",
+               r_alu(Ops.FDIV)),
+  "POW": Rule("POW(b, e) (x ** y); on floats tinygrad lowers it with xpow",
+              "as xpow computes it: WHERE(e == 0, 1, WHERE(b < 0, neg, r)), r = EXP2(LOG2(abs(b)) * e), abs(b) = WHERE(b < 0, -b, b), "
+              "neg = NaN where e is no integer (b = -inf: r), -r where e is odd, else r; on ints b ** e exactly (square and multiply over "
+              "e's bits with WHERE; e < 0: 1, +-1 for b = -1, else 0)", r_pow),
+  "THREEFRY": Rule("THREEFRY(x, key) on uint64: counter-based random bits (Tensor.rand, randn, randint, dropout, default inits)",
+                   "Threefry-2x32, 20 rounds, as tinygrad's threefry2x32 decomposes it: x and key split into uint32 halves (CAST, SHR), "
+                   "key schedule (k1, k0 ^ k1 ^ 0x1BD11BDA, k0), each round ADD, rotation (SHL + SHR) and XOR; "
+                   "OR(SHL(CAST(hi), 32), CAST(lo)) in uint64", r_threefry),
+  "STACK": Rule("STACK(x_0, ..., x_n-1) as a value in a tensor graph (Tensor.stack, cat of equal parts, random numbers): shape (n,) + x_0's",
+                "WHERE(mask_n-1, PAD(RESHAPE(x_n-1)), ... WHERE(mask_1, PAD(RESHAPE(x_1)), PAD(RESHAPE(x_0)))): x_i reshaped to (1,) + "
+                "its shape and PADded into row i, mask_i a PADded True (as tinyspec's cat); as a shape/offset source it is folded", r_stack),
   "CAST": Rule("CAST(x), target in the dtype (and arg)", "CAST(x) of the node's dtype; CAST of a weak CONST folds to a CONST of the target",
                r_cast(Ops.CAST)),
-  "BITCAST": Rule("BITCAST(x)", "BITCAST(x)", r_cast(Ops.BITCAST)),
+  "BITCAST": Rule("BITCAST(x); in a tensor graph to a dtype of another item size, the last axis rescaled (little-endian)",
+                  "BITCAST(x); between item sizes in a tensor graph: to a narrower dtype CAST(SHR(x expanded to k lanes, 8 * size * lane)) "
+                  "to the narrow unsigned dtype, to a wider one REDUCE ADD over k lanes of SHL(CAST(x), 8 * size * lane); BITCASTs "
+                  "to and from the unsigned dtype of each size", r_bitcast),
   "REDUCE": Rule("REDUCE(x) arg (op, n) in graphs; REDUCE(x, ranges...) arg (op, 0) in kernels",
                  "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op; an ADD over WHERE(cond, x, Invalid) in a kernel sums "
                  "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
@@ -533,9 +557,11 @@ RULES: dict[str, Rule] = {
                 "RANGE(bound) arg RangeArg(axis, kind): WEAK/LOOP -> LOOP, GLOBAL, REDUCE, UPCAST/UNROLL -> UNROLL; a multi-part axis gets "
                 "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them); DEVICE (a value, the "
                 "device's number) in a launch on one device: CONST of that number", r_range),
-  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape ()",
+  "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape (); "
+                "in programs INDEX(LOAD(SHRINK(buf, offset, n)), lane), a lane of a vector load",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
-                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0", r_index),
+                "(into the storage itself when the buffer is a RESHAPE of it); none: index 0; a lane of a vector load: "
+                "LOAD(INDEX(buf, offset + lane)), the vector load and its SHRINK not listed", r_index),
   "LOAD": Rule("LOAD(INDEX[, alt, gate])", "LOAD(INDEX[, alt, gate])", r_load),
   "LINEAR": Rule("LINEAR(uops...) of a program", "LINEAR(uops...); a PARAM's or BUFFER's size (and a weak CONST every user of which is a "
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),

@@ -260,6 +260,8 @@ def addrspace_of(arg: Any) -> AddrSpace:
 
 def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   """INDEX(buf, idx) or INDEX(buf, WHERE(cond, idx, Invalid)) -> (tinyspec INDEX, gate or None)."""
+  from tinyspec.bridge.tinygrad.composite import is_vector_load, lane_read   # composite's rules use this module
+  if len(u.src) == 2 and is_vector_load(u.src[0]): return lane_read(tr, u), None
   if len(u.src) > 2 or (len(u.src) == 1 and tr.shape(u.src[0]) == ()): return multi_index(tr, u), None
   if len(u.src) != 2: return tr.fail(u, "INDEX with no index source"), None
   buf, idx = u.src
