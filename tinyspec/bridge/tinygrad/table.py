@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
-                                               device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
-                                               param_size)
+                                               device_of, expanded_slots, index_and_gate, is_invalid, is_weak, launches, multi_count,
+                                               operand_dtype, param_size)
 from tinyspec.dtype import dtypes
 from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
 
@@ -23,6 +23,13 @@ def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
     if (n := multi_count(s)) is None: out.append(tr.value(s))
     else: out += tr.per_device(n, lambda s=s: tr.value(s))
   return UOp(Ops.SINK, dtypes.void, tuple(out))
+
+
+def r_mselect(tr: Tr, u: Any, want: Any) -> UOp:
+  """MSELECT(x, i): device i's own storage of x, storage over a device tuple (whichever device's translation reads it:
+  an all-reduce copies one device's partial result to the others)."""
+  if tr.kernel or not isinstance(u.arg, int): raise Untranslatable("MSELECT", tr.stage, f"MSELECT arg {u.arg!r} inside a kernel")
+  with tr.on(u.arg): return tr(u.src[0])
 
 
 def r_mstack(tr: Tr, u: Any, want: Any) -> UOp:
@@ -41,7 +48,16 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
   return UOp.const(dt, v)
 
 
+def replicated_storage(tr: Tr, u: Any) -> UOp | None:
+  """Storage over a device tuple read whole at a tensor stage, outside any one device's translation: tinygrad keeps a
+  replicated tensor so (a sharded one is an UNSHARD of it), tinyspec's form is a replicated MULTI of the per-device
+  storage. None for anything else."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified") or (n := multi_count(u)) is None: return None
+  return UOp.multi(tr.per_device(n, lambda: tr(u)), None)
+
+
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
+  if (m := replicated_storage(tr, u)) is not None: return m
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
   # storage over a device tuple is one BUFFER per device: keyed by the device's number too
@@ -60,7 +76,10 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
+  if (m := replicated_storage(tr, u)) is not None: return m
   slot = u.arg.slot
+  if tr.slots is not None and not tr.kernel and tr.shard is not None and multi_count(u) is not None:
+    slot = tr.slots[slot] + tr.shard   # a call's arg over a device tuple is one arg per device
   if not tr.kernel and slot in tr.bind:
     b = tr.bind[slot]
     if not isinstance(b, tuple): return b
@@ -84,6 +103,7 @@ def on_device(tr: Tr, a: Any) -> Any:
 
 def r_movement(op: Ops) -> Callable:
   def fn(tr: Tr, u: Any, want: Any) -> UOp:
+    if (x := flat_storage(tr, u)) is not None: return x
     arg = u.marg
     if tr.shard is not None:
       arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
@@ -92,6 +112,17 @@ def r_movement(op: Ops) -> Callable:
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
     return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
   return fn
+
+
+def flat_storage(tr: Tr, u: Any) -> UOp | None:
+  """A RESHAPE of storage among a kernel graph's args (tinygrad's all-reduce passes a copied shard so): the storage
+  itself, as kernel-graph storage is flat (a kernel reads it through its own PARAM); None for any other view."""
+  if u.op.name != "RESHAPE" or tr.kernel or tr.stage != "kernel_graph": return None
+  base = u.src[0]
+  while base.op.name == "AFTER": base = base.src[0]
+  if base.op.name not in ("BUFFER", "PARAM"): return None
+  tr.seen(*(x for s in u.src[1:] for x in s.toposort()))
+  return tr(u.src[0])
 
 
 def _flat(x: Any) -> list:
@@ -171,7 +202,7 @@ def r_same(op: Ops) -> Callable:
 
 def r_copy(tr: Tr, u: Any, want: Any) -> UOp:
   if isinstance(u.arg, str): return UOp(Ops.COPY, tr.dtype(u), (tr(u.src[0]),), u.arg)
-  if not (isinstance(u.arg, tuple) and all(isinstance(d, str) for d in u.arg)) or tr.kernel or tr.stage != "tensor":
+  if not (isinstance(u.arg, tuple) and all(isinstance(d, str) for d in u.arg)) or tr.kernel or tr.stage not in ("tensor", "callified"):
     raise Untranslatable("COPY", tr.stage, f"COPY to {u.arg!r} (multi-device)")
   x = tr(u.src[0])
   # a copy to a device tuple: on device j of a shard's translation its copy to device j, else each device's (replicated)
@@ -180,9 +211,9 @@ def r_copy(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 def r_unshard(tr: Tr, u: Any, want: Any) -> UOp:
-  """UNSHARD(x, DEVICE range) arg (axis,) at the tensor stage: tinyspec's MULTI of x translated once per device (the
+  """UNSHARD(x, DEVICE range) arg (axis,) at a tensor stage: tinyspec's MULTI of x translated once per device (the
   range bound to the device's number), split along axis."""
-  if tr.stage != "tensor" or tr.shard is not None or len(u.src) != 2 or not (isinstance(u.arg, tuple) and len(u.arg) == 1):
+  if tr.stage not in ("tensor", "callified") or tr.shard is not None or len(u.src) != 2 or not (isinstance(u.arg, tuple) and len(u.arg) == 1):
     raise Untranslatable("UNSHARD", tr.stage, f"UNSHARD arg {u.arg!r} outside a tensor graph's one sharded axis")
   rng = u.src[1]
   if rng.op.name != "RANGE" or rng.arg[-1].name != "DEVICE" or rng.src[0].op.name != "CONST":
@@ -218,7 +249,49 @@ def assign_to_value(tr: Tr, u: Any) -> UOp | None:
   return UOp(Ops.CONTIGUOUS, v.dtype, (broadcast(tr, v, tr.shape(u)),))
 
 
+def storage_shards(tr: Tr, x: Any) -> tuple[list[UOp], int | None] | None:
+  """A store target over a device tuple at a tensor stage: (its per-device storage, translated on each device, and the
+  axis it is split along: UNSHARD(x, DEVICE range) arg (axis,); a view of the storage itself is replicated, None), or
+  None when x is not storage over a device tuple."""
+  axis = None
+  if x.op.name == "UNSHARD" and len(x.src) == 2 and isinstance(x.arg, tuple) and len(x.arg) == 1:
+    tr.seen(x, *x.src[1].toposort())
+    axis, x = x.arg[0], x.src[0]
+  base = x
+  while base.op.name in GROUP_VIEWS or base.op.name == "AFTER": base = base.src[0]
+  if base.op.name not in ("PARAM", "BUFFER") or (n := multi_count(base)) is None: return None
+  return tr.per_device(n, lambda: tr(x)), axis
+
+
+GROUP_VIEWS = ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")
+
+
+def store_per_device(tr: Tr, u: Any) -> UOp | None:
+  """AFTER(x, STORE(x, v)) at a tensor stage with x storage over a device tuple (one buffer per device): tinyspec's
+  storage is on one device, so it is a STORE per device of that device's part of v, COPY(v's block j, device j) (split:
+  the SHRINK of v to shard j's block; replicated: v; tinyspec's COPY of a MULTI to one of its devices is the shard
+  already there), each AFTER its storage; read as a value, the MULTI of those AFTERs. None for any other AFTER."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified") or len(u.src) != 2: return None
+  tgt, st = u.src
+  if st.op.name != "STORE" or len(st.src) != 2 or st.src[0] is not tgt: return None
+  if (shards := storage_shards(tr, tgt)) is None: return None
+  targets, axis = shards
+  v = tr.value(st.src[1], targets[0].dtype)
+  v = broadcast(tr, v, tr.shape(tgt)) if v.shape else v
+  out, off = [], 0
+  for t in targets:
+    part = v
+    if axis is not None:
+      part = v.shrink(tuple((off, t.shape[axis]) if i == axis else (0, d) for i, d in enumerate(v.shape)))  # (offset, size)
+      off += t.shape[axis]
+    if part.device != t.device: part = part.copy_to(t.device)
+    out.append(UOp(Ops.AFTER, t.dtype, (t, UOp(Ops.STORE, dtypes.void, (t, part)))))
+  tr.seen(st)
+  return UOp.multi(out, axis)
+
+
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
+  if (v := store_per_device(tr, u)) is not None: return v
   if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
@@ -243,8 +316,9 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   precompiled call's schedule), or a COPY."""
   if u.dtype.name != "void": raise Untranslatable("CALL", tr.stage, "a value-returning CALL inside a kernel (an inline function call)")
   body = u.src[0]
-  args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
+  if name == "SINK" and type(body.arg).__name__ != "KernelInfo": return precompiled_call(tr, u)
+  args = tuple(tr(a) for a in u.src[1:])
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
@@ -252,7 +326,6 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     shard = tr.shard if launches(body) != (None,) else None
     if (prg := tr.bodies.get(body if shard is None else (body, shard))) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
     return UOp(Ops.CALL, dtypes.void, (tr.t.kernel(body, tr.stage, shard), *args))
-  if name == "SINK": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
       raise Untranslatable("CALL", tr.stage, "a call of a LINEAR holding more than kernel CALLs")
@@ -260,6 +333,36 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(Tr(tr.t, tr.stage, bodies=tr.bodies), body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def precompiled_call(tr: Tr, u: Any) -> UOp:
+  """CALL(SINK(effects...), args...): a precompiled call at TENSOR (its body a tensor graph over its own PARAMs). An arg
+  over a device tuple is one arg per device (its PARAMs renumbered, expanded_slots), since tinyspec's storage is on one
+  device. In a kernel graph its body is the kernel graph tinygrad lowered it into (get_kernel_graph of that body: the
+  all-reduce tinygrad makes a precompiled call), a nested kernel graph over the call's args; a call over every device
+  of a tuple is one call, the same in each device's translation."""
+  body = u.src[0]
+  counts = [multi_count(a) for a in u.src[1:]]
+  lowered = tr.t.lowered.get(body) if tr.stage == "kernel_graph" else None
+  multi = any(n is not None for n in counts)
+  if not multi and lowered is None:
+    return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage, bodies=tr.bodies)(body), *(tr(a) for a in u.src[1:])), call_name(u))
+  if (ret := tr.shared.get(u)) is not None: return ret
+  args: list[UOp] = []
+  for a, n in zip(u.src[1:], counts): args += [tr(a)] if n is None else tr.per_device(n, lambda a=a: tr(a))
+  inner = Tr(tr.t, tr.stage, bodies=tr.bodies, slots=expanded_slots(counts) if multi else None)
+  if lowered is not None:
+    tr.seen(*body.toposort())   # the body is translated: as tinygrad's own lowering of it
+    new_body = inner(lowered)
+  else:
+    entries: list[UOp] = []
+    for e in body.src:   # an entry over a device tuple (a MULTI of per-device AFTERs, store_per_device) is one entry per device
+      x = inner.value(e)
+      entries += list(x.src) if x.op is Ops.MULTI else [x]
+    inner.seen(body)
+    new_body = UOp(Ops.SINK, dtypes.void, tuple(entries))
+  tr.shared[u] = ret = UOp(Ops.CALL, dtypes.void, (new_body, *args), call_name(u))
+  return ret
 
 
 def call_name(u: Any) -> str | None:
@@ -423,6 +526,8 @@ RULES: dict[str, Rule] = {
                 "nor PARAM: an assign into a tensor not yet realized)",
                 "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
                 "(replace_store_after_with_contig)", r_after),
+  "MSELECT": Rule("MSELECT(x, i): device i's own storage of x, storage over a device tuple (an all-reduce's arg)",
+                  "x as translated on device i (that device's BUFFER or PARAM)", r_mselect),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),

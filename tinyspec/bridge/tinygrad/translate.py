@@ -66,11 +66,15 @@ class Rule:
 class Tr:
   """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
-               bodies: dict[Any, UOp] | None = None, shard: int | None = None):
+               bodies: dict[Any, UOp] | None = None, shard: int | None = None, slots: dict[int, int] | None = None):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
     # None, or the device (its number in a device tuple) that multi-device storage, kernels and kernel-graph entries are
     # translated as launched on: tinygrad keeps them one node over the tuple, tinyspec one per device
     self.shard = shard
+    # a call body's PARAM slot k over a device tuple -> the first of its per-device slots (slots[k] + device number): the
+    # call's arg over the tuple is one arg per device (expanded_slots)
+    self.slots = slots
+    self.shared: dict[Any, UOp] = {}   # translations the same whichever device is being translated for (a call over all of them)
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
@@ -158,6 +162,7 @@ class Translation:
   # tuple: its per-device BUFFERs and the axis tinygrad concatenates them along (None: replicated, device 0's is read)
   output_shapes: list[tuple[int, ...]] = field(default_factory=list)  # per output: the shape tinygrad gave it
   bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
+  lowered: dict[Any, Any] = field(default_factory=dict)   # a call body tinygrad lowered on its own (its all-reduce) -> that kernel graph
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
   device: str = "CPU"
@@ -182,7 +187,7 @@ class Translation:
     with_programs: each kernel whose program translated runs as that PROGRAM instead of its AST."""
     kg, call = self.bound_graphs[self.main_kernel_graph if index is None else index]
     bind = {} if call is None else {i: self.storage(a) for i, a in enumerate(call.src[1:])}
-    tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None)
+    tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None, slots=None if call is not None else graph_slots(kg))
     return tr(kg)
 
   def kernel(self, body: Any, stage: str, shard: int | None = None) -> UOp:
@@ -220,6 +225,25 @@ def multi_count(u: Any) -> int | None:
   if u.op.name == "CALL": return next((n for a in u.src[1:] if (n := multi_count(a)) is not None), None)
   d = getattr(u.arg, "device", None) if u.op.name in ("PARAM", "BUFFER") else None
   return len(d) if isinstance(d, tuple) else None
+
+
+def expanded_slots(counts: list[int | None]) -> dict[int, int]:
+  """Arg k of a call over n_k devices (None: one) -> its first slot once every arg over a device tuple is one arg per
+  device, in order (arg k's device j at slot expanded[k] + j)."""
+  out, nxt = {}, 0
+  for k, n in enumerate(counts):
+    out[k], nxt = nxt, nxt + (n or 1)
+  return out
+
+
+def graph_slots(kg: Any) -> dict[int, int] | None:
+  """expanded_slots of a kernel graph's own top-level PARAMs (outside kernel bodies), when one is over a device tuple
+  and its slots are 0..n-1: the graph of a call checked on its own (tinygrad's all-reduce), its args not at hand."""
+  counts: dict[int, int | None] = {}
+  for u in kg.toposort(gate=lambda x: not (x.op.name == "SINK" and type(x.arg).__name__ == "KernelInfo")):
+    if u.op.name == "PARAM" and getattr(u.arg, "slot", -1) >= 0: counts[u.arg.slot] = multi_count(u)
+  if not any(n is not None for n in counts.values()) or sorted(counts) != list(range(len(counts))): return None
+  return expanded_slots([counts[k] for k in range(len(counts))])
 
 
 def launches(root: Any) -> tuple[int | None, ...]:
@@ -381,6 +405,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
 
   one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))
   calls = [c for _, c, _ in cap.callified]
+  t.lowered = {kg_in: kg for kg_in, kg in cap.kernel_graphs}
   for c in calls: one("callified", c, lambda c=c: callified(t, c))
   # the kernel graph of a callified body binds its PARAMs to that CALL's args
   for kg_in, kg in cap.kernel_graphs:
