@@ -125,7 +125,7 @@ def _read_inputs(cap: Capture, root: Any) -> None:
   which BUFFERs it has not allocated yet (storage the run allocates: nothing is in it before the run writes it)."""
   for u in root.toposort():
     if u.op.name != "BUFFER" or u in cap.inputs or u in cap.fresh: continue
-    if (data := _read_buffer(u)) is not None: cap.inputs[u] = data
+    if (data := _read_buffer(u, per_device=True)) is not None: cap.inputs[u] = data
     elif not _allocated(u): cap.fresh.add(u)
 
 
@@ -134,10 +134,13 @@ def _allocated(u: Any) -> bool:
   except Exception: return False
 
 
-def _read_buffer(u: Any) -> np.ndarray | None:
+def _read_buffer(u: Any, per_device: bool = False) -> np.ndarray | None:
+  """The contents of a BUFFER tinygrad has allocated; per_device: storage over a device tuple (a MultiBuffer) too, one
+  row per device (an input's contents: each device's BUFFER is one of tinyspec's)."""
   try:
     buf = u.buffer
     if not buf.is_allocated(): return None
+    if per_device and hasattr(buf, "bufs"): return np.stack([np.array(b.numpy(), copy=True) for b in buf.bufs])
     return np.array(buf.numpy(), copy=True)
   except Exception:
     return None

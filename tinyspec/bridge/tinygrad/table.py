@@ -78,8 +78,10 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   if (m := replicated_storage(tr, u)) is not None: return m
   slot = u.arg.slot
-  if tr.slots is not None and not tr.kernel and tr.shard is not None and multi_count(u) is not None:
-    slot = tr.slots[slot] + tr.shard   # a call's arg over a device tuple is one arg per device
+  if tr.slots is not None and not tr.kernel and slot in tr.slots:
+    # a call's arg over a device tuple is one arg per device: every slot moves, and such an arg's is its device's
+    if (n := multi_count(u)) is not None and tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"a PARAM over {n} devices read outside one")
+    slot = tr.slots[slot] + (tr.shard if n is not None else 0)
   if not tr.kernel and slot in tr.bind:
     b = tr.bind[slot]
     if not isinstance(b, tuple): return b

@@ -425,6 +425,8 @@ def translate(cap: Any, strict: bool = True) -> Translation:
       if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
+    for j in range(multi_count(data_of) or 0):   # storage over a device tuple: device j's row, into its BUFFER
+      if (data_of, j) in t.buffers: t.inputs[t.buffers[data_of, j].arg.id] = data[j].reshape(-1)
   t.unknown = unknown_contents(t, cap)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
   t.output_shards = [_shards_of(t, u) for u in cap.realized]
