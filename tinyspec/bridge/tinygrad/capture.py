@@ -276,8 +276,13 @@ def _strong(t: Any) -> Any:
 
 def _realized_by(step: Capture, outs: tuple) -> bool:
   """Every output is (a view of) storage step wrote: the outputs' values are that step's."""
-  written = {s for s in step.output_storage if s is not None}
-  return all(_storage_of(t.uop) in written for t in outs)
+  written = {s for s in step.output_storage if s is not None} | {_storage_of(_unsharded(u)) for u in step.realized} - {None}
+  return all(_storage_of(_unsharded(t.uop)) in written for t in outs)
+
+
+def _unsharded(u: Any) -> Any:
+  """What a sharded tensor's UNSHARD(storage, DEVICE range) is over (its storage over the device tuple), else u."""
+  return u.src[0] if u.op.name == "UNSHARD" else u
 
 
 def _jit_capturing() -> bool:
