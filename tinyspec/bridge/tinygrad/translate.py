@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, walk
 
 STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")
 
@@ -353,13 +353,10 @@ def called(kg: UOp) -> UOp:
   """A precompiled function's own kernel graph has PARAMs for its args: it is the body of a CALL, so it is checked as
   SINK(CALL(kg, BUFFER per PARAM slot)) with fresh BUFFERs of the PARAMs' sizes and dtypes."""
   params: dict[int, UOp] = {}
-  for u in kg.toposort(gate=lambda x: x.op is not Ops.CALL):
+  # the graph's own PARAMs: everywhere but inside a call's body (a kernel's PARAMs are its own), the args of a call
+  # that an AFTER among another call's args waits for included
+  for u in walk((kg,), lambda x: x.src[1:] if x.op is Ops.CALL else x.src):
     if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
-  for c in (x for x in kg.toposort(gate=lambda x: x.op is not Ops.CALL) if x.op is Ops.CALL):
-    for a in c.src[1:]:
-      b = a
-      while b.op is Ops.AFTER: b = b.src[0]
-      if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
   if not params or sorted(params) != list(range(len(params))): return kg
   bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
