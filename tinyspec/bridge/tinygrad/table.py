@@ -490,14 +490,18 @@ RULES: dict[str, Rule] = {
                 "CONST of the consumer's dtype when weak (weakint alone: index; weakfloat alone: float32), value unwrapped", r_const),
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
-                 "per graph (tinygrad reuses their slot numbers)", r_buffer),
+                 "per graph (tinygrad reuses their slot numbers); storage over a device tuple is one BUFFER per device (read whole "
+                 "at a tensor stage outside one device's translation: the replicated MULTI of them)", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
                 "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
                 "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
-                "_device_num a CONST of that device's number", r_param),
+                "_device_num a CONST of that device's number; in the body of a call whose args over a device tuple are one arg per "
+                "device, every slot renumbered to its arg's (arg k's device j at its first slot + j); read whole at a tensor stage "
+                "outside one device's translation, the replicated MULTI of its per-device PARAMs", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
-              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})",
+              f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'})"
+              + ("; among a kernel graph's call args a RESHAPE of storage is that storage (kernel-graph storage is flat)" if op == "RESHAPE" else ""),
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
@@ -517,17 +521,21 @@ RULES: dict[str, Rule] = {
                  "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
   "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
-  "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at the tensor stage a COPY to a device tuple is a "
-               "replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the COPY to that device)", r_copy),
+  "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at a tensor stage (the tensor graph, a precompiled body) a "
+               "COPY to a device tuple is a replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the "
+               "COPY to that device)", r_copy),
   "UNSHARD": Rule("UNSHARD(x, RANGE of AxisType.DEVICE) arg (axis,): x's shards side by side along axis",
-                  "at the tensor stage MULTI(x on device 0, ..., x on device n-1) arg axis, x translated once per device with the "
+                  "at a tensor stage MULTI(x on device 0, ..., x on device n-1) arg axis, x translated once per device with the "
                   "range bound to its number", r_unshard),
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
-                "nor PARAM: an assign into a tensor not yet realized)",
+                "nor PARAM: an assign into a tensor not yet realized), or with x storage over a device tuple (UNSHARD(storage, "
+                "DEVICE range) arg (axis,) split, the storage itself replicated)",
                 "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
-                "(replace_store_after_with_contig)", r_after),
+                "(replace_store_after_with_contig); into storage over a device tuple, per device j AFTER(x_j, STORE(x_j, "
+                "COPY(v_j, device j))), v_j the SHRINK of v to shard j's block (replicated: v), the MULTI of them arg axis (a "
+                "precompiled body's entry: one entry per device)", r_after),
   "MSELECT": Rule("MSELECT(x, i): device i's own storage of x, storage over a device tuple (an all-reduce's arg)",
                   "x as translated on device i (that device's BUFFER or PARAM)", r_mselect),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
@@ -544,7 +552,10 @@ RULES: dict[str, Rule] = {
                "body a tensor graph over its own PARAMs); a LINEAR of kernel CALLs (a precompiled function's schedule) becomes a nested "
                "kernel-graph SINK whose order is AFTER (each call takes the latest version of its args; a write also waits for earlier "
                "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
-               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src)",
+               "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); "
+               "an arg over a device tuple of a SINK-body call is one arg per device (its body's PARAMs renumbered); at the kernel "
+               "graph a SINK-body call (tinygrad's all-reduce, precompiled) has as body the kernel graph tinygrad lowers that body "
+               "into (get_kernel_graph, captured), a nested kernel graph, one call in every device's entries",
                r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),
