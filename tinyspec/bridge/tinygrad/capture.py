@@ -298,7 +298,7 @@ def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) ->
   cap.realized = list(realized)
   cap.output_storage = [_storage_of(u) for u in realized]
   if after_jit:
-    data = [_read_buffer(s) if s is not None else None for s in cap.output_storage]
+    data = [_read_stored(u) for u in realized]
     if (bad := next((i for i, d in enumerate(data) if d is None), None)) is not None:
       cap.unread = f"output {bad}'s storage is not readable after TinyJit's run of its capture (it plans such storage into its own memory)"
       cap.outputs = [np.zeros(u.shape) if d is None else d.reshape(u.shape) for u, d in zip(realized, data)]
@@ -306,6 +306,19 @@ def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) ->
     cap.outputs = [d.reshape(u.shape) for u, d in zip(realized, data)]
     return
   cap.outputs = [_numbers(u, s) for u, s in zip(realized, cap.output_storage)]
+
+
+def _read_stored(u: Any) -> np.ndarray | None:
+  """A realized uop's numbers read from its storage alone (None when it is no storage, or not readable): a BUFFER
+  through RESHAPEs; storage over a device tuple, replicated: device 0's; UNSHARD(RESHAPE(storage), DEVICE range) arg
+  (axis,): the devices' blocks (each of the RESHAPE's shape) side by side along axis."""
+  axis, inner = (u.arg[0], u.src[0]) if u.op.name == "UNSHARD" else (None, u)
+  if (s := _storage_of(inner)) is None: return None
+  if not isinstance(s.arg.device, tuple):
+    return None if axis is not None or (d := _read_buffer(s)) is None else d.reshape(u.shape)
+  if (rows := _read_buffer(s, per_device=True)) is None: return None
+  if axis is None: return rows[0].reshape(u.shape)
+  return np.concatenate([r.reshape(inner.shape) for r in rows], axis=axis).reshape(u.shape)
 
 
 def _numbers(u: Any, storage: Any) -> np.ndarray:

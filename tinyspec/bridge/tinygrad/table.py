@@ -419,6 +419,7 @@ def r_gettuple(tr: Tr, u: Any, want: Any) -> UOp:
 def r_range(tr: Tr, u: Any, want: Any) -> UOp:
   *axis, kind = u.arg
   if kind.name == "DEVICE" and tr.shard is not None:   # a launch on one device: the runtime binds the axis to its number
+    tr.seen(*(x for b in u.src for x in b.toposort()))   # the device count, folded with it
     return UOp.const(dtypes.index if is_weak(u.dtype) else tr.dtype(u), tr.shard)
   k = AXIS.get(kind.name)
   if k is None: raise Untranslatable("RANGE", tr.stage, f"axis type {kind.name}")
