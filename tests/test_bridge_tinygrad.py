@@ -177,19 +177,18 @@ def program():
 """
 
 
-def test_a_sharded_program_is_not_reported_as_holding(capsys, tmp_path):
-  # tinygrad 0.14 captures kernels of a sharded program, but its graphs above the kernels (UNSHARD, MSTACK, multi-device
-  # PARAMs and BUFFERs) have no tinyspec form: nothing of them is checked and no numbers are compared, so the verb must
-  # not print "all holds" nor exit 0
+def test_a_sharded_program_holds_at_every_stage(capsys, tmp_path):
+  # a sum over the sharded axis: tinygrad's callified graph stores into storage over the device tuple, and its kernel
+  # graph holds the all-reduce as a precompiled call; every stage translates, is legal and gives tinygrad's numbers
   prog = tmp_path / "sharded.py"
   prog.write_text(SHARDED)
-  assert check_main(str(prog)) == 3
+  assert check_main(str(prog)) == 0
   out = capsys.readouterr().out
-  assert "all holds" not in out and "NOT CHECKED" in out
-  assert "kernel_graph: none of its" in out and "numbers, kernel ASTs: not compared" in out
+  assert "all holds" in out and "NOT CHECKED" not in out
+  for mode in ("tensor graph", "callified graph", "kernel graph with kernel ASTs", "kernel graph with programs"):
+    assert f"numbers, {mode}" in out.replace(" (its precompiled CALL)", "")
   rep = run_check(runpy.run_path(str(prog))["program"])
-  assert rep.ok and not rep.ran["kernel ASTs"] and rep.capture.kernels
-  assert not any(rep.violations.values())
+  assert rep.all_ok and rep.all_unchecked == [] and all(d == n for d, n in rep.translation.coverage().values())
 
 
 @pytest.mark.parametrize("view", ["reshape", "permute", "expand"])
@@ -219,17 +218,23 @@ SHARDED_PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(SHARDED_PROGRAMS))
-def test_a_sharded_tensor_graph_is_a_multi_and_reproduces_tinygrad(name):
+def test_a_sharded_program_is_a_multi_and_reproduces_tinygrad_at_every_stage(name):
   # tinygrad's UNSHARD(x, DEVICE range) is tinyspec's MULTI of x once per device (the range bound to its number), its
-  # COPY to a device tuple a COPY per device: the tensor graph translates whole, is legal, and gives tinygrad's numbers
+  # COPY to a device tuple a COPY per device: the tensor graph translates whole; the callified graph's storage over the
+  # device tuple is one BUFFER per device, and the kernel graph one entry per device. Every stage translates, is
+  # legal, and each of the four evaluations gives tinygrad's numbers
   from tinygrad import Tensor
   def prog(): return SHARDED_PROGRAMS[name](Tensor, Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)).shard(("CPU:0", "CPU:1"), axis=0))
   rep = run_check(prog)
   t = rep.translation
   g = t.graphs["tensor"][0][1]
   assert g is not None, t.untranslatable("tensor")
-  assert any(u.op is Ops.MULTI for u in g.toposort()) and t.coverage()["tensor"][0] == t.coverage()["tensor"][1]
-  assert rep.violations["tensor"] == [] and rep.ran["tensor"] and rep.numbers["tensor"] is None
+  assert any(u.op is Ops.MULTI for u in g.toposort())
+  assert {s: (d, n) for s, (d, n) in t.coverage().items() if d != n} == {}
+  assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
+  assert rep.ran == {"tensor": True, "callified": True, "kernel ASTs": True, "programs": True}
+  assert all(x is None for x in rep.numbers.values()), rep.numbers
+  assert rep.all_ok and rep.all_unchecked == []
 
 
 def test_a_copy_from_host_memory_to_an_opencl_device_is_a_copy_call(opencl):

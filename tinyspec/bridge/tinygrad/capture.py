@@ -137,7 +137,7 @@ def _read_inputs(cap: Capture, root: Any) -> None:
   which BUFFERs it has not allocated yet (storage the run allocates: nothing is in it before the run writes it)."""
   for u in root.toposort():
     if u.op.name != "BUFFER" or u in cap.inputs or u in cap.fresh: continue
-    if (data := _read_buffer(u)) is not None: cap.inputs[u] = data
+    if (data := _read_buffer(u, per_device=True)) is not None: cap.inputs[u] = data
     elif not _allocated(u): cap.fresh.add(u)
 
 
@@ -146,10 +146,13 @@ def _allocated(u: Any) -> bool:
   except Exception: return False
 
 
-def _read_buffer(u: Any) -> np.ndarray | None:
+def _read_buffer(u: Any, per_device: bool = False) -> np.ndarray | None:
+  """The contents of a BUFFER tinygrad has allocated; per_device: storage over a device tuple (a MultiBuffer) too, one
+  row per device (an input's contents: each device's BUFFER is one of tinyspec's)."""
   try:
     buf = u.buffer
     if not buf.is_allocated(): return None
+    if per_device and hasattr(buf, "bufs"): return np.stack([np.array(b.numpy(), copy=True) for b in buf.bufs])
     return np.array(buf.numpy(), copy=True)
   except Exception:
     return None
@@ -302,8 +305,13 @@ def _deviced(t: Any, device: str) -> Any:
 
 def _realized_by(step: Capture, outs: tuple) -> bool:
   """Every output is (a view of) storage step wrote: the outputs' values are that step's."""
-  written = {s for s in step.output_storage if s is not None}
-  return all(_storage_of(t.uop) in written for t in outs)
+  written = {s for s in step.output_storage if s is not None} | {_storage_of(_unsharded(u)) for u in step.realized} - {None}
+  return all(_storage_of(_unsharded(t.uop)) in written for t in outs)
+
+
+def _unsharded(u: Any) -> Any:
+  """What a sharded tensor's UNSHARD(storage, DEVICE range) is over (its storage over the device tuple), else u."""
+  return u.src[0] if u.op.name == "UNSHARD" else u
 
 
 def _jit_capturing() -> bool:
@@ -319,7 +327,7 @@ def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) ->
   cap.realized = list(realized)
   cap.output_storage = [_storage_of(u) for u in realized]
   if after_jit:
-    data = [_read_buffer(s) if s is not None else None for s in cap.output_storage]
+    data = [_read_stored(u) for u in realized]
     if (bad := next((i for i, d in enumerate(data) if d is None), None)) is not None:
       cap.unread = f"output {bad}'s storage is not readable after TinyJit's run of its capture (it plans such storage into its own memory)"
       cap.outputs = [np.zeros(u.shape) if d is None else d.reshape(u.shape) for u, d in zip(realized, data)]
@@ -327,6 +335,19 @@ def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) ->
     cap.outputs = [d.reshape(u.shape) for u, d in zip(realized, data)]
     return
   cap.outputs = [_numbers(u, s) for u, s in zip(realized, cap.output_storage)]
+
+
+def _read_stored(u: Any) -> np.ndarray | None:
+  """A realized uop's numbers read from its storage alone (None when it is no storage, or not readable): a BUFFER
+  through RESHAPEs; storage over a device tuple, replicated: device 0's; UNSHARD(RESHAPE(storage), DEVICE range) arg
+  (axis,): the devices' blocks (each of the RESHAPE's shape) side by side along axis."""
+  axis, inner = (u.arg[0], u.src[0]) if u.op.name == "UNSHARD" else (None, u)
+  if (s := _storage_of(inner)) is None: return None
+  if not isinstance(s.arg.device, tuple):
+    return None if axis is not None or (d := _read_buffer(s)) is None else d.reshape(u.shape)
+  if (rows := _read_buffer(s, per_device=True)) is None: return None
+  if axis is None: return rows[0].reshape(u.shape)
+  return np.concatenate([r.reshape(inner.shape) for r in rows], axis=axis).reshape(u.shape)
 
 
 def _numbers(u: Any, storage: Any) -> np.ndarray:

@@ -10,8 +10,8 @@ from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_
 from tinyspec.bridge.tinygrad.variables import (bound_value, call_scope, concrete, define_var, is_bound, is_variable, kernel_vars, resolved,
                                                 value_of)
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
-                                               device_of, index_and_gate, is_invalid, is_weak, launches, multi_count, operand_dtype,
-                                               param_size)
+                                               device_of, expanded_slots, index_and_gate, is_invalid, is_weak, launches, multi_count,
+                                               operand_dtype, param_size)
 from tinyspec.dtype import dtypes
 from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
 
@@ -26,6 +26,13 @@ def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
     if (n := multi_count(s)) is None: out.append(tr.value(s))
     else: out += tr.per_device(n, lambda s=s: tr.value(s))
   return UOp(Ops.SINK, dtypes.void, tuple(out))
+
+
+def r_mselect(tr: Tr, u: Any, want: Any) -> UOp:
+  """MSELECT(x, i): device i's own storage of x, storage over a device tuple (whichever device's translation reads it:
+  an all-reduce copies one device's partial result to the others)."""
+  if tr.kernel or not isinstance(u.arg, int): raise Untranslatable("MSELECT", tr.stage, f"MSELECT arg {u.arg!r} inside a kernel")
+  with tr.on(u.arg): return tr(u.src[0])
 
 
 def r_mstack(tr: Tr, u: Any, want: Any) -> UOp:
@@ -44,8 +51,17 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
   return UOp.const(dt, v)
 
 
+def replicated_storage(tr: Tr, u: Any) -> UOp | None:
+  """Storage over a device tuple read whole at a tensor stage, outside any one device's translation: tinygrad keeps a
+  replicated tensor so (a sharded one is an UNSHARD of it), tinyspec's form is a replicated MULTI of the per-device
+  storage. None for anything else."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified") or (n := multi_count(u)) is None: return None
+  return UOp.multi(tr.per_device(n, lambda: tr(u)), None)
+
+
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   if is_variable(u): return define_var(tr, u)   # an unbound Variable: its value is an input of the run
+  if (m := replicated_storage(tr, u)) is not None: return m
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
   # storage over a device tuple is one BUFFER per device: keyed by the device's number too
@@ -65,7 +81,12 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
   if is_variable(u): return r_variable(tr, u)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
+  if (m := replicated_storage(tr, u)) is not None: return m
   slot = u.arg.slot
+  if tr.slots is not None and not tr.kernel and slot in tr.slots:
+    # a call's arg over a device tuple is one arg per device: every slot moves, and such an arg's is its device's
+    if (n := multi_count(u)) is not None and tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"a PARAM over {n} devices read outside one")
+    slot = tr.slots[slot] + (tr.shard if n is not None else 0)
   if not tr.kernel and slot in tr.bind:
     b = tr.bind[slot]
     if not isinstance(b, tuple): return b
@@ -97,6 +118,7 @@ def on_device(tr: Tr, a: Any) -> Any:
 
 def r_movement(op: Ops) -> Callable:
   def fn(tr: Tr, u: Any, want: Any) -> UOp:
+    if (x := flat_storage(tr, u)) is not None: return x
     arg = u.marg
     if tr.shard is not None:
       arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
@@ -110,6 +132,17 @@ def r_movement(op: Ops) -> Callable:
 def _nested(x: Any, fn: Callable) -> Any:
   """fn on every leaf of a (nested) tuple arg."""
   return tuple(_nested(a, fn) for a in x) if isinstance(x, tuple) else fn(x)
+
+
+def flat_storage(tr: Tr, u: Any) -> UOp | None:
+  """A RESHAPE of storage among a kernel graph's args (tinygrad's all-reduce passes a copied shard so): the storage
+  itself, as kernel-graph storage is flat (a kernel reads it through its own PARAM); None for any other view."""
+  if u.op.name != "RESHAPE" or tr.kernel or tr.stage != "kernel_graph": return None
+  base = u.src[0]
+  while base.op.name == "AFTER": base = base.src[0]
+  if base.op.name not in ("BUFFER", "PARAM"): return None
+  tr.seen(*(x for s in u.src[1:] for x in s.toposort()))
+  return tr(u.src[0])
 
 
 def _flat(x: Any) -> list:
@@ -189,7 +222,7 @@ def r_same(op: Ops) -> Callable:
 
 def r_copy(tr: Tr, u: Any, want: Any) -> UOp:
   if isinstance(u.arg, str): return UOp(Ops.COPY, tr.dtype(u), (tr(u.src[0]),), u.arg)
-  if not (isinstance(u.arg, tuple) and all(isinstance(d, str) for d in u.arg)) or tr.kernel or tr.stage != "tensor":
+  if not (isinstance(u.arg, tuple) and all(isinstance(d, str) for d in u.arg)) or tr.kernel or tr.stage not in ("tensor", "callified"):
     raise Untranslatable("COPY", tr.stage, f"COPY to {u.arg!r} (multi-device)")
   x = tr(u.src[0])
   # a copy to a device tuple: on device j of a shard's translation its copy to device j, else each device's (replicated)
@@ -198,9 +231,9 @@ def r_copy(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 def r_unshard(tr: Tr, u: Any, want: Any) -> UOp:
-  """UNSHARD(x, DEVICE range) arg (axis,) at the tensor stage: tinyspec's MULTI of x translated once per device (the
+  """UNSHARD(x, DEVICE range) arg (axis,) at a tensor stage: tinyspec's MULTI of x translated once per device (the
   range bound to the device's number), split along axis."""
-  if tr.stage != "tensor" or tr.shard is not None or len(u.src) != 2 or not (isinstance(u.arg, tuple) and len(u.arg) == 1):
+  if tr.stage not in ("tensor", "callified") or tr.shard is not None or len(u.src) != 2 or not (isinstance(u.arg, tuple) and len(u.arg) == 1):
     raise Untranslatable("UNSHARD", tr.stage, f"UNSHARD arg {u.arg!r} outside a tensor graph's one sharded axis")
   rng = u.src[1]
   if rng.op.name != "RANGE" or rng.arg[-1].name != "DEVICE" or rng.src[0].op.name != "CONST":
@@ -236,10 +269,52 @@ def assign_to_value(tr: Tr, u: Any) -> UOp | None:
   return UOp(Ops.CONTIGUOUS, v.dtype, (broadcast(tr, v, tr.shape(u)),))
 
 
+def storage_shards(tr: Tr, x: Any) -> tuple[list[UOp], int | None] | None:
+  """A store target over a device tuple at a tensor stage: (its per-device storage, translated on each device, and the
+  axis it is split along: UNSHARD(x, DEVICE range) arg (axis,); a view of the storage itself is replicated, None), or
+  None when x is not storage over a device tuple."""
+  axis = None
+  if x.op.name == "UNSHARD" and len(x.src) == 2 and isinstance(x.arg, tuple) and len(x.arg) == 1:
+    tr.seen(x, *x.src[1].toposort())
+    axis, x = x.arg[0], x.src[0]
+  base = x
+  while base.op.name in GROUP_VIEWS or base.op.name == "AFTER": base = base.src[0]
+  if base.op.name not in ("PARAM", "BUFFER") or (n := multi_count(base)) is None: return None
+  return tr.per_device(n, lambda: tr(x)), axis
+
+
+GROUP_VIEWS = ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")
+
+
+def store_per_device(tr: Tr, u: Any) -> UOp | None:
+  """AFTER(x, STORE(x, v)) at a tensor stage with x storage over a device tuple (one buffer per device): tinyspec's
+  storage is on one device, so it is a STORE per device of that device's part of v, COPY(v's block j, device j) (split:
+  the SHRINK of v to shard j's block; replicated: v; tinyspec's COPY of a MULTI to one of its devices is the shard
+  already there), each AFTER its storage; read as a value, the MULTI of those AFTERs. None for any other AFTER."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified") or len(u.src) != 2: return None
+  tgt, st = u.src
+  if st.op.name != "STORE" or len(st.src) != 2 or st.src[0] is not tgt: return None
+  if (shards := storage_shards(tr, tgt)) is None: return None
+  targets, axis = shards
+  v = tr.value(st.src[1], targets[0].dtype)
+  v = broadcast(tr, v, tr.shape(tgt)) if v.shape else v
+  out, off = [], 0
+  for t in targets:
+    part = v
+    if axis is not None:
+      part = v.shrink(tuple((off, t.shape[axis]) if i == axis else (0, d) for i, d in enumerate(v.shape)))  # (offset, size)
+      off += t.shape[axis]
+    if part.device != t.device: part = part.copy_to(t.device)
+    out.append(UOp(Ops.AFTER, t.dtype, (t, UOp(Ops.STORE, dtypes.void, (t, part)))))
+  tr.seen(st)
+  return UOp.multi(out, axis)
+
+
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
   if is_bound(u):   # bind()'s AFTER(var, STORE(var, CONST v)): the variable bound to v
     tr.seen(*u.toposort())
     return define_var(tr, u.src[0]).bind(bound_value(u))
+  if (v := store_per_device(tr, u)) is not None: return v
   if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
@@ -264,9 +339,10 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   precompiled call's schedule), or a COPY."""
   if u.dtype.name != "void": raise Untranslatable("CALL", tr.stage, "a value-returning CALL inside a kernel (an inline function call)")
   body = u.src[0]
-  args = tuple(tr(a) for a in u.src[1:])
   name = body.op.name
   inner = call_scope(tr, u.src[1:])   # the variables the body reads as pk
+  if name == "SINK" and type(body.arg).__name__ != "KernelInfo": return precompiled_call(tr, u, inner)
+  args = tuple(tr(a) for a in u.src[1:])
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
@@ -309,6 +385,36 @@ def scoped(tr: Tr, scope: dict) -> Tr:
   """tr reading the variables of scope (a CALL's body: the names it reads its variable args as)."""
   tr.scope = scope
   return tr
+
+
+def precompiled_call(tr: Tr, u: Any, scope: dict) -> UOp:
+  """CALL(SINK(effects...), args...): a precompiled call at TENSOR (its body a tensor graph over its own PARAMs). An arg
+  over a device tuple is one arg per device (its PARAMs renumbered, expanded_slots), since tinyspec's storage is on one
+  device. In a kernel graph its body is the kernel graph tinygrad lowered it into (get_kernel_graph of that body: the
+  all-reduce tinygrad makes a precompiled call), a nested kernel graph over the call's args; a call over every device
+  of a tuple is one call, the same in each device's translation. scope: the variables the body reads as pk (call_scope)."""
+  body = u.src[0]
+  counts = [multi_count(a) for a in u.src[1:]]
+  lowered = tr.t.lowered.get(body) if tr.stage == "kernel_graph" else None
+  multi = any(n is not None for n in counts)
+  if not multi and lowered is None:
+    return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), scope)(body), *(tr(a) for a in u.src[1:])), call_name(u))
+  if (ret := tr.shared.get(u)) is not None: return ret
+  args: list[UOp] = []
+  for a, n in zip(u.src[1:], counts): args += [tr(a)] if n is None else tr.per_device(n, lambda a=a: tr(a))
+  inner = scoped(Tr(tr.t, tr.stage, bodies=tr.bodies, slots=expanded_slots(counts) if multi else None), scope)
+  if lowered is not None:
+    tr.seen(*body.toposort())   # the body is translated: as tinygrad's own lowering of it
+    new_body = inner(lowered)
+  else:
+    entries: list[UOp] = []
+    for e in body.src:   # an entry over a device tuple (a MULTI of per-device AFTERs, store_per_device) is one entry per device
+      x = inner.value(e)
+      entries += list(x.src) if x.op is Ops.MULTI else [x]
+    inner.seen(body)
+    new_body = UOp(Ops.SINK, dtypes.void, tuple(entries))
+  tr.shared[u] = ret = UOp(Ops.CALL, dtypes.void, (new_body, *args), call_name(u))
+  return ret
 
 
 def call_name(u: Any) -> str | None:
@@ -363,6 +469,7 @@ def r_gettuple(tr: Tr, u: Any, want: Any) -> UOp:
 def r_range(tr: Tr, u: Any, want: Any) -> UOp:
   *axis, kind = u.arg
   if kind.name == "DEVICE" and tr.shard is not None:   # a launch on one device: the runtime binds the axis to its number
+    tr.seen(*(x for b in u.src for x in b.toposort()))   # the device count, folded with it
     return UOp.const(dtypes.index if is_weak(u.dtype) else tr.dtype(u), tr.shard)
   k = AXIS.get(kind.name)
   if k is None: raise Untranslatable("RANGE", tr.stage, f"axis type {kind.name}")
@@ -472,17 +579,21 @@ RULES: dict[str, Rule] = {
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
                  "per graph (tinygrad reuses their slot numbers); a Variable (a 0-d BUFFER of address space ALU with a name and vmin_vmax, "
-                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run", r_buffer),
+                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run; storage over a device tuple is one BUFFER per device (read whole "
+                 "at a tensor stage outside one device's translation: the replicated MULTI of them)", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
                 "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
                 "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
                 "_device_num a CONST of that device's number; a Variable (a PARAM of address space ALU with a name and vmin_vmax: pk in a "
                 "callified body or a kernel, arg k of the callified CALL; the variable's own name in a program) is DEFINE_VAR of that "
-                "variable (its name and bounds; index, or the program's int)", r_param),
+                "variable (its name and bounds; index, or the program's int); in the body of a call whose args over a device tuple are one arg per "
+                "device, every slot renumbered to its arg's (arg k's device j at its first slot + j); read whole at a tensor stage "
+                "outside one device's translation, the replicated MULTI of its per-device PARAMs", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'}); a size or "
-              "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)",
+              "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)"
+              + ("; among a kernel graph's call args a RESHAPE of storage is that storage (kernel-graph storage is flat)" if op == "RESHAPE" else ""),
               r_movement(Ops[op])) for op in ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")},
   **{op: Rule(f"{op}", f"{op}; weak sources take the op's dtype; implicit broadcast made explicit (RESHAPE, EXPAND, PERMUTE)",
               r_alu(Ops[op])) for op in SAME_NAME_ALU},
@@ -522,17 +633,24 @@ RULES: dict[str, Rule] = {
                  "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
   "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
-  "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at the tensor stage a COPY to a device tuple is a "
-               "replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the COPY to that device)", r_copy),
+  "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at a tensor stage (the tensor graph, a precompiled body) a "
+               "COPY to a device tuple is a replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the "
+               "COPY to that device)", r_copy),
   "UNSHARD": Rule("UNSHARD(x, RANGE of AxisType.DEVICE) arg (axis,): x's shards side by side along axis",
-                  "at the tensor stage MULTI(x on device 0, ..., x on device n-1) arg axis, x translated once per device with the "
+                  "at a tensor stage MULTI(x on device 0, ..., x on device n-1) arg axis, x translated once per device with the "
                   "range bound to its number", r_unshard),
   "STORE": Rule("STORE(target, value); in kernels STORE(INDEX(buf, WHERE(cond, idx, Invalid)), value)",
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
-                "nor PARAM: an assign into a tensor not yet realized)",
+                "nor PARAM: an assign into a tensor not yet realized), or with x storage over a device tuple (UNSHARD(storage, "
+                "DEVICE range) arg (axis,) split, the storage itself replicated)",
                 "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
-                "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v)", r_after),
+                "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v); into storage "
+                "over a device tuple, per device j AFTER(x_j, STORE(x_j, "
+                "COPY(v_j, device j))), v_j the SHRINK of v to shard j's block (replicated: v), the MULTI of them arg axis (a "
+                "precompiled body's entry: one entry per device)", r_after),
+  "MSELECT": Rule("MSELECT(x, i): device i's own storage of x, storage over a device tuple (an all-reduce's arg)",
+                  "x as translated on device i (that device's BUFFER or PARAM)", r_mselect),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
                  "x_j in the launch on device j (a kernel graph's entry over a device tuple is one entry per device, each as "
                  "launched there; a BUFFER over the tuple is one BUFFER per device)", r_mstack),
@@ -549,7 +667,10 @@ RULES: dict[str, Rule] = {
                "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
                "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); a "
                "kernel's CALL is passed, after its storage, the BIND of each Variable the kernel reads (the value tinygrad's runtime "
-               "passes at launch from var_vals)",
+               "passes at launch from var_vals); "
+               "an arg over a device tuple of a SINK-body call is one arg per device (its body's PARAMs renumbered); at the kernel "
+               "graph a SINK-body call (tinygrad's all-reduce, precompiled) has as body the kernel graph tinygrad lowers that body "
+               "into (get_kernel_graph, captured), a nested kernel graph, one call in every device's entries",
                r_call),
   "TUPLE": Rule("TUPLE(x...)", "TUPLE(x...)", r_tuple),
   "GETTUPLE": Rule("GETTUPLE(call) arg i", "GETTUPLE(call) arg i", r_gettuple),

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.uop import AddrSpace, AxisType, Ops, UOp
+from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, walk
 
 STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")
 
@@ -67,11 +67,15 @@ class Rule:
 class Tr:
   """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
-               bodies: dict[Any, UOp] | None = None, shard: int | None = None):
+               bodies: dict[Any, UOp] | None = None, shard: int | None = None, slots: dict[int, int] | None = None):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
     # None, or the device (its number in a device tuple) that multi-device storage, kernels and kernel-graph entries are
     # translated as launched on: tinygrad keeps them one node over the tuple, tinyspec one per device
     self.shard = shard
+    # a call body's PARAM slot k over a device tuple -> the first of its per-device slots (slots[k] + device number): the
+    # call's arg over the tuple is one arg per device (expanded_slots)
+    self.slots = slots
+    self.shared: dict[Any, UOp] = {}   # translations the same whichever device is being translated for (a call over all of them)
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
     self.axes: dict[Any, int] = {}
@@ -172,6 +176,7 @@ class Translation:
   # tuple: its per-device BUFFERs and the axis tinygrad concatenates them along (None: replicated, device 0's is read)
   output_shapes: list[tuple[int, ...]] = field(default_factory=list)  # per output: the shape tinygrad gave it
   bound_graphs: list[tuple[Any, Any]] = field(default_factory=list)  # (tinygrad kernel graph, callified CALL binding its PARAMs)
+  lowered: dict[Any, Any] = field(default_factory=dict)   # a call body tinygrad lowered on its own (its all-reduce) -> that kernel graph
   missed: dict[str, int] = field(default_factory=dict)     # per stage: nodes no rule translated (failed, or under a failed node)
   visited: dict[str, set] = field(default_factory=dict)    # per stage: the tinygrad nodes a rule translated
   device: str = "CPU"
@@ -205,7 +210,7 @@ class Translation:
     with_programs: each kernel whose program translated runs as that PROGRAM instead of its AST."""
     kg, call = self.bound_graphs[self.main_kernel_graph if index is None else index]
     bind = {} if call is None else {i: self.storage(a) for i, a in enumerate(call.src[1:])}
-    tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None)
+    tr = Tr(self, "kernel_graph", bind=bind, bodies=self.programs if with_programs else None, slots=None if call is not None else graph_slots(kg))
     return tr(kg)
 
   def kernel(self, body: Any, stage: str, shard: int | None = None) -> UOp:
@@ -243,6 +248,25 @@ def multi_count(u: Any) -> int | None:
   if u.op.name == "CALL": return next((n for a in u.src[1:] if (n := multi_count(a)) is not None), None)
   d = getattr(u.arg, "device", None) if u.op.name in ("PARAM", "BUFFER") else None
   return len(d) if isinstance(d, tuple) else None
+
+
+def expanded_slots(counts: list[int | None]) -> dict[int, int]:
+  """Arg k of a call over n_k devices (None: one) -> its first slot once every arg over a device tuple is one arg per
+  device, in order (arg k's device j at slot expanded[k] + j)."""
+  out, nxt = {}, 0
+  for k, n in enumerate(counts):
+    out[k], nxt = nxt, nxt + (n or 1)
+  return out
+
+
+def graph_slots(kg: Any) -> dict[int, int] | None:
+  """expanded_slots of a kernel graph's own top-level PARAMs (outside kernel bodies), when one is over a device tuple
+  and its slots are 0..n-1: the graph of a call checked on its own (tinygrad's all-reduce), its args not at hand."""
+  counts: dict[int, int | None] = {}
+  for u in kg.toposort(gate=lambda x: not (x.op.name == "SINK" and type(x.arg).__name__ == "KernelInfo")):
+    if u.op.name == "PARAM" and getattr(u.arg, "slot", -1) >= 0: counts[u.arg.slot] = multi_count(u)
+  if not any(n is not None for n in counts.values()) or sorted(counts) != list(range(len(counts))): return None
+  return expanded_slots([counts[k] for k in range(len(counts))])
 
 
 def launches(root: Any) -> tuple[int | None, ...]:
@@ -354,13 +378,10 @@ def called(kg: UOp) -> UOp:
   """A precompiled function's own kernel graph has PARAMs for its args: it is the body of a CALL, so it is checked as
   SINK(CALL(kg, BUFFER per PARAM slot)) with fresh BUFFERs of the PARAMs' sizes and dtypes."""
   params: dict[int, UOp] = {}
-  for u in kg.toposort(gate=lambda x: x.op is not Ops.CALL):
+  # the graph's own PARAMs: everywhere but inside a call's body (a kernel's PARAMs are its own), the args of a call
+  # that an AFTER among another call's args waits for included
+  for u in walk((kg,), lambda x: x.src[1:] if x.op is Ops.CALL else x.src):
     if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
-  for c in (x for x in kg.toposort(gate=lambda x: x.op is not Ops.CALL) if x.op is Ops.CALL):
-    for a in c.src[1:]:
-      b = a
-      while b.op is Ops.AFTER: b = b.src[0]
-      if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
   # a slot no PARAM stands for is a variable arg (the kernels read it as DEFINE_VAR pk, passed on unbound): passed on
   passed = {int(v.arg.name[1:]): v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name[:1] == "p" and v.arg.name[1:].isdigit()}
   slots = {**passed, **params}
@@ -412,6 +433,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
 
   one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))
   calls = [c for _, c, _ in cap.callified]
+  t.lowered = {kg_in: kg for kg_in, kg in cap.kernel_graphs}
   for c in calls: one("callified", c, lambda c=c: callified(t, c))
   # the kernel graph of a callified body binds its PARAMs to that CALL's args
   for kg_in, kg in cap.kernel_graphs:
@@ -431,6 +453,8 @@ def translate(cap: Any, strict: bool = True) -> Translation:
       if out is not None: t.programs[ast if j is None else (ast, j)] = out  # a kernel graph's body (per launch)
   for data_of, data in cap.inputs.items():
     if data_of in t.buffers: t.inputs[t.buffers[data_of].arg.id] = data.reshape(-1)
+    for j in range(multi_count(data_of) or 0):   # storage over a device tuple: device j's row, into its BUFFER
+      if (data_of, j) in t.buffers: t.inputs[t.buffers[data_of, j].arg.id] = data[j].reshape(-1)
   t.unknown = unknown_contents(t, cap)
   t.outputs = [t.buffers.get(s) for s in cap.output_storage]
   t.output_shards = [_shards_of(t, u) for u in cap.realized]
