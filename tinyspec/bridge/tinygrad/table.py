@@ -579,7 +579,8 @@ RULES: dict[str, Rule] = {
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
                  "BUFFER arg BufferArg(fresh id, size, device, addrspace); kernel-graph-local and kernel-local buffers get fresh ids "
                  "per graph (tinygrad reuses their slot numbers); a Variable (a 0-d BUFFER of address space ALU with a name and vmin_vmax, "
-                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run; storage over a device tuple is one BUFFER per device (read whole "
+                 "unbound) is DEFINE_VAR(name, min, max), its value an input of the run; storage over a device tuple is one BUFFER per device "
+                 "(read whole "
                  "at a tensor stage outside one device's translation: the replicated MULTI of them)", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
