@@ -1,15 +1,16 @@
 """Capture: run a tinygrad program and record its graph at every stage, plus tinygrad's own numbers.
 
-Hooks (tinygrad 0.14.0's module attributes, wrapped for the capture and restored in `finally`):
+Hooks (tinygrad 0.14.0's module attributes, wrapped by `recording()` and restored in `finally`):
 
 | stage | hook |
 |---|---|
-| tensor graph | `UOp.sink(*[t.uop for t in outputs])`, taken before realize |
+| tensor graph | `capture`: `UOp.sink(*[t.uop for t in outputs])`, taken before realize; `recording`: the argument of `transform_to_call` (the sink of what is being realized) |
 | callified graph | `tinygrad.tensor.transform_to_call` (argument and result, with its buffer map) |
 | kernel graph | `tinygrad.schedule.rangeify.get_kernel_graph` (argument and result; the function its rewrite_group decorator calls) |
 | kernel AST, program | `tinygrad.codegen.do_to_program` (argument; result PROGRAM(sink, LINEAR, SOURCE, BINARY)) |
 
-While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
+`recording()` installs the hooks and groups what they see per schedule (a Capture each); `capture(program)` records one
+program's run with them, and the pytest plugin (pytest_plugin.py) records every test. While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
 entries are put back afterwards), PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default
 (scalar programs: default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the
 chosen device: CPU when a clang exists, else PYTHON (tinygrad's emulator, the referee).
@@ -123,13 +124,114 @@ def _read_buffer(u: Any) -> np.ndarray | None:
     return None
 
 
-def capture(program: Callable[[], Any], device: str | None = None, noopt: bool = True) -> Capture:
-  """Run `program()` (returning a tinygrad Tensor or a tuple of them) under tinygrad, realize its outputs and record
-  every stage. The program runs with DEV=device (default: `default_device()`)."""
+class Recording:
+  """What tinygrad made while `recording()` was on: one Capture per schedule (each call of transform_to_call, the entry
+  of every realize: its argument IS the tensor graph being realized), holding that schedule's callified graph, kernel
+  graphs and programs. A kernel graph or program made outside any schedule goes to a Capture whose tensor is None."""
+  def __init__(self, device: str, inputs: bool, outputs: bool):
+    self.device, self.inputs, self.outputs = device, inputs, outputs
+    self.captures: list[Capture] = []
+    self.paused = False
+
+  def current(self) -> Capture:
+    if not self.captures: self.captures.append(Capture(device=self.device, tensor=None))
+    return self.captures[-1]
+
+  @contextlib.contextmanager
+  def pause(self) -> Iterator[None]:
+    """Run tinygrad with the hooks passing everything through (reading numbers back makes graphs of its own)."""
+    saved, self.paused = self.paused, True
+    try: yield
+    finally: self.paused = saved
+
+  @property
+  def callified(self) -> list[tuple[Any, Any, dict]]: return [c for cap in self.captures for c in cap.callified]
+  @property
+  def kernel_graphs(self) -> list[tuple[Any, Any]]: return [k for cap in self.captures for k in cap.kernel_graphs]
+  @property
+  def programs(self) -> list[tuple[Any, Any]]: return [p for cap in self.captures for p in cap.programs]
+  @property
+  def input_data(self) -> dict[Any, np.ndarray]: return {b: d for cap in self.captures for b, d in cap.inputs.items()}
+
+
+@contextlib.contextmanager
+def recording(device: str | None = None, inputs: bool = False, outputs: bool = False, fresh: bool = False) -> Iterator[Recording]:
+  """Install the hooks (see the module's table) for the duration of the block; every one is restored on the way out,
+  whatever the block raised. inputs: read each callified CALL's input BUFFERs before they run. outputs: wrap
+  Tensor.realize to record, per schedule, tinygrad's numbers of what it realized (output_storage, realized, outputs;
+  read with the hooks paused). fresh: empty codegen's to_program_cache and the schedule cache for the block (their
+  entries put back afterwards): a rerun would take its schedule and programs from them and make no graph there."""
   import tinygrad.codegen as codegen
   import tinygrad.schedule as schedule
   import tinygrad.schedule.rangeify as rangeify
   import tinygrad.tensor as tensor_mod
+  from tinygrad import Device, Tensor
+
+  rec = Recording(device or Device.DEFAULT, inputs, outputs)
+
+  def on_call(orig):
+    def wrapper(big_sink):
+      ret = orig(big_sink)
+      if rec.paused: return ret
+      call, bmap = ret
+      cap = Capture(device=rec.device, tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
+      rec.captures.append(cap)
+      if rec.inputs:
+        for a in call.src[1:]:
+          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
+      return ret
+    return wrapper
+
+  def on_kernel_graph(orig):
+    def wrapper(sink):
+      ret = orig(sink)
+      if not rec.paused: rec.current().kernel_graphs.append((sink, ret))
+      return ret
+    return wrapper
+
+  def on_program(orig):
+    def wrapper(ast, renderer):
+      ret = orig(ast, renderer)
+      # tag set: the device's own runtime programs (signal, wait, ...)
+      if ast.tag is None and not rec.paused: rec.current().programs.append((ast, ret))
+      return ret
+    return wrapper
+
+  def on_realize(orig):
+    def wrapper(self, *lst, **kwargs):
+      before = len(rec.captures)
+      uops = [t.uop for t in (self, *lst)]
+      ret = orig(self, *lst, **kwargs)
+      if not rec.paused:
+        # the schedule of this realize: the one whose tensor graph is a sink of (some of) these tensors' uops
+        mine = next((c for c in rec.captures[before:] if c.tensor is not None and set(c.tensor.src) <= set(uops)), None)
+        if mine is not None:
+          tensors = [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src]
+          with rec.pause(): _read_outputs(mine, tensors)
+      return ret
+    return wrapper
+
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
+    stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
+    stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
+    if outputs: stack.enter_context(_wrapped(Tensor, "realize", on_realize))
+    if fresh:
+      stack.enter_context(_emptied(codegen.to_program_cache))
+      stack.enter_context(_emptied(schedule.schedule_cache))
+    yield rec
+
+
+def _read_outputs(cap: Capture, tensors: list[Any]) -> None:
+  """After a realize: which storage each output of the schedule was realized into, and tinygrad's numbers of it."""
+  cap.realized = [t.uop for t in tensors]
+  cap.output_storage = [_storage_of(u) for u in cap.realized]
+  cap.outputs = [t.numpy() for t in tensors]
+
+
+def capture(program: Callable[[], Any], device: str | None = None, noopt: bool = True) -> Capture:
+  """Run `program()` (returning a tinygrad Tensor or a tuple of them) under tinygrad, realize its outputs and record
+  every stage. The program runs with DEV=device (default: `default_device()`)."""
   from tinygrad import Tensor
   from tinygrad.helpers import Context
   from tinygrad.uop.ops import UOp as TgUOp
@@ -140,43 +242,13 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(t, Tensor) for t in outs):
       raise TypeError(f"program() must return a tinygrad Tensor or a tuple of them, not {type(outs).__name__}")
-    cap = Capture(device=device, tensor=TgUOp.sink(*[t.uop for t in outs]))
-
-    def on_call(orig):
-      def wrapper(big_sink):
-        ret = orig(big_sink)
-        call, bmap = ret
-        cap.callified.append((big_sink, call, dict(bmap)))
-        for a in call.src[1:]:
-          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
-        return ret
-      return wrapper
-
-    def on_kernel_graph(orig):
-      def wrapper(sink):
-        ret = orig(sink)
-        cap.kernel_graphs.append((sink, ret))
-        return ret
-      return wrapper
-
-    def on_program(orig):
-      def wrapper(ast, renderer):
-        ret = orig(ast, renderer)
-        if ast.tag is None: cap.programs.append((ast, ret))  # tag set: the device's own runtime programs (signal, wait, ...)
-        return ret
-      return wrapper
-
-    with contextlib.ExitStack() as stack:
-      stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
-      stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
-      stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
-      stack.enter_context(_emptied(codegen.to_program_cache))
-      stack.enter_context(_emptied(schedule.schedule_cache))
+    tensor = TgUOp.sink(*[t.uop for t in outs])   # taken before realize replaces the outputs' uops with their storage
+    with recording(device, inputs=True, fresh=True) as rec:
       Tensor.realize(*outs)
+    cap = Capture(device=device, tensor=tensor, callified=rec.callified, kernel_graphs=rec.kernel_graphs, programs=rec.programs,
+                  inputs=rec.input_data)
     # tinygrad's numbers, and which storage each output was realized into
-    cap.outputs = [t.numpy() for t in outs]
-    cap.realized = [t.uop for t in outs]
-    cap.output_storage = [_storage_of(u) for u in cap.realized]
+    _read_outputs(cap, list(outs))
   return cap
 
 
