@@ -4,16 +4,17 @@ Hooks (tinygrad 0.14.0's module attributes, wrapped by `recording()` and restore
 
 | stage | hook |
 |---|---|
-| tensor graph | `capture`: `UOp.sink(*[t.uop for t in outputs])`, taken before realize; `recording`: the argument of `transform_to_call` (the sink of what is being realized) |
+| tensor graph | `capture`: `UOp.sink(*[t.uop for t in outputs])` before realize; `recording`: transform_to_call's argument |
 | callified graph | `tinygrad.tensor.transform_to_call` (argument and result, with its buffer map) |
 | kernel graph | `tinygrad.schedule.rangeify.get_kernel_graph` (argument and result; the function its rewrite_group decorator calls) |
 | kernel AST, program | `tinygrad.codegen.do_to_program` (argument; result PROGRAM(sink, LINEAR, SOURCE, BINARY)) |
 
 `recording()` installs the hooks and groups what they see per schedule (a Capture each); `capture(program)` records one
-program's run with them, and the pytest plugin (pytest_plugin.py) records every test. While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
-entries are put back afterwards), PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default
-(scalar programs: default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the
-chosen device: CPU when a clang exists, else PYTHON (tinygrad's emulator, the referee).
+program's run with them, and the pytest plugin (pytest_plugin.py) records every test. While capturing: SCACHE=0 and
+codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's entries are put back afterwards),
+PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default (scalar programs: default opts add
+vector loads and lane reads, which have no tinyspec form), and DEV set to the chosen device: CPU when a clang exists,
+else PYTHON (tinygrad's emulator, the referee).
 """
 from __future__ import annotations
 
@@ -128,13 +129,18 @@ class Recording:
   """What tinygrad made while `recording()` was on: one Capture per schedule (each call of transform_to_call, the entry
   of every realize: its argument IS the tensor graph being realized), holding that schedule's callified graph, kernel
   graphs and programs. A kernel graph or program made outside any schedule goes to a Capture whose tensor is None."""
-  def __init__(self, device: str, inputs: bool, outputs: bool):
+  def __init__(self, device: str | None, inputs: bool, outputs: bool):
     self.device, self.inputs, self.outputs = device, inputs, outputs
     self.captures: list[Capture] = []
     self.paused = False
 
+  def device_now(self) -> str:
+    """The given device, else tinygrad's default as it is now (a test may change it with Context(DEV=...))."""
+    from tinygrad import Device
+    return self.device or Device.DEFAULT
+
   def current(self) -> Capture:
-    if not self.captures: self.captures.append(Capture(device=self.device, tensor=None))
+    if not self.captures: self.captures.append(Capture(device=self.device_now(), tensor=None))
     return self.captures[-1]
 
   @contextlib.contextmanager
@@ -165,16 +171,16 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
   import tinygrad.schedule as schedule
   import tinygrad.schedule.rangeify as rangeify
   import tinygrad.tensor as tensor_mod
-  from tinygrad import Device, Tensor
+  from tinygrad import Tensor
 
-  rec = Recording(device or Device.DEFAULT, inputs, outputs)
+  rec = Recording(device, inputs, outputs)
 
   def on_call(orig):
     def wrapper(big_sink):
       ret = orig(big_sink)
       if rec.paused: return ret
       call, bmap = ret
-      cap = Capture(device=rec.device, tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
+      cap = Capture(device=rec.device_now(), tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
       rec.captures.append(cap)
       if rec.inputs:
         for a in call.src[1:]:

@@ -377,7 +377,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     t.graphs[stage].append((root, out if ok else None))
     return out if ok else None
 
-  one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))
+  if cap.tensor is not None: one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))  # None: a recording's graphs made outside a schedule
   calls = [c for _, c, _ in cap.callified]
   for c in calls: one("callified", c, lambda c=c: callified(t, c))
   # the kernel graph of a callified body binds its PARAMs to that CALL's args
