@@ -77,7 +77,7 @@ def test_check_reports_violations_untranslated_ops_and_json(tmp_path):
   assert "1 failed, 3 passed" in r.stdout, r.stdout + r.stderr
   assert all(json.loads((tmp_path / "hooks.json").read_text()))
   assert "violation kernel.shift_count at kernel_graph #0 path" in r.stdout
-  assert "untranslated CAST at tensor: 1 node(s)" in r.stdout
+  assert "untranslated CAST at tensor: 1 node(s) (dtype" in r.stdout
   data = json.loads(out.read_text())
   s = data["session"]
   assert s["mode"] == "check" and s["tests"] == 4 and s["tests_with_graphs"] == 3 and s["tests_with_violations"] == 1

@@ -33,6 +33,7 @@ from tinyspec.bridge.tinygrad.translate import STAGES, translate
 from tinyspec.fileio import atomic_write
 
 TOO_BIG = "not evaluated (too big)"
+JSON_EVERY = 60.0   # seconds between writes of the JSON while the session runs
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Found:
   nodes: Counter = field(default_factory=Counter)         # stage -> nodes
   translated: Counter = field(default_factory=Counter)    # stage -> nodes translated
   untranslated: Counter = field(default_factory=Counter)  # "OP at stage" -> nodes that did not translate
+  why: dict[str, str] = field(default_factory=dict)        # "OP at stage" -> the reason the first such node gave
   violations: list[dict] = field(default_factory=list)    # rule, stage, graph, path, message
   numbers: Counter = field(default_factory=Counter)       # "compared" / "mismatch" / TOO_BIG / ... per comparison
   mismatches: list[str] = field(default_factory=list)
@@ -53,6 +55,7 @@ class Found:
     for a in ("graphs", "nodes", "translated", "untranslated", "numbers", "errors"): getattr(self, a).update(getattr(o, a))
     self.violations += o.violations
     self.mismatches += o.mismatches
+    for k, w in o.why.items(): self.why.setdefault(k, w)
 
   @property
   def percent(self) -> float:
@@ -64,6 +67,7 @@ class Found:
   def summary(self) -> dict:
     return {"schedules": self.schedules, "graphs": dict(self.graphs), "nodes": dict(self.nodes), "translated": dict(self.translated),
             "percent_translated": round(self.percent, 3), "untranslated": dict(self.untranslated.most_common()),
+            "untranslated_why": {k: self.why.get(k) for k, _ in self.untranslated.most_common()},
             "violations_by_rule": dict(self.by_rule().most_common()), "numbers": dict(self.numbers), "tinyspec_errors": dict(self.errors)}
 
 
@@ -87,7 +91,9 @@ def checked(cap: Capture) -> tuple[Found, Report]:
     f.nodes[stage] += total
     f.translated[stage] += done
   for stage in STAGES:
-    for u in t.failed.get(stage, {}): f.untranslated[f"{u.op.name} at {stage}"] += 1
+    for u, why in t.failed.get(stage, {}).items():
+      f.untranslated[key := f"{u.op.name} at {stage}"] += 1
+      f.why.setdefault(key, why)
     for i, v in rep.violations[stage]:
       f.violations.append({"rule": v.rule, "stage": stage, "graph": i, "path": list(v.path), "message": v.message})
   return f, rep
@@ -149,7 +155,7 @@ class Plugin:
     self.per_test: dict[str, Found] = {}
     self.memo: dict[bytes, Found] = {}
     self.memo_hits = 0
-    self.started = time.monotonic()
+    self.started = self.written = time.monotonic()
     self.recordings: dict[str, list[Capture]] = {}
 
   # ---- recording each phase of a test ----
@@ -182,6 +188,7 @@ class Plugin:
     self.tests += 1
     caps = self.recordings.pop(item.nodeid, [])
     if caps: self.per_test.setdefault(item.nodeid, Found()).add(self._checked_all(caps))  # graphs made in teardown
+    if self.json_path is not None and time.monotonic() - self.written > JSON_EVERY: self.write_json(complete=False)
 
   def _error(self, item: pytest.Item, e: BaseException, where: str) -> None:
     found = self.per_test.setdefault(item.nodeid, Found())
@@ -220,7 +227,7 @@ class Plugin:
     lines = [f"{f.schedules} schedule(s), {sum(f.graphs.values())} graph(s), {sum(f.nodes.values())} nodes, {f.percent:.2f}% translated, "
              f"{len(f.violations)} violation(s)"]
     lines += [f"violation {v['rule']} at {v['stage']} #{v['graph']} path {tuple(v['path'])}: {v['message']}" for v in f.violations]
-    lines += [f"untranslated {what}: {n} node(s)" for what, n in f.untranslated.most_common()]
+    lines += [f"untranslated {what}: {n} node(s) ({f.why.get(what)})" for what, n in f.untranslated.most_common()]
     lines += [f"numbers, {m}" for m in f.mismatches]
     lines += [f"tinyspec error (not the test's): {what} x{n}" for what, n in f.errors.items()]
     return "\n".join(lines)
@@ -253,15 +260,19 @@ class Plugin:
       n, done = s["nodes"].get(stage, 0), s["translated"].get(stage, 0)
       tr.write_line(f"  {stage:>13}: {s['graphs'].get(stage, 0):6d} graphs, {n:8d} nodes, {100.0 * done / n if n else 100.0:6.2f}% translated")
     tr.write_line(f"  all stages: {s['percent_translated']:.2f}% of {sum(s['nodes'].values())} nodes translated")
-    for what, n in s["untranslated"].items(): tr.write_line(f"  untranslated {what}: {n} node(s)")
+    for what, n in s["untranslated"].items(): tr.write_line(f"  untranslated {what}: {n} node(s) ({s['untranslated_why'][what]})")
     for rule, n in s["violations_by_rule"].items(): tr.write_line(f"  violation {rule}: {n}")
     for what, n in sorted(s["numbers"].items()): tr.write_line(f"  numbers, {what}: {n}")
     for what, n in s["tinyspec_errors"].items(): tr.write_line(f"  tinyspec error: {what}: {n}")
 
   def pytest_sessionfinish(self, session: pytest.Session) -> None:
-    if self.json_path is None: return
+    if self.json_path is not None: self.write_json(complete=True)
+
+  def write_json(self, complete: bool) -> None:
+    """The session so far (complete False: written while the session runs, so a run stopped from outside leaves it)."""
+    self.written = time.monotonic()
     tests = {nodeid: {"schedules": f.schedules, "graphs": sum(f.graphs.values()), "nodes": sum(f.nodes.values()),
                       "percent_translated": round(f.percent, 3), "violations": f.violations, "untranslated": dict(f.untranslated),
                       "mismatches": f.mismatches, "tinyspec_errors": dict(f.errors)}
              for nodeid, f in self.per_test.items() if f.schedules or f.errors}
-    atomic_write(self.json_path, json.dumps({"session": self.session(), "tests": tests}, indent=1, default=str) + "\n")
+    atomic_write(self.json_path, json.dumps({"session": {**self.session(), "complete": complete}, "tests": tests}, indent=1, default=str) + "\n")
