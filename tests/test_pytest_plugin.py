@@ -49,6 +49,20 @@ def test_fails():
   (Tensor(np.ones(3, dtype=np.float32)) * 2).realize()
   raise AssertionError("this test fails on purpose")
 
+def test_buffers_freed():
+  # as tinygrad's own test_gc: a recording that held the test's graphs would keep their buffers alive
+  import gc
+  from tinygrad.device import Buffer
+  def bufs():
+    gc.collect()
+    return sum(1 for x in gc.get_objects() if type(x) is Buffer)
+  init = bufs()
+  x = Tensor.ones(256).contiguous().realize()
+  y = Tensor.ones(5, 5).contiguous()
+  y.schedule_linear()
+  del x, y
+  assert bufs() - init == 0
+
 def test_nothing_loaded_when_off():
   if os.environ.get("EXPECT_OFF"): assert not any(m == "tinyspec" or m.startswith("tinyspec.") for m in sys.modules)
 '''
@@ -65,7 +79,7 @@ def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subpro
 def test_off_by_default_nothing_is_captured(tmp_path):
   # EXPECT_OFF: test_nothing_loaded_when_off asserts no tinyspec module is imported; test_restored that nothing is wrapped
   r = run(tmp_path, env={"EXPECT_OFF": "1"})
-  assert "1 failed, 3 passed" in r.stdout, r.stdout + r.stderr
+  assert "1 failed, 4 passed" in r.stdout, r.stdout + r.stderr
   assert "Captured tinyspec" not in r.stdout and "tinyspec (check)" not in r.stdout
   assert all(json.loads((tmp_path / "hooks.json").read_text()))
 
@@ -74,13 +88,13 @@ def test_check_reports_violations_untranslated_ops_and_json(tmp_path):
   out = tmp_path / "report.json"
   r = run(tmp_path, "--tinyspec=check", "--tinyspec-json", str(out))
   # tinyspec changes no outcome: the failing test fails, the rest pass; every hook is undone, the failing test's too
-  assert "1 failed, 3 passed" in r.stdout, r.stdout + r.stderr
+  assert "1 failed, 4 passed" in r.stdout, r.stdout + r.stderr
   assert all(json.loads((tmp_path / "hooks.json").read_text()))
   assert "violation kernel.shift_count at kernel_graph #0 path" in r.stdout
   assert "untranslated CAST at tensor: 1 node(s) (dtype" in r.stdout
   data = json.loads(out.read_text())
   s = data["session"]
-  assert s["mode"] == "check" and s["tests"] == 4 and s["tests_with_graphs"] == 3 and s["tests_with_violations"] == 1
+  assert s["mode"] == "check" and s["tests"] == 5 and s["tests_with_graphs"] == 4 and s["tests_with_violations"] == 1
   assert s["violations_by_rule"]["kernel.shift_count"] >= 1 and s["untranslated"]["CAST at tensor"] == 1
   assert s["tinyspec_errors"] == {} and 0 < sum(s["translated"].values()) < sum(s["nodes"].values())
   shift = data["tests"]["test_uses_tinygrad.py::test_shift"]

@@ -128,10 +128,15 @@ def _read_buffer(u: Any) -> np.ndarray | None:
 class Recording:
   """What tinygrad made while `recording()` was on: one Capture per schedule (each call of transform_to_call, the entry
   of every realize: its argument IS the tensor graph being realized), holding that schedule's callified graph, kernel
-  graphs and programs. A kernel graph or program made outside any schedule goes to a Capture whose tensor is None."""
-  def __init__(self, device: str | None, inputs: bool, outputs: bool):
-    self.device, self.inputs, self.outputs = device, inputs, outputs
+  graphs and programs. A kernel graph or program made outside any schedule (the programs a realize compiles after its
+  schedule was handed on) goes to a Capture whose tensor is None.
+
+  A Capture is handed on (`flush`) once it is complete: to `on_capture` when given, which then holds no reference to it
+  (a test that counts tinygrad's live buffers must not see the recording keep them alive), else appended to `captures`."""
+  def __init__(self, device: str | None, inputs: bool, outputs: bool, on_capture: Callable[[Capture], None] | None = None):
+    self.device, self.inputs, self.outputs, self.on_capture = device, inputs, outputs, on_capture
     self.captures: list[Capture] = []
+    self.open: Capture | None = None   # the schedule being made now
     self.paused = False
 
   def device_now(self) -> str:
@@ -139,9 +144,20 @@ class Recording:
     from tinygrad import Device
     return self.device or Device.DEFAULT
 
+  def start(self, cap: Capture) -> None:
+    self.flush()
+    self.open = cap
+
   def current(self) -> Capture:
-    if not self.captures: self.captures.append(Capture(device=self.device_now(), tensor=None))
-    return self.captures[-1]
+    if self.open is None: self.open = Capture(device=self.device_now(), tensor=None)
+    return self.open
+
+  def flush(self) -> None:
+    cap, self.open = self.open, None
+    if cap is None: return
+    if self.on_capture is None: self.captures.append(cap)
+    else:
+      with self.pause(): self.on_capture(cap)
 
   @contextlib.contextmanager
   def pause(self) -> Iterator[None]:
@@ -161,19 +177,23 @@ class Recording:
 
 
 @contextlib.contextmanager
-def recording(device: str | None = None, inputs: bool = False, outputs: bool = False, fresh: bool = False) -> Iterator[Recording]:
+def recording(device: str | None = None, inputs: bool = False, outputs: bool = False, fresh: bool = False,
+              on_capture: Callable[[Capture], None] | None = None) -> Iterator[Recording]:
   """Install the hooks (see the module's table) for the duration of the block; every one is restored on the way out,
-  whatever the block raised. inputs: read each callified CALL's input BUFFERs before they run. outputs: wrap
-  Tensor.realize to record, per schedule, tinygrad's numbers of what it realized (output_storage, realized, outputs;
-  read with the hooks paused). fresh: empty codegen's to_program_cache and the schedule cache for the block (their
-  entries put back afterwards): a rerun would take its schedule and programs from them and make no graph there."""
+  whatever the block raised. inputs: read each callified CALL's input BUFFERs before they run. outputs: record, per
+  realize, tinygrad's numbers of what it realized (output_storage, realized, outputs; read with the hooks paused), and
+  keep the programs the realize compiles in its schedule's Capture. fresh: empty codegen's to_program_cache and the
+  schedule cache for the block (their entries put back afterwards): a rerun would take its schedule and programs from
+  them and make no graph there. on_capture: called with each Capture once complete (see Recording); a schedule is
+  complete when Tensor.linear_with_vars returns (without outputs; the programs its realize compiles come as a Capture
+  of their own) or its realize returns."""
   import tinygrad.codegen as codegen
   import tinygrad.schedule as schedule
   import tinygrad.schedule.rangeify as rangeify
   import tinygrad.tensor as tensor_mod
   from tinygrad import Tensor
 
-  rec = Recording(device, inputs, outputs)
+  rec = Recording(device, inputs, outputs, on_capture)
 
   def on_call(orig):
     def wrapper(big_sink):
@@ -181,7 +201,7 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
       if rec.paused: return ret
       call, bmap = ret
       cap = Capture(device=rec.device_now(), tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
-      rec.captures.append(cap)
+      rec.start(cap)
       if rec.inputs:
         for a in call.src[1:]:
           if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
@@ -203,17 +223,24 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
       return ret
     return wrapper
 
+  def on_schedule(orig):
+    def wrapper(*args, **kwargs):
+      ret = orig(*args, **kwargs)
+      if not rec.paused: rec.flush()
+      return ret
+    return wrapper
+
   def on_realize(orig):
     def wrapper(self, *lst, **kwargs):
-      before = len(rec.captures)
       uops = [t.uop for t in (self, *lst)]
       ret = orig(self, *lst, **kwargs)
-      if not rec.paused:
-        # the schedule of this realize: the one whose tensor graph is a sink of (some of) these tensors' uops
-        mine = next((c for c in rec.captures[before:] if c.tensor is not None and set(c.tensor.src) <= set(uops)), None)
-        if mine is not None:
-          tensors = [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src]
-          with rec.pause(): _read_outputs(mine, tensors)
+      if rec.paused: return ret
+      # the schedule of this realize: a sink of (some of) these tensors' uops
+      mine = rec.open
+      if rec.outputs and mine is not None and mine.tensor is not None and set(mine.tensor.src) <= set(uops):
+        tensors = [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src]
+        with rec.pause(): _read_outputs(mine, tensors)
+      rec.flush()
       return ret
     return wrapper
 
@@ -221,11 +248,13 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
     stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
     stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
     stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
-    if outputs: stack.enter_context(_wrapped(Tensor, "realize", on_realize))
+    stack.enter_context(_wrapped(Tensor, "realize", on_realize))
+    if not outputs: stack.enter_context(_wrapped(Tensor, "linear_with_vars", on_schedule))
     if fresh:
       stack.enter_context(_emptied(codegen.to_program_cache))
       stack.enter_context(_emptied(schedule.schedule_cache))
-    yield rec
+    try: yield rec
+    finally: rec.flush()
 
 
 def _read_outputs(cap: Capture, tensors: list[Any]) -> None:

@@ -58,6 +58,11 @@ class Found:
     for k, w in o.why.items(): self.why.setdefault(k, w)
 
   @property
+  def made(self) -> bool:
+    """Whether tinygrad made any graph here."""
+    return bool(self.schedules or sum(self.graphs.values()))
+
+  @property
   def percent(self) -> float:
     total = sum(self.nodes.values())
     return 100.0 * sum(self.translated.values()) / total if total else 100.0
@@ -85,7 +90,7 @@ def checked(cap: Capture) -> tuple[Found, Report]:
   """Translate one schedule and check every translated graph: its coverage, untranslated ops and violations."""
   t = translate(cap, strict=False)
   rep = Report(cap, t, violations=spec_violations(t))
-  f = Found(schedules=1)
+  f = Found(schedules=int(cap.tensor is not None))   # a Capture of programs alone is no schedule of its own
   for stage, (done, total) in t.coverage().items():
     f.graphs[stage] += len(t.graphs[stage])
     f.nodes[stage] += total
@@ -156,23 +161,28 @@ class Plugin:
     self.memo: dict[bytes, Found] = {}
     self.memo_hits = 0
     self.started = self.written = time.monotonic()
-    self.recordings: dict[str, list[Capture]] = {}
 
   # ---- recording each phase of a test ----
   def _phase(self, item: pytest.Item) -> Iterator[None]:
+    """Record one phase (setup, call, teardown) of a test; each schedule is checked as soon as it is complete, so the
+    recording holds none of the test's graphs (nor the buffers they name) past the realize that made them."""
+    found = self.per_test.setdefault(item.nodeid, Found())
+    def take(cap: Capture) -> None:
+      try: found.add(self._one(cap))
+      except Exception as e: self._error(item, e, "check")   # tinyspec's failure is never the test's
     try:
       from tinygrad.helpers import Context
       cm = contextlib.ExitStack()
       cm.enter_context(Context(PARALLEL=0))
-      rec = cm.enter_context(recording(inputs=self.mode == "eval", outputs=self.mode == "eval"))
+      cm.enter_context(recording(inputs=self.mode == "eval", outputs=self.mode == "eval", on_capture=take))
     except Exception as e:   # the hooks could not be installed: the test runs as it is, tinyspec's error is counted
       self._error(item, e, "recording")
       yield
       return
     try: yield
     finally:
-      cm.close()
-      self.recordings.setdefault(item.nodeid, []).extend(rec.captures)
+      try: cm.close()
+      except Exception as e: self._error(item, e, "recording")
 
   @pytest.hookimpl(hookwrapper=True)
   def pytest_runtest_setup(self, item: pytest.Item) -> Iterator[None]: yield from self._phase(item)
@@ -180,14 +190,13 @@ class Plugin:
   @pytest.hookimpl(hookwrapper=True)
   def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
     yield from self._phase(item)
-    self._check(item)
+    found = self.per_test[item.nodeid]
+    if found.made or found.errors: item.add_report_section("call", "tinyspec", self.describe(found))
 
   @pytest.hookimpl(hookwrapper=True)
   def pytest_runtest_teardown(self, item: pytest.Item) -> Iterator[None]:
     yield from self._phase(item)
     self.tests += 1
-    caps = self.recordings.pop(item.nodeid, [])
-    if caps: self.per_test.setdefault(item.nodeid, Found()).add(self._checked_all(caps))  # graphs made in teardown
     if self.json_path is not None and time.monotonic() - self.written > JSON_EVERY: self.write_json(complete=False)
 
   def _error(self, item: pytest.Item, e: BaseException, where: str) -> None:
@@ -204,22 +213,10 @@ class Plugin:
       f, rep = checked(cap)
       if self.mode == "eval": f.add(evaluated(rep, self.max_iterations))
     except Exception as e:
-      f = Found(schedules=1)
+      f = Found(schedules=int(cap.tensor is not None))
       f.errors[f"{type(e).__name__}: {str(e)[:200]}"] += 1
     if key is not None: self.memo[key] = f
     return f
-
-  def _checked_all(self, caps: list[Capture]) -> Found:
-    found = Found()
-    for cap in caps: found.add(self._one(cap))
-    return found
-
-  def _check(self, item: pytest.Item) -> None:
-    caps = self.recordings.pop(item.nodeid, [])
-    found = self.per_test.setdefault(item.nodeid, Found())
-    found.add(self._checked_all(caps))
-    if found.schedules or found.errors:
-      item.add_report_section("call", "tinyspec", self.describe(found))
 
   # ---- reporting ----
   @staticmethod
@@ -245,7 +242,7 @@ class Plugin:
   def session(self) -> dict:
     total = Found()
     for f in self.per_test.values(): total.add(f)
-    return {"mode": self.mode, "tests": self.tests, "tests_with_graphs": sum(1 for f in self.per_test.values() if f.schedules),
+    return {"mode": self.mode, "tests": self.tests, "tests_with_graphs": sum(1 for f in self.per_test.values() if f.made),
             "tests_with_violations": sum(1 for f in self.per_test.values() if f.violations),
             "schedules_checked_once_more": self.memo_hits, "seconds": round(time.monotonic() - self.started, 1),
             **total.summary()}
@@ -274,5 +271,5 @@ class Plugin:
     tests = {nodeid: {"schedules": f.schedules, "graphs": sum(f.graphs.values()), "nodes": sum(f.nodes.values()),
                       "percent_translated": round(f.percent, 3), "violations": f.violations, "untranslated": dict(f.untranslated),
                       "mismatches": f.mismatches, "tinyspec_errors": dict(f.errors)}
-             for nodeid, f in self.per_test.items() if f.schedules or f.errors}
+             for nodeid, f in self.per_test.items() if f.made or f.errors}
     atomic_write(self.json_path, json.dumps({"session": {**self.session(), "complete": complete}, "tests": tests}, indent=1, default=str) + "\n")
