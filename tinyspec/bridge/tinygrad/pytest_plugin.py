@@ -98,7 +98,7 @@ def checked(cap: Capture) -> tuple[Found, Report]:
   for stage in STAGES:
     for u, why in t.failed.get(stage, {}).items():
       f.untranslated[key := f"{u.op.name} at {stage}"] += 1
-      f.why.setdefault(key, why)
+      f.why.setdefault(key, " ".join(why.split())[:200])   # one line: a reason may quote a tinygrad UOp's repr
     for i, v in rep.violations[stage]:
       f.violations.append({"rule": v.rule, "stage": stage, "graph": i, "path": list(v.path), "message": v.message})
   return f, rep
