@@ -327,13 +327,13 @@ def called(kg: UOp) -> UOp:
   """A precompiled function's own kernel graph has PARAMs for its args: it is the body of a CALL, so it is checked as
   SINK(CALL(kg, BUFFER per PARAM slot)) with fresh BUFFERs of the PARAMs' sizes and dtypes."""
   params: dict[int, UOp] = {}
-  for u in kg.toposort(gate=lambda x: x.op is not Ops.CALL):
+  seen, todo = set(), [kg]
+  while todo:   # every PARAM outside the bodies of the calls in it (a call's args, however deep, are the graph's own)
+    u = todo.pop()
+    if u in seen: continue
+    seen.add(u)
     if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
-  for c in (x for x in kg.toposort(gate=lambda x: x.op is not Ops.CALL) if x.op is Ops.CALL):
-    for a in c.src[1:]:
-      b = a
-      while b.op is Ops.AFTER: b = b.src[0]
-      if b.op is Ops.PARAM: params.setdefault(b.arg.slot, b)
+    else: todo.extend(u.src[1:] if u.op is Ops.CALL else u.src)
   if not params or sorted(params) != list(range(len(params))): return kg
   bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
