@@ -448,3 +448,15 @@ def test_a_precompiled_backward_graph_binds_the_params_its_calls_take():
   rep = run_check(program)
   assert len(rep.translation.graphs["kernel_graph"]) > 1 and all(g is not None for _, g in rep.translation.graphs["kernel_graph"])
   assert [v.rule for _, v in rep.violations["kernel_graph"]] == []
+
+
+def test_a_precompiled_function_with_an_unused_arg_is_bound():
+  # the function's kernel graph names no PARAM for b: its slot is still an arg of the CALL the graph is checked under
+  from tinygrad import Tensor, function
+  def program():
+    a, b, c = (Tensor(np.arange(4, dtype=np.float32) + i) for i in range(3))
+    @function(precompile=True)
+    def f(a: Tensor, b: Tensor, c: Tensor) -> Tensor: return a * c + 1
+    return f(a, b, c)
+  rep = run_check(program)
+  assert [v.rule for _, v in rep.violations["kernel_graph"]] == [] and len(rep.translation.graphs["kernel_graph"]) == 2

@@ -334,8 +334,12 @@ def called(kg: UOp) -> UOp:
     seen.add(u)
     if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
     else: todo.extend(u.src[1:] if u.op is Ops.CALL else u.src)
-  if not params or sorted(params) != list(range(len(params))): return kg
-  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) for _, p in sorted(params.items())]
+  if not params: return kg
+  # a slot no PARAM names is an arg the function never reads (`def f(a, b, c): return a * c`): any storage binds it, so
+  # it gets a one-byte BUFFER on the device of the graph's first PARAM
+  dev = next(iter(params.values())).arg.device
+  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) if (p := params.get(k)) is not None else UOp.buffer(dtypes.uint8, 1, dev)
+          for k in range(max(params) + 1)]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
   outs = []
   for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
