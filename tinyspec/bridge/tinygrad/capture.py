@@ -181,7 +181,7 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
               on_capture: Callable[[Capture], None] | None = None) -> Iterator[Recording]:
   """Install the hooks (see the module's table) for the duration of the block; every one is restored on the way out,
   whatever the block raised. inputs: read each callified CALL's input BUFFERs before they run. outputs: record, per
-  realize, tinygrad's numbers of what it realized (output_storage, realized, outputs; read with the hooks paused), and
+  realize, tinygrad's numbers of what it realized (output_storage, realized, outputs; read from storage, `_read_stored`), and
   keep the programs the realize compiles in its schedule's Capture. fresh: empty codegen's to_program_cache and the
   schedule cache for the block (their entries put back afterwards): a rerun would take its schedule and programs from
   them and make no graph there. on_capture: called with each Capture once complete (see Recording); a schedule is
@@ -238,8 +238,7 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
       # the schedule of this realize: a sink of (some of) these tensors' uops
       mine = rec.open
       if rec.outputs and mine is not None and mine.tensor is not None and set(mine.tensor.src) <= set(uops):
-        tensors = [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src]
-        with rec.pause(): _read_outputs(mine, tensors)
+        _read_stored(mine, [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src])
       rec.flush()
       return ret
     return wrapper
@@ -255,6 +254,22 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
       stack.enter_context(_emptied(schedule.schedule_cache))
     try: yield rec
     finally: rec.flush()
+
+
+def _read_stored(cap: Capture, tensors: list[Any]) -> None:
+  """After a realize inside a program that is not ours (a test): tinygrad's numbers read straight from the storage each
+  output was realized into, running nothing (Tensor.numpy would run kernels of its own, counted by tests that count
+  kernels, and refuses inside a TinyJit capture). When an output is a view of storage (tinygrad computes it only when it
+  is read) or sharded, or its storage cannot be read, nothing is recorded: the schedule has no numbers to compare."""
+  try:
+    realized = [t.uop for t in tensors]
+    storage = [_storage_of(u) for u in realized]
+    if any(b is None for b in storage): return
+    data = [_read_buffer(b) for b in storage]
+    if any(d is None for d in data): return
+    outputs = [d.reshape(t.shape) for d, t in zip(data, tensors)]
+  except Exception: return   # a symbolic shape, storage of another kind: no numbers, never an error in the test
+  cap.realized, cap.output_storage, cap.outputs = realized, storage, outputs
 
 
 def _read_outputs(cap: Capture, tensors: list[Any]) -> None:

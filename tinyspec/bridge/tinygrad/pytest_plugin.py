@@ -134,7 +134,7 @@ def evaluated(rep: Report, max_iterations: int) -> Found:
   f = Found()
   cap = rep.capture
   if cap.tensor is None or len(cap.outputs) != len(cap.tensor.src):
-    f.numbers["not evaluated (no realize: no numbers of tinygrad's to compare)"] += 1
+    f.numbers["not evaluated (no numbers of tinygrad's: no realize, or an output left a view)"] += 1
     return f
   if largest(rep.translation) > max_iterations:
     f.numbers[TOO_BIG] += 1
