@@ -260,7 +260,9 @@ def _read_stored(cap: Capture, tensors: list[Any]) -> None:
   """After a realize inside a program that is not ours (a test): tinygrad's numbers read straight from the storage each
   output was realized into, running nothing (Tensor.numpy would run kernels of its own, counted by tests that count
   kernels, and refuses inside a TinyJit capture). When an output is a view of storage (tinygrad computes it only when it
-  is read) or sharded, or its storage cannot be read, nothing is recorded: the schedule has no numbers to compare."""
+  is read) or sharded, its storage cannot be read, or a TinyJit is capturing, nothing is recorded: the schedule has no numbers to compare."""
+  from tinygrad.engine.realize import capturing
+  if capturing: return   # a TinyJit capturing: what the storage holds now is not what the captured kernels give
   try:
     realized = [t.uop for t in tensors]
     storage = [_storage_of(u) for u in realized]
