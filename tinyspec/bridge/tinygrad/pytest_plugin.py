@@ -170,12 +170,14 @@ class Plugin:
     def take(cap: Capture) -> None:
       try: found.add(self._one(cap))
       except Exception as e: self._error(item, e, "check")   # tinyspec's failure is never the test's
+    cm = contextlib.ExitStack()
     try:
       from tinygrad.helpers import Context
-      cm = contextlib.ExitStack()
       cm.enter_context(Context(PARALLEL=0))
       cm.enter_context(recording(inputs=self.mode == "eval", outputs=self.mode == "eval", on_capture=take))
-    except Exception as e:   # the hooks could not be installed: the test runs as it is, tinyspec's error is counted
+    except Exception as e:   # the hooks could not be installed: undo what was, run the test as it is, count the error
+      try: cm.close()
+      except Exception: pass
       self._error(item, e, "recording")
       yield
       return
