@@ -473,3 +473,31 @@ def test_small_float_dtypes_translate_by_tinygrad_name():
   pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2}
   assert {DTYPES[t.name] for t in pairs} == set(pairs.values()) and all(DTYPES[t.name] is d for t, d in pairs.items())
   assert tgd.fp8e4m3fnuz.name not in DTYPES and tgd.fp8e5m2fnuz.name not in DTYPES  # no tinyspec form
+
+
+def test_a_precompiled_backward_graph_binds_the_params_its_calls_take():
+  # the backward of a precompiled function: most PARAMs of its kernel graphs are reached only through the args of the
+  # calls in them (outside every call only slots {3} and {0, 4, 6, 7}); all of them are the graph's own, bound by its CALL
+  from tinygrad import Tensor, function
+  def program():
+    rng = np.random.default_rng(0)
+    a, b, c = (Tensor(rng.standard_normal(s).astype(np.float32)) for s in ((4, 8), (8, 12), (12, 16)))
+    @function(precompile=True)
+    def gemm(a: Tensor, b: Tensor, c: Tensor) -> Tensor: return (a @ b) @ c
+    gemm(a, b, c).square().mean().backward()
+    return a.grad, b.grad, c.grad
+  rep = run_check(program)
+  assert len(rep.translation.graphs["kernel_graph"]) > 1 and all(g is not None for _, g in rep.translation.graphs["kernel_graph"])
+  assert [v.rule for _, v in rep.violations["kernel_graph"]] == []
+
+
+def test_a_precompiled_function_with_an_unused_arg_is_bound():
+  # the function's kernel graph names no PARAM for b: its slot is still an arg of the CALL the graph is checked under
+  from tinygrad import Tensor, function
+  def program():
+    a, b, c = (Tensor(np.arange(4, dtype=np.float32) + i) for i in range(3))
+    @function(precompile=True)
+    def f(a: Tensor, b: Tensor, c: Tensor) -> Tensor: return a * c + 1
+    return f(a, b, c)
+  rep = run_check(program)
+  assert [v.rule for _, v in rep.violations["kernel_graph"]] == [] and len(rep.translation.graphs["kernel_graph"]) == 2

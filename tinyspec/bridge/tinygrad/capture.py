@@ -1,6 +1,6 @@
 """Capture: run a tinygrad program and record its graph at every stage, plus tinygrad's own numbers.
 
-Hooks (tinygrad 0.14.0's module attributes, wrapped for the capture and restored in `finally`):
+Hooks (tinygrad's module attributes, wrapped by `capture` and by `recording()` and restored in `finally`):
 
 | stage | hook |
 |---|---|
@@ -9,7 +9,8 @@ Hooks (tinygrad 0.14.0's module attributes, wrapped for the capture and restored
 | kernel graph | `tinygrad.schedule.rangeify.get_kernel_graph` (argument and result; the function its rewrite_group decorator calls) |
 | kernel AST, program | `tinygrad.codegen.do_to_program` (argument; result PROGRAM(sink, LINEAR, SOURCE, BINARY)) |
 
-While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
+`capture(program)` records one program's run step by step (a realize each); `recording()` groups what the hooks see per
+schedule (a Capture each) for the pytest plugin (pytest_plugin.py), which records every test. While capturing: SCACHE=0 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's
 entries are put back afterwards), PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default
 (scalar programs: default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the
 chosen device: CPU when a clang exists, else PYTHON (tinygrad's emulator, the referee).
@@ -156,6 +157,155 @@ def _read_buffer(u: Any, per_device: bool = False) -> np.ndarray | None:
     return np.array(buf.numpy(), copy=True)
   except Exception:
     return None
+
+
+class Recording:
+  """What tinygrad made while `recording()` was on: one Capture per schedule (each call of transform_to_call, the entry
+  of every realize: its argument IS the tensor graph being realized), holding that schedule's callified graph, kernel
+  graphs and programs. A kernel graph or program made outside any schedule (the programs a realize compiles after its
+  schedule was handed on) goes to a Capture whose tensor is None.
+
+  A Capture is handed on (`flush`) once it is complete: to `on_capture` when given, which then holds no reference to it
+  (a test that counts tinygrad's live buffers must not see the recording keep them alive), else appended to `captures`."""
+  def __init__(self, device: str | None, inputs: bool, outputs: bool, on_capture: Callable[[Capture], None] | None = None):
+    self.device, self.inputs, self.outputs, self.on_capture = device, inputs, outputs, on_capture
+    self.captures: list[Capture] = []
+    self.open: Capture | None = None   # the schedule being made now
+    self.paused = False
+
+  def device_now(self) -> str:
+    """The given device, else tinygrad's default as it is now (a test may change it with Context(DEV=...))."""
+    from tinygrad import Device
+    return self.device or Device.DEFAULT
+
+  def start(self, cap: Capture) -> None:
+    self.flush()
+    self.open = cap
+
+  def current(self) -> Capture:
+    if self.open is None: self.open = Capture(device=self.device_now(), tensor=None)
+    return self.open
+
+  def flush(self) -> None:
+    cap, self.open = self.open, None
+    if cap is None: return
+    if self.on_capture is None: self.captures.append(cap)
+    else:
+      with self.pause(): self.on_capture(cap)
+
+  @contextlib.contextmanager
+  def pause(self) -> Iterator[None]:
+    """Run tinygrad with the hooks passing everything through (reading numbers back makes graphs of its own)."""
+    saved, self.paused = self.paused, True
+    try: yield
+    finally: self.paused = saved
+
+  @property
+  def callified(self) -> list[tuple[Any, Any, dict]]: return [c for cap in self.captures for c in cap.callified]
+  @property
+  def kernel_graphs(self) -> list[tuple[Any, Any]]: return [k for cap in self.captures for k in cap.kernel_graphs]
+  @property
+  def programs(self) -> list[tuple[Any, Any]]: return [p for cap in self.captures for p in cap.programs]
+  @property
+  def input_data(self) -> dict[Any, np.ndarray]: return {b: d for cap in self.captures for b, d in cap.inputs.items()}
+
+
+@contextlib.contextmanager
+def recording(device: str | None = None, inputs: bool = False, outputs: bool = False, fresh: bool = False,
+              on_capture: Callable[[Capture], None] | None = None) -> Iterator[Recording]:
+  """Install the hooks (see the module's table) for the duration of the block; every one is restored on the way out,
+  whatever the block raised. inputs: read each callified CALL's input BUFFERs before they run. outputs: record, per
+  realize, tinygrad's numbers of what it realized (output_storage, realized, outputs; read from storage, `_record_stored`), and
+  keep the programs the realize compiles in its schedule's Capture. fresh: empty codegen's to_program_cache and the
+  schedule cache for the block (their entries put back afterwards): a rerun would take its schedule and programs from
+  them and make no graph there. on_capture: called with each Capture once complete (see Recording); a schedule is
+  complete when Tensor.linear_with_vars returns (without outputs; the programs its realize compiles come as a Capture
+  of their own) or its realize returns."""
+  import tinygrad.codegen as codegen
+  import tinygrad.schedule as schedule
+  import tinygrad.schedule.rangeify as rangeify
+  import tinygrad.tensor as tensor_mod
+  from tinygrad import Tensor
+
+  rec = Recording(device, inputs, outputs, on_capture)
+
+  def on_call(orig):
+    def wrapper(big_sink):
+      ret = orig(big_sink)
+      if rec.paused: return ret
+      call, bmap = ret
+      cap = Capture(device=rec.device_now(), tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
+      rec.start(cap)
+      if rec.inputs:
+        for a in call.src[1:]:
+          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
+      return ret
+    return wrapper
+
+  def on_kernel_graph(orig):
+    def wrapper(sink):
+      ret = orig(sink)
+      if not rec.paused: rec.current().kernel_graphs.append((sink, ret))
+      return ret
+    return wrapper
+
+  def on_program(orig):
+    def wrapper(ast, renderer):
+      ret = orig(ast, renderer)
+      # tag set: the device's own runtime programs (signal, wait, ...)
+      if ast.tag is None and not rec.paused: rec.current().programs.append((ast, ret))
+      return ret
+    return wrapper
+
+  def on_schedule(orig):
+    def wrapper(*args, **kwargs):
+      ret = orig(*args, **kwargs)
+      if not rec.paused: rec.flush()
+      return ret
+    return wrapper
+
+  def on_realize(orig):
+    def wrapper(self, *lst, **kwargs):
+      uops = [t.uop for t in (self, *lst)]
+      ret = orig(self, *lst, **kwargs)
+      if rec.paused: return ret
+      # the schedule of this realize: a sink of (some of) these tensors' uops
+      mine = rec.open
+      if rec.outputs and mine is not None and mine.tensor is not None and set(mine.tensor.src) <= set(uops):
+        _record_stored(mine, [next(t for t, tu in zip((self, *lst), uops) if tu is u) for u in mine.tensor.src])
+      rec.flush()
+      return ret
+    return wrapper
+
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(_wrapped(tensor_mod, "transform_to_call", on_call))
+    stack.enter_context(_wrapped_cell(rangeify.get_kernel_graph, "func", on_kernel_graph))
+    stack.enter_context(_wrapped(codegen, "do_to_program", on_program))
+    stack.enter_context(_wrapped(Tensor, "realize", on_realize))
+    if not outputs: stack.enter_context(_wrapped(Tensor, "linear_with_vars", on_schedule))
+    if fresh:
+      stack.enter_context(_emptied(codegen.to_program_cache))
+      stack.enter_context(_emptied(schedule.schedule_cache))
+    try: yield rec
+    finally: rec.flush()
+
+
+def _record_stored(cap: Capture, tensors: list[Any]) -> None:
+  """After a realize inside a program that is not ours (a test): tinygrad's numbers read straight from the storage each
+  output was realized into, running nothing (Tensor.numpy would run kernels of its own, counted by tests that count
+  kernels, and refuses inside a TinyJit capture). When an output is a view of storage (tinygrad computes it only when it
+  is read) or sharded, its storage cannot be read, or a TinyJit is capturing, nothing is recorded: the schedule has no numbers to compare."""
+  from tinygrad.engine.realize import capturing
+  if capturing: return   # a TinyJit capturing: what the storage holds now is not what the captured kernels give
+  try:
+    realized = [t.uop for t in tensors]
+    storage = [_storage_of(u) for u in realized]
+    if any(b is None for b in storage): return
+    data = [_read_buffer(b) for b in storage]
+    if any(d is None for d in data): return
+    outputs = [d.reshape(t.shape) for d, t in zip(data, tensors)]
+  except Exception: return   # a symbolic shape, storage of another kind: no numbers, never an error in the test
+  cap.realized, cap.output_storage, cap.outputs = realized, storage, outputs
 
 
 def capture(program: Callable[[], Any], device: str | None = None, noopt: bool = True) -> Capture:

@@ -213,9 +213,32 @@ def check_capture(cap: Capture) -> Report:
 
 def _check_one(cap: Capture) -> Report:
   t = translate(cap, strict=False)
-  rep = Report(cap, t)
+  rep = Report(cap, t, violations=spec_violations(t))
+  compare_numbers(rep)
+  return rep
+
+
+def spec_violations(t: Translation, memo: dict | None = None) -> dict[str, list[tuple[int, Violation]]]:
+  """Per stage, every violation of its translated graphs as (graph index, violation). memo (tinyspec graph, stage) ->
+  violations: tinyspec's UOps are interned, so a graph translated before is the same object and is checked once."""
+  out: dict[str, list[tuple[int, Violation]]] = {}
   for stage in STAGES:
-    rep.violations[stage] = [(i, v) for i, (_, g) in enumerate(t.graphs[stage]) if g is not None for v in check(g, SPEC_STAGE[stage])]
+    out[stage] = []
+    for i, (_, g) in enumerate(t.graphs[stage]):
+      if g is None: continue
+      key = (g, SPEC_STAGE[stage])
+      vs = memo.get(key) if memo is not None else None
+      if vs is None:
+        vs = check(g, SPEC_STAGE[stage])
+        if memo is not None: memo[key] = vs
+      out[stage] += [(i, v) for v in vs]
+  return out
+
+
+def compare_numbers(rep: Report) -> None:
+  """Evaluate each stage of the report's translation with tinyspec's evaluator (the MODES) and compare with tinygrad's
+  numbers, into rep.numbers / rep.ran."""
+  t = rep.translation
   for mode, stage, run in (("tensor", "tensor", evaluate_tensor), ("callified", "callified", evaluate_callified)):
     if not t.graphs[stage] or t.graphs[stage][-1][1] is None:
       rep.ran[mode], rep.numbers[mode] = False, f"the {stage} graph did not translate"
@@ -244,7 +267,6 @@ def _check_one(cap: Capture) -> Report:
         rep.as_programs = (sum(b.op is Ops.PROGRAM for b in bodies), len(bodies))
       _record(rep, mode, evaluate_outputs(t, kg))
     except Exception as e: _failed(rep, mode, e)
-  return rep
 
 
 def format_report(rep: Report, name: str) -> str:

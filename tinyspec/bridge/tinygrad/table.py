@@ -473,6 +473,9 @@ def r_range(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp.const(dtypes.index if is_weak(u.dtype) else tr.dtype(u), tr.shard)
   k = AXIS.get(kind.name)
   if k is None: raise Untranslatable("RANGE", tr.stage, f"axis type {kind.name}")
+  # a9069c17's UOp.loop: RANGE(NOOP), dtype void, a do-while loop header with no induction variable (its END carries the
+  # condition); tinyspec's RANGE counts from 0 to a bound, and a void one would be an ill-formed graph, not this loop
+  if u.dtype.name == "void": raise Untranslatable("RANGE", tr.stage, "a loop header with no bound (void RANGE(NOOP), UOp.loop)")
   key = tuple(axis)
   if key not in tr.axes: tr.axes[key] = axis[0] if len(axis) == 1 and axis[0] not in tr.axes.values() else len(tr.axes) + 1000
   dt = dtypes.index if is_weak(u.dtype) else tr.dtype(u)

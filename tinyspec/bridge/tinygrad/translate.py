@@ -379,14 +379,20 @@ def called(kg: UOp) -> UOp:
   SINK(CALL(kg, BUFFER per PARAM slot)) with fresh BUFFERs of the PARAMs' sizes and dtypes."""
   params: dict[int, UOp] = {}
   # the graph's own PARAMs: everywhere but inside a call's body (a kernel's PARAMs are its own), the args of a call
-  # that an AFTER among another call's args waits for included
+  # (however deep) included
   for u in walk((kg,), lambda x: x.src[1:] if x.op is Ops.CALL else x.src):
     if u.op is Ops.PARAM: params.setdefault(u.arg.slot, u)
+  if not params: return kg
   # a slot no PARAM stands for is a variable arg (the kernels read it as DEFINE_VAR pk, passed on unbound): passed on
   passed = {int(v.arg.name[1:]): v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name[:1] == "p" and v.arg.name[1:].isdigit()}
   slots = {**passed, **params}
-  if not params or sorted(slots) != list(range(len(slots))): return kg
-  bufs = [UOp.buffer(p.dtype, p.arg.size, p.arg.device) if p.op is Ops.PARAM else p for _, p in sorted(slots.items())]
+  # any other slot is an arg the function never reads (`def f(a, b, c): return a * c`): any storage binds it, so it
+  # gets a one-byte BUFFER on the device of the graph's first PARAM
+  dev = next(iter(params.values())).arg.device
+  def bound(p: UOp | None) -> UOp:
+    if p is None: return UOp.buffer(dtypes.uint8, 1, dev)
+    return UOp.buffer(p.dtype, p.arg.size, p.arg.device) if p.op is Ops.PARAM else p
+  bufs = [bound(slots.get(k)) for k in range(max(slots) + 1)]
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
   outs = []
   for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
@@ -431,7 +437,7 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     t.graphs[stage].append((root, out if ok else None))
     return out if ok else None
 
-  one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))
+  if cap.tensor is not None: one("tensor", cap.tensor, lambda: Tr(t, "tensor")(cap.tensor))  # None: a recording's graphs made outside a schedule
   calls = [c for _, c, _ in cap.callified]
   t.lowered = {kg_in: kg for kg_in, kg in cap.kernel_graphs}
   for c in calls: one("callified", c, lambda c=c: callified(t, c))
