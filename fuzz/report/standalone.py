@@ -24,14 +24,16 @@ hangs and spec rules with no check here have no standalone form: NoStandalone sa
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from fuzz.check.exact_ints import overflows_signed
-from fuzz.corpus.store import Entry, header_lines
+from fuzz.corpus.store import Entry, entries, header_lines, load_entry
 from fuzz.generate.tinygrad_programs import STORED_ONLY_DTYPES
 from fuzz.report.numpy_program import WRAP_SOURCE, NoNumpyForm, NumpyProgram, numpy_program
+from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError
 
 ORACLES = ("parity", "parity-literal-policy", "parity-signed-overflow", "error", "spec")
@@ -93,9 +95,7 @@ def standalone_script(entry: Entry) -> str:
   if weak is not None and all(np.array_equal(a, b) for a, b in zip(want.outputs, weak.outputs)): weak = None  # type: ignore[union-attr]
   check_values = oracle.startswith("parity") or not overflows_signed(src)
   parts = [
-    _docstring(entry),
-    _environment(stage),
-    _imports(src, oracle),
+    "\n\n".join([_docstring(entry), _environment(stage), _imports(src, oracle)]),
     _tinygrad_source(src),
     _expected(want, "expected", "The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."),
   ]
@@ -198,9 +198,25 @@ def _checks(oracle: str, rule: str, values: bool, weak: bool) -> str:
   return "\n".join(lines)
 
 
-def script_name(entry: Entry) -> str:
-  """The file name of an entry's standalone script: the entry's own."""
-  return entry.path.name
+STANDALONE_DIR = "standalone"  # the scripts of a corpus directory's tinygrad entries, each named as its entry
 
 
-__all__ = ["NoStandalone", "SPEC_CHECKS", "standalone_script", "script_name", "versions_sentence"]
+def script_path(entry: Entry) -> Path:
+  return entry.path.parent / STANDALONE_DIR / entry.path.name
+
+
+def tinygrad_entries(corpus_dir: str | Path) -> list[Entry]:
+  """The corpus directory's entries of KIND 'tinygrad', loaded."""
+  return [e for e in map(load_entry, entries(corpus_dir)) if e.case.kind == "tinygrad"]
+
+
+def write_scripts(corpus_dir: str | Path) -> list[Path]:
+  """Write the standalone script of every tinygrad entry of corpus_dir into its STANDALONE_DIR (files left unchanged
+  when their text is), remove the scripts of entries that are gone; the scripts' paths, in the entries' order."""
+  out = []
+  for e in tinygrad_entries(corpus_dir):
+    path, text = script_path(e), standalone_script(e)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text: atomic_write(path, text)
+    out.append(path)
+  for stale in set((Path(corpus_dir) / STANDALONE_DIR).glob("*.py")) - set(out): stale.unlink()
+  return out
