@@ -146,6 +146,14 @@ def test_repro_standalone_verb(tmp_path, capsys):
   assert "give one of them" in capsys.readouterr().err
 
 
+def test_a_program_outside_the_grammar_has_no_script(tmp_path):
+  from fuzz.report.standalone import NoStandalone, standalone_script
+  src = CORPUS / "parity_tinygrad_schedule_e56087890d4e.py"
+  bad = tmp_path / src.name
+  bad.write_text(src.read_text().replace("  v0 = x0.minimum(-2)\n", "  v0 = x0.minimum(-2)\n  v9 = open('x')\n"))
+  with pytest.raises(NoStandalone, match="PROGRAM, line 4: a call of `open` is not part of a program"): standalone_script(load_entry(bad))
+
+
 # ---- the scripts under each tinygrad version ----
 @pytest.fixture(scope="session")
 def versions(tmp_path_factory):

@@ -43,6 +43,7 @@ try:
   got = [t.numpy() for t in program()]
 except Exception as e:
   raise AssertionError(f"tinygrad raised {type(e).__name__}: {e}") from e
+
 # tinyspec's rule kernel.shift_count, said of every program tinygrad compiled here
 for prg in to_program_cache.values():
   for u in prg.src[1].src:
@@ -50,6 +51,7 @@ for prg in to_program_cache.values():
       count, width = u.src[1], u.dtype.itemsize * 8
       assert count.vmax >= 0 and count.vmin < width, \
         f"{u.op} of {u.dtype} by a count in [{count.vmin}, {count.vmax}], never within [0, {width}): undefined in C\n{prg.src[2].arg}"
+
 for i, (g, w) in enumerate(zip(got, expected())):
   assert same(g, w), f"output {i}: tinygrad gives {g!r}, the program means {np.asarray(w)!r}"
 print("tinygrad gives what is asserted")

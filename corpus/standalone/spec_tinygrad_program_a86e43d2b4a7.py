@@ -43,6 +43,7 @@ try:
   got = [t.numpy() for t in program()]
 except Exception as e:
   raise AssertionError(f"tinygrad raised {type(e).__name__}: {e}") from e
+
 # tinyspec's rule kernel.local_read_after_write, said of every program tinygrad compiled here
 def storage(u):  # what an INDEX reads or writes, through AFTERs
   while u.op in (Ops.INDEX, Ops.AFTER, Ops.CAST): u = u.src[0]
@@ -53,6 +54,7 @@ for prg in to_program_cache.values():
     if u.op is Ops.STORE: written.add(storage(u.src[0]))
     if u.op is Ops.LOAD and (b := storage(u.src[0])).op is Ops.BUFFER:  # a kernel-local buffer (REG or LOCAL)
       assert b in written, f"a LOAD of kernel-local {b.arg} comes before any STORE into it: uninitialized memory\n{prg.src[2].arg}"
+
 for i, (g, w) in enumerate(zip(got, expected())):
   assert same(g, w), f"output {i}: tinygrad gives {g!r}, the program means {np.asarray(w)!r}"
 print("tinygrad gives what is asserted")

@@ -31,7 +31,7 @@ import numpy as np
 
 from fuzz.check.exact_ints import overflows_signed
 from fuzz.corpus.store import Entry, entries, header_lines, load_entry
-from fuzz.generate.tinygrad_programs import STORED_ONLY_DTYPES
+from fuzz.generate.tinygrad_programs import STORED_ONLY_DTYPES, ProgramSourceError, check_program_source
 from fuzz.report.numpy_program import WRAP_SOURCE, NoNumpyForm, NumpyProgram, numpy_program
 from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError
@@ -88,6 +88,8 @@ def standalone_script(entry: Entry) -> str:
     raise NoStandalone(f"{entry.path}: {'/'.join(entry.signature)} is no finding about tinygrad a script can show")
   if oracle == "spec" and rule not in SPEC_CHECKS: raise NoStandalone(f"{entry.path}: no standalone check of the spec rule {rule}")
   src = str(entry.meta.get("PROGRAM", ""))
+  try: check_program_source(src, f"{entry.path}: PROGRAM")
+  except ProgramSourceError as e: raise NoStandalone(str(e)) from None
   try: want = numpy_program(src)
   except NoNumpyForm as e: want = _evaluated(src, str(e))
   weak = numpy_program(src, weak=True) if oracle == "parity" and not isinstance(want, str) else None
@@ -97,12 +99,13 @@ def standalone_script(entry: Entry) -> str:
   parts = [
     "\n\n".join([_docstring(entry), _environment(stage), _imports(src, oracle)]),
     _tinygrad_source(src),
-    _expected(want, "expected", "The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."),
   ]
-  if weak is not None:
-    parts.append(_expected(weak, "expected_weak", "The program in numpy as tinygrad reads a literal: its own value, the result wrapped."))
-  if (isinstance(want, NumpyProgram) and want.uses_wrap) or (weak is not None and weak.uses_wrap): parts.append(WRAP_SOURCE)
-  parts.append(_same(isinstance(want, NumpyProgram) and want.float_sums))
+  if check_values:
+    parts.append(_expected(want, "expected", "The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."))
+    if weak is not None:
+      parts.append(_expected(weak, "expected_weak", "The program in numpy as tinygrad reads a literal: its own value, the result wrapped."))
+    if (isinstance(want, NumpyProgram) and want.uses_wrap) or (weak is not None and weak.uses_wrap): parts.append(WRAP_SOURCE)
+    parts.append(_same(isinstance(want, NumpyProgram) and want.float_sums))
   parts.append(_checks(oracle, rule, check_values, weak is not None))
   return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
@@ -148,7 +151,9 @@ def _tinygrad_source(src: str) -> str:
 def _evaluated(src: str, why: str) -> str:
   """The values tinyspec's evaluator gives the program, as numpy literals (for a program numpy cannot compute)."""
   from fuzz.check.tinygrad_oracles import tinyspec_outputs
-  outs = tinyspec_outputs(src)
+  try: outs = tinyspec_outputs(src)
+  except Exception as e:
+    raise NoStandalone(f"neither numpy ({why}) nor tinyspec's evaluator ({type(e).__name__}: {e}) computes the program") from None
   lines = [f"# {why}: these are the values tinyspec's evaluator gave the program when this script was written", "return ("]
   lines += [f"  {_array_literal(o)}," for o in outs]
   return "\n".join(lines + [")"])
@@ -184,7 +189,7 @@ def _checks(oracle: str, rule: str, values: bool, weak: bool) -> str:
                      '  raise AssertionError(f"tinygrad raised {type(e).__name__}: {e}") from e'])
   lines = [run]
   if oracle == "spec":
-    lines += [f"# tinyspec's rule {rule}, said of every program tinygrad compiled here", SPEC_CHECKS[rule].rstrip("\n")]
+    lines += ["", f"# tinyspec's rule {rule}, said of every program tinygrad compiled here", SPEC_CHECKS[rule].rstrip("\n"), ""]
   if not values:
     lines.append("# the program overflows a signed integer, so tinygrad's values are undefined: only the above is asserted")
   elif weak:
