@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from fuzz.corpus.store import entries, load_entry, set_constant
 from fuzz.engine.tinygrad_target import unavailable as tinygrad_unavailable
-from fuzz.report.numpy_program import WRAP_SOURCE, NoNumpyForm, numpy_program
+from fuzz.report.numpy_program import WEAK_HELPERS, NoNumpyForm, numpy_program
 from tinyspec.loadfile import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,8 +72,33 @@ def test_the_lines_mean_the_values_returned():
   for weak in (False, True):
     p = numpy_program(src, weak=weak)
     ns: dict = {"np": np}
-    exec(WRAP_SOURCE + "def f():\n" + "".join(f"  {ln}\n" for ln in p.body), ns)
+    exec(WEAK_HELPERS + "def f():\n" + "".join(f"  {ln}\n" for ln in p.body), ns)
     assert [np.asarray(v).tolist() for v in ns["f"]()] == [o.tolist() for o in p.outputs]
+
+
+def test_generated_programs_mean_in_numpy_what_they_mean_elsewhere():
+  # the generator's whole grammar: numpy's reading against tinyspec's frontend and evaluator, tinygrad's reading against
+  # fuzz.check.exact_ints (exact Python integers); independent models of the same programs
+  from fuzz.check.exact_ints import run_exact
+  from fuzz.check.tinygrad_oracles import tinyspec_outputs
+  from fuzz.generate.tinygrad_programs import program_for, source
+  def agree(a, b) -> bool:
+    close = a.dtype.kind == "f" and np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)  # float sums: another order
+    return a.dtype == b.dtype and a.shape == b.shape and (np.array_equal(a, b, equal_nan=a.dtype.kind == "f") or close)
+  compared = Counter()
+  for i in range(300):
+    src = source(program_for(5, i))
+    try: converted, weak = numpy_program(src).outputs, numpy_program(src, weak=True).outputs
+    except NoNumpyForm: continue
+    try: ts = tinyspec_outputs(src)
+    except Exception: ts = None  # tinyspec's frontend rejects a few programs (the campaign counts them)
+    if ts is not None:
+      assert all(map(agree, converted, ts)), src
+      compared["tinyspec"] += 1
+    if all(o.dtype.kind in "iub" for o in weak):
+      assert all(map(agree, weak, run_exact(src, exact_literals=True).outputs)), src
+      compared["exact"] += 1
+  assert compared["tinyspec"] > 250 and compared["exact"] > 150, compared
 
 
 def test_a_dtype_numpy_lacks_has_no_numpy_form():

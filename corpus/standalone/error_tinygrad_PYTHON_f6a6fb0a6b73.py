@@ -35,7 +35,7 @@ def expected():
     q0 = p0.reshape((3, 1))
     return q0,
   x0 = np.array([0, 0, 0], dtype=np.uint32).reshape((1, 3))
-  v0 = np.ascontiguousarray(x0)
+  v0 = np.array(x0)
   v1, = f_v1(x0)
   v2 = v0[0:1, 1:3]
   return v1, v2

@@ -32,8 +32,13 @@ def expected():
 def expected_weak():
   """The program in numpy as tinygrad reads a literal: its own value, the result wrapped."""
   x0 = np.array([0, 0, 1003815933380876847], dtype=np.uint64).reshape((1, 3))
-  v1 = wrap(x0.astype(object) // -2, np.uint64)  # -2 kept as it is, the result wrapped to uint64 (tinygrad's reading)
+  v1 = wrap(exact(x0) // -2, np.uint64)  # -2 kept as it is, the result wrapped to uint64 (tinygrad's reading)
   return v1,
+
+
+def exact(x):
+  """x's integers as Python's exact ones (an object array)."""
+  return np.array(np.asarray(x).tolist(), dtype=object)
 
 
 def wrap(x, dtype):

@@ -36,7 +36,7 @@ def expected():
   def f_v0(p0, p1):
     q0 = p0 + 254
     q1 = q0.astype(np.int32)
-    q2 = np.ascontiguousarray(q1)
+    q2 = np.array(q1)
     return q0, q2
   x0 = np.array([82], dtype=np.uint8).reshape((1,))
   x2 = np.array([0], dtype=np.uint8).reshape((1,))

@@ -49,15 +49,20 @@ def expected():
 def expected_weak():
   """The program in numpy as tinygrad reads a literal: its own value, the result wrapped."""
   def f_v4(p0, p1):
-    q0 = wrap(np.minimum(p1.astype(object), -2), np.uint16)  # -2 kept as it is, the result wrapped to uint16 (tinygrad's reading)
+    q0 = wrap(np.minimum(exact(p1), -2), np.uint16)  # -2 kept as it is, the result wrapped to uint16 (tinygrad's reading)
     q1 = q0 << 8
     return q1,
   x0 = np.array([0, 0, 0, 0], dtype=np.uint16).reshape((4,))
   x1 = np.array([1], dtype=np.uint16).reshape((1,))
-  v2 = wrap(x1.astype(object) % -1, np.uint16)  # -1 kept as it is, the result wrapped to uint16 (tinygrad's reading)
+  v2 = wrap(exact(x1) % -1, np.uint16)  # -1 kept as it is, the result wrapped to uint16 (tinygrad's reading)
   v3 = x0 != x1
   v4, = f_v4(v3, v2)
   return v4,
+
+
+def exact(x):
+  """x's integers as Python's exact ones (an object array)."""
+  return np.array(np.asarray(x).tolist(), dtype=object)
 
 
 def wrap(x, dtype):

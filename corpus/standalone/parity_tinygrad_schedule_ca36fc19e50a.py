@@ -32,8 +32,13 @@ def expected():
 def expected_weak():
   """The program in numpy as tinygrad reads a literal: its own value, the result wrapped."""
   x0 = np.array([0, 0, 67, 0, 47, 18446744073709551615], dtype=np.uint64).reshape((2, 3))
-  v5 = wrap(np.minimum(x0.astype(object), -2), np.uint64)  # -2 kept as it is, the result wrapped to uint64 (tinygrad's reading)
+  v5 = wrap(np.minimum(exact(x0), -2), np.uint64)  # -2 kept as it is, the result wrapped to uint64 (tinygrad's reading)
   return v5,
+
+
+def exact(x):
+  """x's integers as Python's exact ones (an object array)."""
+  return np.array(np.asarray(x).tolist(), dtype=object)
 
 
 def wrap(x, dtype):

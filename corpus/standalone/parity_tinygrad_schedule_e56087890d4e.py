@@ -32,8 +32,13 @@ def expected():
 def expected_weak():
   """The program in numpy as tinygrad reads a literal: its own value, the result wrapped."""
   x0 = np.array([0, 0, 0, 255], dtype=np.uint8).reshape((2, 2))
-  v0 = wrap(np.minimum(x0.astype(object), -2), np.uint8)  # -2 kept as it is, the result wrapped to uint8 (tinygrad's reading)
+  v0 = wrap(np.minimum(exact(x0), -2), np.uint8)  # -2 kept as it is, the result wrapped to uint8 (tinygrad's reading)
   return v0,
+
+
+def exact(x):
+  """x's integers as Python's exact ones (an object array)."""
+  return np.array(np.asarray(x).tolist(), dtype=object)
 
 
 def wrap(x, dtype):

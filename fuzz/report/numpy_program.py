@@ -33,7 +33,12 @@ COMPARE = {ast.Lt: "<", ast.Eq: "==", ast.NotEq: "!="}
 # ^ both readings agree modulo the dtype's width)
 WEAK_DIFFERS = frozenset({"//", "%", "<", "==", "!=", "maximum", "minimum"})
 
-WRAP_SOURCE = '''\
+WEAK_HELPERS = '''\
+def exact(x):
+  """x's integers as Python's exact ones (an object array)."""
+  return np.array(np.asarray(x).tolist(), dtype=object)
+
+
 def wrap(x, dtype):
   """Exact integers (an object array) wrapped into an integer dtype."""
   info = np.iinfo(dtype)
@@ -54,7 +59,7 @@ class NumpyProgram:
   outputs: tuple[np.ndarray, ...]
   weak_lines: int = 0             # lines whose weak reading differs in form from the converted one
   float_sums: bool = False        # a float sum or matmul: its value depends on the order of the additions
-  uses_wrap: bool = False         # the lines call wrap() (WRAP_SOURCE)
+  uses_helpers: bool = False      # the lines call exact() and wrap() (WEAK_HELPERS)
 
 
 @dataclass
@@ -66,17 +71,17 @@ class _Writer:
   defs: dict[str, ast.FunctionDef] = field(default_factory=dict)
   weak_lines: int = 0
   float_sums: bool = False
-  uses_wrap: bool = False
+  uses_helpers: bool = False
 
   def __post_init__(self) -> None:
     check_program_source(self.src)
     self.defs = {fn.name: fn for fn in ast.parse(self.src).body if isinstance(fn, ast.FunctionDef)}
     self.ns = {"np": np}
-    exec(compile(WRAP_SOURCE, "<wrap>", "exec"), self.ns)
+    exec(compile(WEAK_HELPERS, "<wrap>", "exec"), self.ns)
 
   def program(self) -> NumpyProgram:
     body, outs = self.block(self.defs["program"], {})
-    return NumpyProgram(self.functions, body, tuple(np.asarray(o) for o in outs), self.weak_lines, self.float_sums, self.uses_wrap)
+    return NumpyProgram(self.functions, body, tuple(np.asarray(o) for o in outs), self.weak_lines, self.float_sums, self.uses_helpers)
 
   # ---- statements ----
   def block(self, fn: ast.FunctionDef, env: dict[str, Any]) -> tuple[list[str], tuple]:
@@ -143,10 +148,11 @@ class _Writer:
     if name == "sum": return f"{r}.sum({args[0]}, dtype=np.{dt.name}{', keepdims=True' if keep else ''})", note
     if name == "max": return f"{r}.max({args[0]}{', keepdims=True' if keep else ''})", note
     if name == "matmul": return f"{r} @ {self.expr(n.args[0], env)[0]}", note
+    if name in ("pad", "shrink") and ast.literal_eval(n.args[0]) == (): return f"np.asarray({r})", note  # of a 0-d value: itself
     simple: dict[str, Callable[[], str]] = {
       "reshape": lambda: f"{r}.reshape({args[0]})", "permute": lambda: f"{r}.transpose({', '.join(args)})",
       "flip": lambda: f"np.flip({r}, {args[0]})", "pad": lambda: f"np.pad({r}, {args[0]})",
-      "expand": lambda: f"np.broadcast_to({r}, {args[0]})", "contiguous": lambda: f"np.ascontiguousarray({r})",
+      "expand": lambda: f"np.broadcast_to({r}, {args[0]})", "contiguous": lambda: f"np.array({r})",
       "shrink": lambda: f"{r}[{', '.join(f'{lo}:{hi}' for lo, hi in ast.literal_eval(n.args[0]))}]",
     }
     if name not in simple: raise NoNumpyForm(f".{name}(...) has no numpy form here")
@@ -163,10 +169,10 @@ class _Writer:
     dt = self.eval(a, env).dtype
     as_fn = op in ("maximum", "minimum")
     if _is_literal(right) and self.weak and op in WEAK_DIFFERS and dt.kind in "iu" and not _fits(_literal(right), dt):
-      self.weak_lines, self.uses_wrap = self.weak_lines + 1, True
+      self.weak_lines, self.uses_helpers = self.weak_lines + 1, True
       c = _literal(right)
-      exact = f"np.{op}({a}.astype(object), {c})" if as_fn else f"{a}.astype(object) {op} {c}"
-      if op in COMPARE.values(): return f"({exact}).astype(bool)", f"{c} kept as it is (tinygrad's reading)"
+      exact = f"np.{op}(exact({a}), {c})" if as_fn else f"exact({a}) {op} {c}"
+      if op in COMPARE.values(): return exact, f"{c} kept as it is (tinygrad's reading)"
       return f"wrap({exact}, np.{dt.name})", f"{c} kept as it is, the result wrapped to {dt.name} (tinygrad's reading)"
     b, bnote = self.operand(right, dt, env)
     return (f"np.{op}({a}, {b})" if as_fn else f"{a} {op} {b}"), note or bnote

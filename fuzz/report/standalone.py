@@ -32,7 +32,7 @@ import numpy as np
 from fuzz.check.exact_ints import overflows_signed
 from fuzz.corpus.store import Entry, entries, header_lines, load_entry
 from fuzz.generate.tinygrad_programs import STORED_ONLY_DTYPES, ProgramSourceError, check_program_source
-from fuzz.report.numpy_program import WRAP_SOURCE, NoNumpyForm, NumpyProgram, numpy_program
+from fuzz.report.numpy_program import WEAK_HELPERS, NoNumpyForm, NumpyProgram, numpy_program
 from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError
 
@@ -104,7 +104,7 @@ def standalone_script(entry: Entry) -> str:
     parts.append(_expected(want, "expected", "The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."))
     if weak is not None:
       parts.append(_expected(weak, "expected_weak", "The program in numpy as tinygrad reads a literal: its own value, the result wrapped."))
-    if (isinstance(want, NumpyProgram) and want.uses_wrap) or (weak is not None and weak.uses_wrap): parts.append(WRAP_SOURCE)
+    if (isinstance(want, NumpyProgram) and want.uses_helpers) or (weak is not None and weak.uses_helpers): parts.append(WEAK_HELPERS)
     parts.append(_same(isinstance(want, NumpyProgram) and want.float_sums))
   parts.append(_checks(oracle, rule, check_values, weak is not None))
   return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
