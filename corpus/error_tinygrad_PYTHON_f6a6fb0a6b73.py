@@ -28,6 +28,7 @@ def program():
   v2 = v0.shrink(((0, 1), (1, 3)))
   return v1, v2
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

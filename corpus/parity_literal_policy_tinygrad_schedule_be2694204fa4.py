@@ -20,6 +20,7 @@ def program():
   v0 = x0.maximum(-1)
   return v0,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -29,6 +29,7 @@ def program():
   v5, v5_1 = f_v5(x1, v1)
   return v5_1,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -21,6 +21,7 @@ def program():
   v4 = v3.cast(dtypes.int16)
   return v4,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -30,6 +30,7 @@ def program():
   v3 = x0 % 18446744073709551614
   return v3, v0_1
 '''
+REPRODUCES = {'0.14.0': False, 'a9069c17': False}
 
 
 def graph():

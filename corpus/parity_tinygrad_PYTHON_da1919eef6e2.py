@@ -30,6 +30,7 @@ def program():
   v4 = v3.maximum(9223372036854775808)
   return v4, v0
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -21,6 +21,7 @@ def program():
   v1 = v0.cast(dtypes.float32)
   return v1,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -20,6 +20,7 @@ def program():
   v1 = x0 // -2
   return v1,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

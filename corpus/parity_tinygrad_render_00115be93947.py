@@ -27,6 +27,7 @@ def program():
   v3, = f_v3(x1)
   return v3,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

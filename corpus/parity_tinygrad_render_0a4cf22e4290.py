@@ -29,6 +29,7 @@ def program():
   v0, v0_1 = f_v0(x0, x2)
   return v0_1,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

@@ -23,6 +23,7 @@ def program():
   v3 = v2 >> 1
   return v3,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

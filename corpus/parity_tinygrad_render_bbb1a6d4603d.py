@@ -21,6 +21,7 @@ def program():
   v2 = v0 >> 2
   return v2,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

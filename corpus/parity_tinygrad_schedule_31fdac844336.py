@@ -21,6 +21,7 @@ def program():
   v5 = v1.maximum(7)
   return v5,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

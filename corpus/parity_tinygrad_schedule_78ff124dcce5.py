@@ -30,6 +30,7 @@ def program():
   v4, = f_v4(v3, v2)
   return v4,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

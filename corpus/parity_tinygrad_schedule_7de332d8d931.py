@@ -28,6 +28,7 @@ def program():
   v5 = (v1 < v0)
   return v5,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

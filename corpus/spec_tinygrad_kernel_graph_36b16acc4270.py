@@ -22,6 +22,7 @@ def program():
   v5 = v4 >> 46
   return v5,
 '''
+REPRODUCES = {'0.14.0': True, 'a9069c17': True}
 
 
 def graph():

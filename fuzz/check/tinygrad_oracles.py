@@ -84,10 +84,25 @@ def tinygrad_namespace() -> dict[str, Any]:
   import types
 
   import tinygrad
-  from tinyspec.bridge.tinygrad.translate import DTYPES
-  tg = {n: d for n in dir(tinygrad.dtypes) if type(d := getattr(tinygrad.dtypes, n)).__name__ == "DType"}
-  names = {**tg, **{DTYPES[d.name].name: d for d in tg.values() if d.name in DTYPES and DTYPES[d.name].name not in tg}}
+  tg = _tinygrad_dtypes()
+  names = {**tg, **{name: tg[attr] for name, attr in tinygrad_dtype_aliases().items()}}
   return {"Tensor": tinygrad.Tensor, "dtypes": types.SimpleNamespace(**names), "function": tinygrad.function}
+
+
+def _tinygrad_dtypes() -> dict[str, Any]:
+  import tinygrad
+  return {n: d for n in dir(tinygrad.dtypes) if type(d := getattr(tinygrad.dtypes, n)).__name__ == "DType"}
+
+
+def tinygrad_dtype_aliases() -> dict[str, str]:
+  """{tinyspec's name: tinygrad's attribute name} for each dtype tinygrad names otherwise (float8_e4m3fn: fp8e4m3), by
+  the bridge's dtype table."""
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  tg = _tinygrad_dtypes()
+  out: dict[str, str] = {}
+  for attr, d in tg.items():
+    if d.name in DTYPES and DTYPES[d.name].name not in tg: out.setdefault(DTYPES[d.name].name, attr)
+  return out
 
 
 @contextlib.contextmanager

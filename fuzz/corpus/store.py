@@ -2,7 +2,8 @@
 
 A file holds a header comment (signature, seed, case, date, message), SIGNATURE, EXPECT ("fails" for an open bug,
 "passes" for a fixed one), KIND, OPTIONS (the lowering choices), BACKENDS, PER_REWRITE, a target's own constants
-(e.g. PROGRAM, the source of a tinygrad program; loaded into Entry.meta), `graph()` and `inputs()`.
+(e.g. PROGRAM, the source of a tinygrad program, and REPRODUCES, the tinygrad versions its standalone script fails on;
+loaded into Entry.meta), `graph()` and `inputs()`.
 It is valid Python, but it is data: load_entry parses it and accepts only that grammar (UOp constructions, the IR's
 arg classes, literals, np.array literals), so loading an entry never runs code from it; anything else is an
 InputError naming the line. It is named by a stable hash of the signature, so the same bug found twice is one file.
@@ -10,6 +11,7 @@ Writes are atomic: a temp file in the same directory, fsync, rename.
 """
 from __future__ import annotations
 
+import ast
 import datetime
 import hashlib
 import math
@@ -160,8 +162,33 @@ def load_entry(path: str | Path) -> Entry:
   if not isinstance(per_rewrite, bool): raise InputError(f"{p}: PER_REWRITE must be True or False")
   seed, index = ns.get("SEED"), ns.get("CASE")
   if not all(x is None or type(x) is int for x in (seed, index)): raise InputError(f"{p}: SEED and CASE must be ints")
+  rep = ns.get("REPRODUCES", {})
+  if not (isinstance(rep, dict) and all(isinstance(k, str) and type(v) is bool for k, v in rep.items())):
+    raise InputError(f"{p}: REPRODUCES must be {{tinygrad version: True or False}}, got {str(rep)[:100]}")
   case = Case(root, inputs, dict(options), kind, seed, index)
   return Entry(p, case, sig, expect, backends, per_rewrite, {k: v for k, v in ns.items() if k.isupper() and k not in _OWN})
+
+
+def header_lines(path: str | Path) -> list[str]:
+  """The comment lines render_entry wrote under the signature and the seed line (the finding's message, its blame)."""
+  lines = Path(path).read_text(encoding="utf-8").splitlines()
+  head = lines[:next((i for i, ln in enumerate(lines) if not ln.startswith("#")), len(lines))]
+  return [ln[2:] if ln.startswith("# ") else ln[1:] for ln in head[2:]]
+
+
+def set_constant(path: str | Path, name: str, value: Any) -> None:
+  """Write NAME = value into a corpus file, in place of its NAME line or after its last constant, the rest unchanged
+  (atomically). For a record added to an entry after it was found, e.g. REPRODUCES."""
+  p = Path(path)
+  text = p.read_text(encoding="utf-8")
+  lines = text.splitlines(keepends=True)
+  consts = [st for st in ast.parse(text).body if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)]
+  if not consts: raise InputError(f"{p}: no constants to put {name} beside")
+  new = _extra_lines({name: value})[0] + "\n"
+  old = next((st for st in consts if st.targets[0].id == name), None)  # type: ignore[attr-defined]
+  if old is not None: lines[old.lineno - 1:old.end_lineno] = [new]
+  else: lines.insert(consts[-1].end_lineno or consts[-1].lineno, new)
+  atomic_write(p, "".join(lines))
 
 
 def entries(corpus_dir: str | Path) -> list[Path]:

@@ -157,8 +157,11 @@ def add_repro_arguments(p: argparse.ArgumentParser) -> None:
   p.add_argument("path", help="a corpus file")
   p.add_argument("--viz", action="store_true", help="draw the blamed rule application before and after, side by side (without one: the "
                  "graph with the violation highlighted) and print the file's path")
+  p.add_argument("--standalone", action="store_true", help="write the entry's standalone script instead (a tinygrad entry): it imports only "
+                 "tinygrad and numpy, asserts what the program means and fails on the defect")
   p.add_argument("-o", "--output", default=None, metavar="OUT",
-                 help="where --viz draws: .svg (default: the entry's name + .svg here), .png, .pdf, .dot")
+                 help="where --viz draws: .svg (default: the entry's name + .svg here), .png, .pdf, .dot; with --standalone the "
+                 "script's file (default: stdout)")
 
 
 REPLAY_TIMEOUT = 120.0  # seconds a replay of a case that once hung may take before it counts as hanging again
@@ -184,6 +187,7 @@ def repro_main(args: argparse.Namespace) -> int:
   from fuzz.corpus.store import load_entry
   from fuzz.engine.targets import replay
   from tinyspec.loadfile import InputError
+  if args.standalone: return standalone_main(args)
   draw_to = _draw_target(args)
   if draw_to == "":
     return 2
@@ -226,6 +230,27 @@ def repro_main(args: argparse.Namespace) -> int:
     print(f"still fails: {sig}")
     return 1
   print(f"fixed: {sig} no longer fails" + (" (set EXPECT = 'passes')" if entry.expect == "fails" else ""))
+  return 0
+
+
+def standalone_main(args: argparse.Namespace) -> int:
+  """`repro --standalone ENTRY [-o FILE]`: the entry's standalone script to FILE or stdout. Exit 0 when written, 2 when
+  the entry is unreadable or has no standalone form (the reason on stderr)."""
+  from fuzz.corpus.store import load_entry
+  from fuzz.report.standalone import standalone_script
+  from tinyspec.fileio import atomic_write
+  from tinyspec.loadfile import InputError
+  if args.viz:
+    print("tinyspec repro: --standalone writes a script; --viz draws a picture: give one of them", file=sys.stderr)
+    return 2
+  try: text = standalone_script(load_entry(args.path))
+  except InputError as e:
+    print(f"tinyspec repro: {e}", file=sys.stderr)
+    return 2
+  if args.output is None: sys.stdout.write(text)
+  else:
+    atomic_write(args.output, text)
+    print(args.output)
   return 0
 
 

@@ -1,0 +1,40 @@
+"""parity-literal-policy/tinygrad-schedule/weak-literal: tinygrad reads an integer literal its tensor's dtype cannot hold with the literal's own value and wraps the result; numpy and C convert the literal to the dtype first (a difference of policy).
+
+Found by tinyspec (corpus/parity_literal_policy_tinygrad_schedule_be2694204fa4.py):
+  output 0 (uint64[1, 1, 1]) changes meaning in tinygrad's schedule: callified against kernel ASTs: element 0: np.uint64(18446744073709551615) against np.uint64(0) (1 of 1 differ) (tinyspec, tensor, callified agree)
+Reproduces on tinygrad 0.14.0 and a9069c17.
+Needs only tinygrad and numpy: exits 0 where tinygrad gives what is asserted, fails with an AssertionError where not.
+"""
+
+import os
+
+os.environ["DEV"] = "CPU"  # the device the finding was made on
+os.environ["NOOPT"] = "1"  # no kernel optimizations, as tinyspec captured the program
+
+import numpy as np
+from tinygrad import Tensor
+
+
+# the program, as tinyspec's fuzzer found and reduced it
+def program():
+  x0 = Tensor(np.array([0], dtype=np.uint64).reshape((1, 1, 1)))
+  v0 = x0.maximum(-1)
+  return v0,
+
+
+def expected():
+  """The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."""
+  x0 = np.array([0], dtype=np.uint64).reshape((1, 1, 1))
+  v0 = np.maximum(x0, np.uint64(18446744073709551615))  # -1 as uint64 is 18446744073709551615
+  return v0,
+
+
+def same(got, want):
+  got, want = np.asarray(got), np.asarray(want)
+  return got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
+got = [t.numpy() for t in program()]
+for i, (g, w) in enumerate(zip(got, expected())):
+  assert same(g, w), f"output {i}: tinygrad gives {g!r}, the program means {np.asarray(w)!r}"
+print("tinygrad gives what is asserted")

@@ -1,0 +1,46 @@
+"""parity/tinygrad-render/uint16: tinygrad's values differ from what the program means.
+
+Found by tinyspec (corpus/parity_tinygrad_render_9c9bde8af0c1.py):
+  output 0 (uint16[3]) changes meaning in tinygrad's render: programs against tinygrad on CPU: element 2: np.uint16(389) against np.uint16(33157) (1 of 3 differ) (tinyspec, tensor, callified, kernel ASTs, programs agree)
+Reproduces on tinygrad 0.14.0 and a9069c17.
+Needs only tinygrad and numpy: exits 0 where tinygrad gives what is asserted, fails with an AssertionError where not.
+"""
+
+import os
+
+os.environ["DEV"] = "CPU"  # the device the finding was made on
+os.environ["NOOPT"] = "1"  # no kernel optimizations, as tinyspec captured the program
+
+import numpy as np
+from tinygrad import Tensor
+
+
+# the program, as tinyspec's fuzzer found and reduced it
+def program():
+  x1 = Tensor(np.array([0, 0, 33157], dtype=np.uint16).reshape((1, 3)))
+  v0 = x1.max(0)
+  v1 = x1.max(0)
+  v2 = v1 + v0
+  v3 = v2 >> 1
+  return v3,
+
+
+def expected():
+  """The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."""
+  x1 = np.array([0, 0, 33157], dtype=np.uint16).reshape((1, 3))
+  v0 = x1.max(0)
+  v1 = x1.max(0)
+  v2 = v1 + v0
+  v3 = v2 >> 1
+  return v3,
+
+
+def same(got, want):
+  got, want = np.asarray(got), np.asarray(want)
+  return got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
+got = [t.numpy() for t in program()]
+for i, (g, w) in enumerate(zip(got, expected())):
+  assert same(g, w), f"output {i}: tinygrad gives {g!r}, the program means {np.asarray(w)!r}"
+print("tinygrad gives what is asserted")

@@ -1,0 +1,48 @@
+"""parity/tinygrad-render/float16: tinygrad's values differ from what the program means.
+
+Found by tinyspec (corpus/parity_tinygrad_render_9da9937f7ef0.py):
+  output 0 (float32[1]) changes meaning in tinygrad's render: programs against tinygrad on CPU: element 0: np.float32(1024.0) against np.float32(1024.5) (1 of 1 differ) (tinyspec, tensor, callified, kernel ASTs, programs agree)
+Reproduces on tinygrad 0.14.0 and a9069c17.
+Needs only tinygrad and numpy: exits 0 where tinygrad gives what is asserted, fails with an AssertionError where not.
+"""
+
+import os
+
+os.environ["DEV"] = "CPU"  # the device the finding was made on
+os.environ["NOOPT"] = "1"  # no kernel optimizations, as tinyspec captured the program
+
+import numpy as np
+from tinygrad import Tensor, dtypes
+
+
+# the program, as tinyspec's fuzzer found and reduced it
+def program():
+  x0 = Tensor(np.array([1024.0], dtype=np.float32).reshape((1,)))
+  x1 = Tensor(np.array([0.5], dtype=np.float32).reshape((1,)))
+  v0 = x0.cast(dtypes.float16)
+  v1 = x1.cast(dtypes.float16)
+  v2 = v0 + v1
+  v3 = v2.cast(dtypes.float32)
+  return v3,
+
+
+def expected():
+  """The program in numpy, each literal first converted to its tensor's dtype (numpy's reading)."""
+  x0 = np.array([1024.0], dtype=np.float32).reshape((1,))
+  x1 = np.array([0.5], dtype=np.float32).reshape((1,))
+  v0 = x0.astype(np.float16)
+  v1 = x1.astype(np.float16)
+  v2 = v0 + v1
+  v3 = v2.astype(np.float32)
+  return v3,
+
+
+def same(got, want):
+  got, want = np.asarray(got), np.asarray(want)
+  return got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
+got = [t.numpy() for t in program()]
+for i, (g, w) in enumerate(zip(got, expected())):
+  assert same(g, w), f"output {i}: tinygrad gives {g!r}, the program means {np.asarray(w)!r}"
+print("tinygrad gives what is asserted")
