@@ -238,7 +238,7 @@ def spec_violations(t: Translation, memo: dict | None = None) -> dict[str, list[
 def compare_numbers(rep: Report) -> None:
   """Evaluate each stage of the report's translation with tinyspec's evaluator (the MODES) and compare with tinygrad's
   numbers, into rep.numbers / rep.ran."""
-  t = rep.translation
+  t, cap = rep.translation, rep.capture
   for mode, stage, run in (("tensor", "tensor", evaluate_tensor), ("callified", "callified", evaluate_callified)):
     if not t.graphs[stage] or t.graphs[stage][-1][1] is None:
       rep.ran[mode], rep.numbers[mode] = False, f"the {stage} graph did not translate"
