@@ -13,7 +13,8 @@ Hooks (tinygrad's module attributes, wrapped by `capture` and by `recording()` a
 schedule (a Capture each) for the pytest plugin (pytest_plugin.py), which records every test. While capturing: SCACHE=0
 and codegen's `to_program_cache` emptied (both would skip stages on a rerun; the cache's entries are put back
 afterwards), PARALLEL=0 (compiles run in this process, where the hooks are), NOOPT=1 by default (scalar programs:
-default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the chosen device: CPU when a clang exists, else PYTHON (tinygrad's emulator, the referee).
+default opts add vector loads and lane reads, which have no tinyspec form), and DEV set to the chosen device: CPU when
+a clang exists, else PYTHON (tinygrad's emulator, the referee).
 """
 from __future__ import annotations
 
