@@ -232,14 +232,14 @@ def recording(device: str | None = None, inputs: bool = False, outputs: bool = F
 
   def on_call(orig):
     def wrapper(big_sink):
+      if rec.paused: return orig(big_sink)
+      cap = Capture(device=rec.device_now(), tensor=big_sink)
+      if rec.inputs: _read_inputs(cap, big_sink)   # the tensor graph's storage, before anything of this schedule runs
       ret = orig(big_sink)
-      if rec.paused: return ret
       call, bmap = ret
-      cap = Capture(device=rec.device_now(), tensor=big_sink, callified=[(big_sink, call, dict(bmap))])
+      cap.callified.append((big_sink, call, dict(bmap)))
       rec.start(cap)
-      if rec.inputs:
-        for a in call.src[1:]:
-          if a.op.name == "BUFFER" and a not in cap.inputs and (data := _read_buffer(a)) is not None: cap.inputs[a] = data
+      if rec.inputs: _read_inputs(cap, call)
       return ret
     return wrapper
 
