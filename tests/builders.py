@@ -281,3 +281,10 @@ def interrupt_after_first_status(args: list[str], status_prefix: str, cwd) -> tu
   p.wait(timeout=60)
   reader.join(timeout=10)
   return p, "".join(seen) + "".join(lines.queue)
+
+
+def without_rule(monkeypatch, op: str) -> None:
+  """The tinygrad bridge without op's translation rule, for one test. A filtered copy of RULES, not a delitem: restoring
+  a deleted key appends it, which would reorder the table docs/tinygrad.md holds word for word."""
+  from tinyspec.bridge.tinygrad import table
+  monkeypatch.setattr(table, "RULES", {k: v for k, v in table.RULES.items() if k != op})

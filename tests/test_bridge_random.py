@@ -7,11 +7,12 @@ import pytest
 
 pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
 
-from tinyspec.bridge.tinygrad import RULES, Untranslatable, capture, translate  # noqa: E402
+from tinyspec.bridge.tinygrad import Untranslatable, capture, translate  # noqa: E402
 from tinyspec.bridge.tinygrad.check import check_capture, evaluate_callified, evaluate_tensor  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.uop import Ops  # noqa: E402
+from builders import without_rule  # noqa: E402
 
 pytestmark = pytest.mark.tinygrad
 
@@ -156,7 +157,7 @@ def test_fdiv_in_programs_is_the_registrys_fdiv_and_runs_as_programs():
 
 def test_a_missing_rule_is_named_with_its_stage(monkeypatch):
   from tinygrad import Tensor
-  monkeypatch.delitem(RULES, "FDIV")
+  without_rule(monkeypatch, "FDIV")
   cap = capture(lambda: Tensor(np.arange(1, 7, dtype=np.float32)).softmax())
   with pytest.raises(Untranslatable) as e: translate(cap)
   assert (e.value.op, e.value.stage) == ("FDIV", "program")

@@ -23,6 +23,7 @@ from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.spec.tensor import written_slots  # noqa: E402
 from tinyspec.uop import AxisType, Ops, UOp, body_kind, is_precompiled_call, substitute  # noqa: E402
+from builders import without_rule  # noqa: E402
 
 pytestmark = pytest.mark.tinygrad
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +108,7 @@ def test_kernel_graph_binds_params_to_buffers():
 
 def test_untranslatable_names_op_and_stage(monkeypatch):
   # layernorm's last program divides with FDIV: without its rule that program is untranslatable, named and counted
-  monkeypatch.delitem(RULES, "FDIV")
+  without_rule(monkeypatch, "FDIV")
   with pytest.raises(Untranslatable) as e: translate(captured("layernorm"))
   assert (e.value.op, e.value.stage) == ("FDIV", "program") and "FDIV at program" in str(e.value)
   t = translate(captured("layernorm"), strict=False)
@@ -197,7 +198,7 @@ def test_a_view_of_an_untranslated_node_is_untranslated_not_a_crash(view, monkey
   # so a view over what it feeds cannot be built; that node is then untranslated as well, counted, and the check goes on
   # (it raised ValueError out of the check)
   from tinygrad import Tensor
-  monkeypatch.delitem(RULES, "STACK")
+  without_rule(monkeypatch, "STACK")
   prog = {"reshape": lambda: Tensor.rand(8).reshape(2, 4) + 1, "permute": lambda: Tensor.rand(2, 4).permute(1, 0) + 1,
           "expand": lambda: Tensor.rand(4, 1).expand(4, 3) + 1}[view]
   rep = run_check(prog)
