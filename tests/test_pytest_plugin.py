@@ -1,7 +1,8 @@
 """The pytest plugin (`pytest --tinyspec=check|eval`, pytest_tinyspec.py): pytest run in a subprocess on a small generated
 test file that uses the installed tinygrad; off by default it loads nothing of tinyspec and wraps nothing, on it reports
 each test's violations and untranslated ops, restores tinygrad after a failing test, writes the JSON, and with
---tinyspec-fail fails a test whose graphs break the spec."""
+--tinyspec-fail fails a test whose graphs break the spec. The plugin is loaded as users get it: through the installed
+package's pytest11 entry point, never by `-p` (which would register it a second time)."""
 from __future__ import annotations
 
 import json
@@ -78,7 +79,7 @@ def test_nothing_loaded_when_off():
 def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
   (tmp_path / "test_uses_tinygrad.py").write_text(TESTS)
   env = {**os.environ, "PYTHONPATH": str(ROOT), "HOOKS_FILE": str(tmp_path / "hooks.json"), **(env or {})}
-  return subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_tinyspec", "-p", "no:cacheprovider", "-q", "-rA",
+  return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
                          "--rootdir", str(tmp_path), "test_uses_tinygrad.py", *args],
                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
 
