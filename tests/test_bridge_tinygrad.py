@@ -16,7 +16,7 @@ pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip
 
 from tinyspec.bridge.tinygrad import RULES, TinygradMissingError, Untranslatable, capture, translate  # noqa: E402
 from tinyspec.bridge.tinygrad.compat import KNOWN, identity, imported  # noqa: E402
-from tinyspec.bridge.tinygrad.check import evaluate_callified, main as check_main, run_check  # noqa: E402
+from tinyspec.bridge.tinygrad.check import check_capture, evaluate_callified, main as check_main, run_check  # noqa: E402
 from tinyspec.bridge.tinygrad.table import rules_markdown  # noqa: E402
 from tinyspec.bridge.tinygrad.translate import STAGES, Rule  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
@@ -144,11 +144,6 @@ def test_an_op_or_form_the_table_does_not_know_is_counted_and_the_rest_checked()
 
 
 # ---- coverage over the example programs ----
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_coverage_floor(path):
-  t = translate(captured(path.stem), strict=False)
-  for stage, (done, total) in t.coverage().items():
-    assert total > 0 and done / total >= 0.97, f"{path.stem} {stage}: {done}/{total}"
 
 
 def test_rules_table_is_documented_word_for_word():
@@ -387,15 +382,20 @@ def test_capture_restores_tinygrad():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_examples_hold(path):
-  # every example is legal at every stage and its numbers agree from the tensor graph, the callified graph and the kernel graph
-  # both ways
-  # both ways, at every step of a program that realizes several times (a training loop's optimizer steps)
-  rep = run_check(runpy.run_path(str(path))["program"])
+  # every example, at every step of a program that realizes several times (a training loop's optimizer steps): at least
+  # 99.5% of the nodes of every stage translated, legal at every stage, and its numbers agree from the tensor graph, the
+  # callified graph and the kernel graph both ways. A realize that scheduled nothing (its outputs were storage already, as
+  # a KV cache written slice by slice) has its tensor graph alone.
+  rep = check_capture(captured(path.stem))
   for r in [*rep.steps, rep]:
-    assert r.ran == {"tensor": True, "callified": True, "kernel ASTs": True, "programs": True}
+    stages = STAGES if r.capture.scheduled else ("tensor",)
+    for stage, (done, total) in r.translation.coverage().items():
+      assert (total > 0 and done / total >= 0.995) if stage in stages else total == 0, f"{path.stem} {stage}: {done}/{total}"
+    assert r.ran == {m: True for m in ("tensor", "callified", "kernel ASTs", "programs")[:4 if r.capture.scheduled else 1]}
     assert all(x is None for x in r.numbers.values()), r.numbers
     assert {s: [str(v) for _, v in vs] for s, vs in r.violations.items() if vs} == {}
-  assert rep.all_ok
+  assert rep.all_ok and not rep.all_unchecked
+  assert sum(not r.capture.scheduled for r in [*rep.steps, rep]) <= 1   # only the outputs' own realize can schedule nothing
 
 
 def test_precompiled_call_translates_to_the_tensor_form():

@@ -48,6 +48,9 @@ class Capture:
   unread: str | None = None
   # tinygrad's values of the bound Variables at this realize's launch (its schedule's var_vals, by name), as run_linear got them
   var_vals: dict[str, int] = field(default_factory=dict)
+  # False when tinygrad's realize of the outputs scheduled nothing (each was storage already, written by steps that
+  # wrote others too or before program() ran): there is a tensor graph and its numbers, and no later stage to check
+  scheduled: bool = True
 
   @property
   def kernels(self) -> list[Any]:
@@ -314,7 +317,8 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
   every stage. The program runs with DEV=device (default: `default_device()`), the hooks in place while it runs: a
   realize program() makes itself (an optimizer's step) is a step of the capture, recorded in `steps` with its own
   graphs, inputs and numbers. When the outputs are already realized by the last of them (the parameters an optimizer
-  has just updated), that step is the capture itself. An output of a weak dtype (one_hot's weakint) is realized as
+  has just updated), that step is the capture itself; when they were storage already otherwise, the capture is their
+  tensor graph alone (`scheduled` False: tinygrad made nothing else). An output of a weak dtype (one_hot's weakint) is realized as
   tinygrad realizes it when read, cast to its strong dtype."""
   import tinygrad.codegen as codegen
   import tinygrad.engine.jit as jit_mod
@@ -414,6 +418,7 @@ def capture(program: Callable[[], Any], device: str | None = None, noopt: bool =
     mine = steps[before:]
     if not mine and steps and _realized_by(steps[-1], outs):
       return _with_steps(steps[-1], steps[:-1])
+    cap.scheduled = bool(mine)
     for step in mine:   # the outputs' own realize: its graphs are the capture's
       cap.callified += step.callified
       cap.kernel_graphs += step.kernel_graphs
@@ -455,9 +460,17 @@ def _deviced(t: Any, device: str) -> Any:
 
 
 def _realized_by(step: Capture, outs: tuple) -> bool:
-  """Every output is (a view of) storage step wrote: the outputs' values are that step's."""
-  written = {s for s in step.output_storage if s is not None} | {_storage_of(_unsharded(u)) for u in step.realized} - {None}
+  """Every output is storage step wrote, whole or through a view (an assign into a slice writes the storage under it):
+  the outputs' values are that step's."""
+  written = {s for s in step.output_storage if s is not None} | {_storage_of(_view_base(_unsharded(u))) for u in step.realized} - {None}
   return all(_storage_of(_unsharded(t.uop)) in written for t in outs)
+
+
+def _view_base(u: Any) -> Any:
+  """The storage under a view of it (tinygrad's movement ops and AFTERs), or u itself."""
+  from tinygrad.uop.ops import GroupOp, Ops
+  while u.op is Ops.AFTER or u.op in GroupOp.Movement: u = u.src[0]
+  return u
 
 
 def _unsharded(u: Any) -> Any:

@@ -317,7 +317,24 @@ def r_after(tr: Tr, u: Any, want: Any) -> UOp:
   if (v := store_per_device(tr, u)) is not None: return v
   if (v := assign_to_value(tr, u)) is not None: return v
   base = tr(u.src[0])
-  return UOp(Ops.AFTER, base.dtype, (base, *(tr.value(d) for d in u.src[1:])))
+  return UOp(Ops.AFTER, base.dtype, (base, *(e for d in u.src[1:] for e in after_dep(tr, d))))
+
+
+def after_dep(tr: Tr, d: Any) -> list[UOp]:
+  """One dependency of an AFTER, as tinyspec's effects. tinygrad also lets an AFTER wait on a value: a view of storage
+  (movement ops and AFTERs down to its BUFFER or PARAM), as an assign into a slice makes
+  (AFTER(buf, AFTER(SHRINK(buf), STORE(SHRINK(buf), v)))). Waiting on such a view is waiting on the effects of the AFTERs
+  in it, so those are the dependencies; any other dependency is translated as it is (and checked)."""
+  if tr.kernel or d.op.name != "AFTER": return [tr.value(d)]
+  effects, chain, x = [], [], d
+  while x.op.name == "AFTER" or x.op.name in GROUP_VIEWS:
+    chain.append(x)
+    if x.op.name == "AFTER": effects.extend(x.src[1:])
+    else: chain.extend(y for s in x.src[1:] for y in s.toposort())   # the shape and bound arguments of a movement op
+    x = x.src[0]
+  if x.op.name not in ("BUFFER", "PARAM") or not effects: return [tr.value(d)]
+  tr.seen(*chain, *x.toposort())
+  return [e for dep in effects for e in after_dep(tr, dep)]
 
 
 def r_effects(op: Ops) -> Callable:
@@ -647,8 +664,10 @@ RULES: dict[str, Rule] = {
                 "STORE(target, value); a gated index gives STORE(INDEX(buf, idx), value, cond)", r_store),
   "AFTER": Rule("AFTER(x, deps...); at a tensor stage AFTER(x, STORE(x, v)) with x no storage (its base neither BUFFER "
                 "nor PARAM: an assign into a tensor not yet realized), or with x storage over a device tuple (UNSHARD(storage, "
-                "DEVICE range) arg (axis,) split, the storage itself replicated)",
-                "AFTER(x, deps...); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
+                "DEVICE range) arg (axis,) split, the storage itself replicated); a dep may be a view of storage with AFTERs in it "
+                "(an assign into a slice: AFTER(buf, AFTER(SHRINK(buf), STORE(...))))",
+                "AFTER(x, deps...), a dep that is a view of storage replaced by the deps of the AFTERs in it (waiting on the view "
+                "is waiting on them); the assign into no storage is CONTIGUOUS(v), as tinygrad's transform_to_call rewrites it "
                 "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v); into storage "
                 "over a device tuple, per device j AFTER(x_j, STORE(x_j, "
                 "COPY(v_j, device j))), v_j the SHRINK of v to shard j's block (replicated: v), the MULTI of them arg axis (a "
