@@ -123,7 +123,10 @@ def r_movement(op: Ops) -> Callable:
     if tr.shard is not None:
       arg = tuple(tuple(on_device(tr, b) for b in a) if isinstance(a, tuple) else on_device(tr, a) for a in arg)
       tr.seen(*(x for s in u.src[1:] for x in s.toposort()))  # the device ranges and arithmetic folded into the arg
-    if not all(isinstance(a, (int, bool)) for a in _flat(arg)): arg = _nested(arg, lambda a: concrete(tr, a, u.op.name))
+    if not all(isinstance(a, (int, bool)) for a in _flat(arg)):
+      arg = _nested(arg, lambda a: concrete(tr, a, u.op.name))
+      # the arg tinygrad reads off the sources is simplified (new nodes): the sources' own nodes are what folded
+      tr.seen(*(x for s in u.src[1:] for x in s.toposort()))
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
     return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
   return fn
@@ -265,7 +268,8 @@ def assign_to_value(tr: Tr, u: Any) -> UOp | None:
   while x.op.name in ("BITCAST", "AFTER", "UNSHARD"): x = x.src[0].base
   if x.op.name in ("BUFFER", "PARAM"): return None
   v = tr.value(st.src[1], tr.dtype(u))
-  tr.seen(st)
+  # the target's own graph (the parameter's initial value, a random init) is what tinygrad's rewrite discards, unrun
+  tr.seen(st, *u.src[0].toposort())
   return UOp(Ops.CONTIGUOUS, v.dtype, (broadcast(tr, v, tr.shape(u)),))
 
 
