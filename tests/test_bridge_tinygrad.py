@@ -502,3 +502,18 @@ def test_a_precompiled_function_with_an_unused_arg_is_bound():
     return f(a, b, c)
   rep = run_check(program)
   assert [v.rule for _, v in rep.violations["kernel_graph"]] == [] and len(rep.translation.graphs["kernel_graph"]) == 2
+
+
+def test_a_chain_of_assigns_into_slices_holds_and_reproduces_tinygrad():
+  # x[0] += 1 forty times unrealized: each AFTER waits on a view of storage holding the AFTER before it (its effects are
+  # the dependencies); translating each such view once keeps this linear, where walking every path is 2^40
+  def program():
+    from tinygrad import Tensor, dtypes as tgd
+    x = Tensor.zeros(2, dtype=tgd.int32).contiguous().realize()   # a kernel (a copy alone compiles no program)
+    for _ in range(40): x[0] += 1
+    return x
+  rep = run_check(program)
+  assert rep.all_ok and not rep.all_unchecked, rep.all_unchecked
+  assert rep.capture.outputs[0].tolist() == [40, 0] and rep.values["tensor"][0].tolist() == [40, 0]
+  after = [u for u in rep.translation.graphs["tensor"][0][1].toposort() if u.op is Ops.AFTER]
+  assert max(len(u.src) - 1 for u in after) == 40   # the last AFTER waits on every store of the chain

@@ -338,7 +338,12 @@ def after_dep(tr: Tr, d: Any) -> list[UOp]:
     x = x.src[0]
   if x.op.name not in ("BUFFER", "PARAM") or not effects: return [tr.value(d)]
   tr.seen(*chain, *x.toposort())
-  return [e for dep in effects for e in after_dep(tr, dep)]
+  # once per node, and each effect once: a chain of n assigns into slices nests n such views, each reached again from
+  # the ones above it
+  key = ("after_dep", d, tr.shard)
+  if (hit := tr.memo.get(key)) is None:
+    hit = tr.memo[key] = list(dict.fromkeys(e for dep in effects for e in after_dep(tr, dep)))
+  return hit
 
 
 def r_effects(op: Ops) -> Callable:
