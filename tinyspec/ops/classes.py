@@ -28,9 +28,10 @@ DTYPE_CLASS: dict[Ops, frozenset] = {
   **{op: frozenset({FLOAT}) for op in (Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC, Ops.FDIV)},
   **{op: INTS for op in (Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR)},
   **{op: INTS | {BOOL} for op in (Ops.AND, Ops.OR, Ops.XOR)},
-  **{op: NUMBERS for op in (Ops.NEG, Ops.ADD, Ops.SUB)},
-  # MUL on bool is AND (C's (bool)(a * b); tinygrad's spec and emulator mean the same, its losses multiply masks)
-  **{op: VALUES for op in (Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE, Ops.CAST)},
+  **{op: NUMBERS for op in (Ops.NEG, Ops.SUB)},
+  # MUL on bool is AND and ADD on bool is OR (C's (bool)(a * b) and (bool)(a + b); tinygrad's spec and emulator mean
+  # the same: its losses multiply masks, its kernels add bools)
+  **{op: VALUES for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE, Ops.CAST)},
   Ops.BITCAST: frozenset({SIGNED, UNSIGNED, FLOAT}),
 }
 

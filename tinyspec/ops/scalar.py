@@ -95,7 +95,8 @@ def run(op: Ops, dt: DType, *vals: Any) -> Any:
     with np.errstate(all="ignore"): return float(round_float(_FLOAT[op](*(np.float32(v) for v in vals)), dt))
   if dt.kind == "f":
     with np.errstate(all="ignore"): return float(_FLOAT[op](*(dt.np.type(v) for v in vals)))
-  if dt.kind == "b": return bool(INT_MEANING[op](dt, *(int(bool(v)) for v in vals)) & 1) if op is not Ops.NEG else not vals[0]
+  # bool arithmetic is C's (bool)(a op b): nonzero is true (ADD of two trues is 2, true)
+  if dt.kind == "b": return bool(INT_MEANING[op](dt, *(int(bool(v)) for v in vals)) != 0) if op is not Ops.NEG else not vals[0]
   return truncate(INT_MEANING[op](dt, *(int(v) for v in vals)), dt)
 
 

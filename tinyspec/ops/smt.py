@@ -146,7 +146,7 @@ def _arith(fn: Callable) -> Callable: return lambda dt, *xs: fn(*xs[:-1])
 
 TERMS: dict[Ops, Callable[..., z3.ExprRef]] = {
   Ops.NEG: lambda dt, a, width: z3.Not(a) if dt.kind == "b" else -a,
-  Ops.ADD: _arith(lambda a, b: a + b), Ops.SUB: _arith(lambda a, b: a - b),
+  Ops.ADD: lambda dt, a, b, width: z3.Or(a, b) if dt.kind == "b" else a + b, Ops.SUB: _arith(lambda a, b: a - b),
   Ops.MUL: lambda dt, a, b, width: z3.And(a, b) if dt.kind == "b" else a * b,
   Ops.MAX: _max, Ops.IDIV: _divmod(Ops.IDIV), Ops.MOD: _divmod(Ops.MOD),
   Ops.AND: _bitwise(Ops.AND), Ops.OR: _bitwise(Ops.OR), Ops.XOR: _bitwise(Ops.XOR), Ops.SHL: _shift(Ops.SHL), Ops.SHR: _shift(Ops.SHR),

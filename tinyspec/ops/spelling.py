@@ -14,7 +14,7 @@ INFIX: dict[Ops, str] = {
 }
 PREFIX: dict[Ops, str] = {Ops.NEG: "-"}
 # bool operands are 0 or 1: MAX is OR there, MUL is AND, and the other bool ops are the bitwise ones, converted back to bool
-BOOL_INFIX: dict[Ops, str] = {Ops.MAX: "|", Ops.MUL: "&", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^"}
+BOOL_INFIX: dict[Ops, str] = {Ops.MAX: "|", Ops.ADD: "|", Ops.MUL: "&", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^"}
 # the math library function of a float op (C appends f for float32; OpenCL's builtins are overloaded)
 MATH_FN: dict[Ops, str] = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc"}
 # signed results that may overflow: computed in the unsigned twin where the language does not wrap by itself

@@ -55,7 +55,7 @@ def _plain(fn: Callable) -> Callable: return lambda dt, *xs: fn(*xs)
 
 
 ELEMENTWISE: dict[Ops, Callable[..., np.ndarray]] = {
-  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _plain(np.add), Ops.SUB: _plain(np.subtract),
+  Ops.NEG: _bool_or(np.negative, np.logical_not), Ops.ADD: _bool_or(np.add, np.logical_or), Ops.SUB: _plain(np.subtract),
   Ops.MUL: _bool_or(np.multiply, np.logical_and),
   Ops.MAX: _bool_or(np.maximum, np.logical_or),  # np.maximum propagates NaN
   Ops.IDIV: _idiv, Ops.MOD: _mod, Ops.SHL: _shl, Ops.SHR: _shr,

@@ -70,7 +70,7 @@ def _raw_interval(u: UOp, s: list[Interval | None]) -> Interval:
 
 _INT_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL, Ops.MAX, Ops.WHERE, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR,
                       Ops.SHL, Ops.SHR, Ops.CAST})
-_BOOL_OPS = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.MUL, Ops.OR, Ops.XOR, Ops.MAX, Ops.WHERE, Ops.CAST})
+_BOOL_OPS = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.ADD, Ops.MUL, Ops.OR, Ops.XOR, Ops.MAX, Ops.WHERE, Ops.CAST})
 
 
 @dataclass
