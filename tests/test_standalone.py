@@ -42,6 +42,8 @@ def outputs(src: str, weak: bool = False) -> list:
   ("v0 = x0 << 6", [120], "uint8", [0], [0]),                              # 7680 wraps to 0 in uint8
   ("v0 = x0 - 2", [98], "uint16", [96], [96]),
   ("v0 = -x0", [1], "uint8", [255], [255]),
+  ("v0 = x0 ** 3", [7, 2], "uint8", [87, 8], [87, 8]),                    # 343 wraps to 87
+  ("v0 = x0 ** x0", [2, 3, 4], "uint8", [4, 27, 0], [4, 27, 0]),          # 4 ** 4 = 256 wraps to 0
 ])
 def test_numpy_meaning_of_integer_literals(line, values, dtype, converted, weak):
   src = program(f"x0 = Tensor(np.array({values!r}, dtype=np.{dtype}).reshape(({len(values)},)))", line, "return v0,")
@@ -99,6 +101,11 @@ def test_generated_programs_mean_in_numpy_what_they_mean_elsewhere():
       assert all(map(agree, weak, run_exact(src, exact_literals=True).outputs)), src
       compared["exact"] += 1
   assert compared["tinyspec"] > 250 and compared["exact"] > 150, compared
+
+
+def test_a_negative_integer_exponent_has_no_numpy_form():
+  src = program("x0 = Tensor(np.array([2, -1], dtype=np.int8).reshape((2,)))", "v0 = x0 ** x0", "return v0,")
+  with pytest.raises(NoNumpyForm, match="negative integer exponent"): numpy_program(src)
 
 
 def test_a_dtype_numpy_lacks_has_no_numpy_form():
