@@ -68,6 +68,26 @@ def test_generator_draws_the_promised_forms():
   assert ".cast(dtypes.float16)" in srcs and ".cast(dtypes.bfloat16)" in srcs  # float32 through the small floats
 
 
+def test_generator_draws_an_integer_tensor_to_an_integer_tensors_power():
+  # `x ** y` as ordinary code writes it: both operands tensors of one int dtype (and int ** a literal >= 0); never a float
+  # power (transcendental) nor a negative literal exponent (tinygrad refuses it)
+  pows = [(p, ln) for i in range(400) for p in [program_for(0, i)] for ln in p.lines + tuple(b for x in p.lines if x.body for b in x.body.lines)
+          if ln.op == "pow"]
+  envs = {id(p): check_program(p) for p, _ in pows}
+  tensor_exps = [ln for p, ln in pows if isinstance(ln.args[1], str)]
+  literal_exps = [ln.args[1] for p, ln in pows if not isinstance(ln.args[1], str)]
+  assert len(tensor_exps) >= 10 and len(literal_exps) >= 10, (len(tensor_exps), len(literal_exps))
+  assert all(c >= 0 and isinstance(c, int) for c in literal_exps)
+  top = [(envs[id(p)], ln) for p, ln in pows if ln in p.lines]
+  assert top and all(env[ln.args[0]][0].startswith(("int", "uint")) for env, ln in top)
+  assert all(env[ln.args[1]][0] == env[ln.args[0]][0] for env, ln in top if isinstance(ln.args[1], str))
+  src = source(Program((Input("x0", "int32", (3,), (5, 7, 3)), Input("x1", "int32", (3,), (2, 3, 4))), (Line(("v0",), "pow", ("x0", "x1")),),
+                       ("v0",)))
+  assert "  v0 = x0 ** x1\n" in src
+  assert check_program(Program((Input("x0", "float32", (1,), (2.0,)),), (Line(("v0",), "pow", ("x0", "x0")),), ("v0",))) is None
+  assert check_program(Program((Input("x0", "int8", (1,), (2,)),), (Line(("v0",), "pow", ("x0", -1)),), ("v0",))) is None
+
+
 # ---- the exact-integer screen ----
 @pytest.mark.parametrize("body, overflows", [
   ("Tensor(np.array([100], dtype=np.int8)) + 100", True),          # 200 does not fit int8
@@ -77,6 +97,11 @@ def test_generator_draws_the_promised_forms():
   ("Tensor(np.array([1], dtype=np.int16)) << 15", True),
   ("Tensor(np.array([7], dtype=np.uint32)) // -1", False),         # the literal is converted to uint32, no overflow
   ("Tensor(np.array([70000], dtype=np.int32)).cast(dtypes.int16)", True),
+  ("Tensor(np.array([2], dtype=np.int8)) ** Tensor(np.array([7], dtype=np.int8))", True),   # 128 does not fit int8
+  ("Tensor(np.array([-2], dtype=np.int8)) ** Tensor(np.array([7], dtype=np.int8))", False),  # -128 does
+  ("Tensor(np.array([2], dtype=np.uint8)) ** 8", False),
+  ("Tensor(np.array([3], dtype=np.int64)) ** Tensor(np.array([2 ** 62], dtype=np.int64))", True),  # never formed, still seen
+  ("Tensor(np.array([5, -1], dtype=np.int16)) ** Tensor(np.array([-2, -3], dtype=np.int16))", False),
 ])
 def test_overflows_signed(body: str, overflows: bool):
   assert overflows_signed(f"def program():\n  return {body},\n") is overflows
@@ -104,6 +129,26 @@ def test_a_weak_literal_difference_is_a_policy_not_a_bug():
   assert run_exact(source(NE_MINUS_ONE), exact_literals=True).outputs[0].tolist() == [True, True]
 
 
+@pytest.mark.parametrize("base, exp, dtype, want", [
+  ([5, 7, 3, 0], [2, 3, 4, 0], "int32", [25, 343, 81, 1]),
+  ([-1, -1, 2, 1, 0], [-3, -2, -1, -7, -1], "int8", [-1, 1, 0, 1, 0]),   # a negative exponent: the real power truncated
+  ([3], [2 ** 63], "uint64", (np.array([3], np.uint64) ** np.array([2 ** 63], np.uint64)).tolist()),  # wrapped as numpy's power wraps
+  ([2, 3], [8, 5], "uint8", [0, 243]),
+])
+def test_exact_integer_powers(base, exp, dtype, want):
+  src = (f"def program():\n  x0 = Tensor(np.array({base!r}, dtype=np.{dtype}))\n  x1 = Tensor(np.array({exp!r}, dtype=np.{dtype}))\n"
+         "  v0 = x0 ** x1\n  return v0,\n")
+  assert run_exact(src).outputs[0].tolist() == want
+
+
+def test_an_integer_tensor_to_an_integer_tensors_power_is_a_spec_finding():
+  # tinygrad 0.14 computes it through exp2 and log2 in float32 and stores the float into the int buffer: 5 ** 2 is 24
+  p = Program((Input("x0", "int32", (3,), (5, 7, 3)), Input("x1", "int32", (3,), (2, 3, 4))), (Line(("v0",), "pow", ("x0", "x1")),), ("v0",))
+  chk = TinygradChecker()
+  assert ("spec", "tinygrad-program", "kernel.store_dtype") in sigs(chk.check(source(p)))
+  assert chk.counts["rejected by tinyspec's frontend"] == 1  # tinyspec's frontend refuses an integer tensor exponent
+
+
 def test_exact_runs_agree_with_tinyspec_on_random_programs():
   # the exact-integer model of a program (tinyspec's reading of its literals) is an independent computation of what
   # tinyspec's frontend and evaluator give: they agree wherever no signed int overflows
@@ -112,7 +157,11 @@ def test_exact_runs_agree_with_tinyspec_on_random_programs():
     src = source(program_for(5, i))
     run = run_exact(src)
     if run.overflowed: continue
-    for a, b in zip(run.outputs, tinyspec_outputs(src)):
+    try: ts = tinyspec_outputs(src)
+    except TypeError as e:  # tinyspec's frontend refuses an integer tensor to an integer tensor's power
+      assert "an integer power of a tensor exponent" in str(e), src
+      continue
+    for a, b in zip(run.outputs, ts):
       if a.dtype.kind in "biu":
         assert a.dtype == b.dtype and a.tolist() == b.tolist(), src
         compared += 1

@@ -81,6 +81,7 @@ def make_tensor(flags: dict[str, bool], exact_literals: bool) -> type:
     def __truediv__(self, x): return self._bin(x, operator.truediv)
     def __floordiv__(self, x): return self._bin(x, operator.floordiv)
     def __mod__(self, x): return self._bin(x, operator.mod)
+    def __pow__(self, x): return self._bin(x, np.vectorize(lambda b, e: _power(int(b), int(e), self.dtype), otypes=[object]))
     def __and__(self, x): return self._bin(x, operator.and_)
     def __or__(self, x): return self._bin(x, operator.or_)
     def __xor__(self, x): return self._bin(x, operator.xor)
@@ -115,6 +116,17 @@ def make_tensor(flags: dict[str, bool], exact_literals: bool) -> type:
     def contiguous(self) -> Exact: return self
 
   return Exact
+
+
+def _power(b: int, e: int, dt: str) -> int:
+  """b ** e as an integer power means it (tinyspec.bridge.tinygrad.composite.int_pow): exact for e >= 0; for e < 0 the
+  real power truncated toward zero (1 for b = 1, +-1 for b = -1, else 0). A power past 2**256 is not formed: its
+  residue modulo 2**bits plus a multiple of 2**bits that puts it out of every range, so wrapping gives the residue and a
+  signed dtype's overflow is seen."""
+  if e < 0: return 1 if b == 1 else (-1 if e % 2 else 1) if b == -1 else 0
+  if abs(b) < 2 or e * (abs(b).bit_length()) <= 256: return b ** e
+  m = 1 << INT_BITS[dt]
+  return pow(b, e, m) + 2 * m
 
 
 def run_exact(src: str, exact_literals: bool = False) -> Run:

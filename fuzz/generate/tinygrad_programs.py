@@ -7,7 +7,8 @@ random.Random((s, i)), so the same arguments give the same program in any proces
 
 What is drawn: float32 and fixed-width ints, signed and unsigned; constants near the wrap points of their dtype
 (unsigned ones also as the negative literals a user writes, `x // -1`); broadcasting through keepdim reductions;
-sum and max reductions; reshape, permute, flip, pad, shrink, expand; matmul; where over comparisons; casts between
+integer powers (an int tensor to an int tensor's power, or to a literal's >= 0); sum and max reductions; reshape,
+permute, flip, pad, shrink, expand; matmul; where over comparisons; casts between
 ints, from ints and bools to float32, and from float32 to float16 and bfloat16 and back (elementwise ops, max and
 where computing on those between); value calls through `@function`.
 Left out on purpose (the two APIs define them differently, or leave them undefined): sums of 8- and 16-bit ints
@@ -85,7 +86,7 @@ class Program:
 # ---- rendering ----
 TEMPLATES: dict[str, str] = {
   "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}", "idiv": "{0} // {1}", "mod": "{0} % {1}",
-  "and": "{0} & {1}", "or": "{0} | {1}", "xor": "{0} ^ {1}", "shl": "{0} << {1}", "shr": "{0} >> {1}",
+  "pow": "{0} ** {1}", "and": "{0} & {1}", "or": "{0} | {1}", "xor": "{0} ^ {1}", "shl": "{0} << {1}", "shr": "{0} >> {1}",
   "maximum": "{0}.maximum({1})", "minimum": "{0}.minimum({1})", "lt": "({0} < {1})", "eq": "({0} == {1})", "ne": "({0} != {1})",
   "neg": "-{0}", "where": "{0}.where({1}, {2})", "cast": "{0}.cast(dtypes.{1})",
   "sum": "{0}.sum({1})", "sum_keep": "{0}.sum({1}, keepdim=True)", "max": "{0}.max({1})", "max_keep": "{0}.max({1}, keepdim=True)",
@@ -135,7 +136,7 @@ def source(p: Program) -> str:
 # ---- reading a stored program: only the grammar source() writes ----
 METHODS = frozenset({"maximum", "minimum", "where", "cast", "sum", "max", "reshape", "permute", "flip", "pad", "shrink", "expand",
                      "matmul", "contiguous"})
-BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
 COMPARES = (ast.Lt, ast.Eq, ast.NotEq)
 
 
@@ -288,6 +289,14 @@ def _wrapped(c: Any, dt: str) -> Any:
   return (int(c) - lo) % m + lo
 
 
+def _power(dt, sh, rest, env):
+  """An int tensor to the power of an int tensor of its dtype or of a literal >= 0 (tinygrad refuses a negative one)."""
+  if not is_int(dt) or len(rest) != 1 or (not isinstance(rest[0], str) and (isinstance(rest[0], bool) or not isinstance(rest[0], int)
+                                                                            or rest[0] < 0)): return None
+  shape = _operand(env, rest[0], dt, sh)
+  return None if shape is None else (dt, shape)
+
+
 def _shift(dt, sh, rest, env):
   if not is_int(dt) or len(rest) != 1 or not isinstance(rest[0], int) or not 0 <= rest[0] < INT_BITS[dt]: return None
   return dt, sh
@@ -363,7 +372,7 @@ _ARITH = lambda d: d != "bool"
 _INFER: dict[str, Callable] = {
   "add": _binary(_ARITH), "sub": _binary(_ARITH), "mul": _binary(_ARITH),
   "div": _binary(lambda d: d == "float32", nonzero=True),
-  "idiv": _binary(is_int, nonzero=True), "mod": _binary(is_int, nonzero=True),
+  "idiv": _binary(is_int, nonzero=True), "mod": _binary(is_int, nonzero=True), "pow": _power,
   "and": _binary(is_int), "or": _binary(is_int), "xor": _binary(is_int), "shl": _shift, "shr": _shift,
   "maximum": _binary(_ARITH), "minimum": _binary(_ARITH),
   "lt": _binary(_ARITH, lambda d: "bool"), "eq": _binary(_ARITH, lambda d: "bool"), "ne": _binary(_ARITH, lambda d: "bool"),
@@ -437,6 +446,7 @@ def _candidate(rng: random.Random, env: Env, out: str) -> Line:
   nd = len(sh)
   if op in ("add", "sub", "mul", "maximum", "minimum", "lt", "eq", "ne", "and", "or", "xor"): args = (a, second())
   elif op in ("div", "idiv", "mod"): args = (a, lit())
+  elif op == "pow": args = (a, rng.choice(same) if same and rng.random() < 0.5 else rng.choice([c for c in constants(dt) if c >= 0]))
   elif op in ("shl", "shr"): args = (a, rng.randrange(INT_BITS.get(dt, 8)))
   elif op == "where":
     vals = [v for v, (d, s) in env.items() if d != "bool" and _bcast(sh, s) is not None]

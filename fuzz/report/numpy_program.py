@@ -1,9 +1,9 @@
 """A tinygrad program's source (fuzz.generate.tinygrad_programs) written again over numpy arrays: what the program means,
 computed by numpy alone, for a standalone script that reproduces a finding without tinyspec (fuzz.report.standalone).
 
-Every op is numpy's own on arrays of the program's dtypes: integer arithmetic wraps, shifts, flooring division and
-remainder, casts convert as numpy (and C) convert, float16 computes in numpy's float16 (each op rounded to half). A
-literal operand of an integer tensor is read one of two ways:
+Every op is numpy's own on arrays of the program's dtypes: integer arithmetic and powers wrap (a negative integer
+exponent, which numpy refuses, has no numpy form), shifts, flooring division and remainder, casts convert as numpy
+(and C) convert, float16 computes in numpy's float16 (each op rounded to half). A literal operand of an integer tensor is read one of two ways:
 
   converted   numpy's and C's reading, and tinyspec's: the literal is first converted to the tensor's dtype (-2 on a
               uint8 tensor is 254);
@@ -26,7 +26,7 @@ from fuzz.generate.tinygrad_programs import check_program_source, int_range, is_
 
 # the dtypes numpy has a type of its own for, by the names a program uses
 NUMPY_DTYPES = frozenset({"bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
-BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|",
+BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|",
           ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 COMPARE = {ast.Lt: "<", ast.Eq: "==", ast.NotEq: "!="}
 # the ops whose result under tinygrad's weak reading of a literal differs from the converted reading (on +, -, *, &, |,
@@ -175,6 +175,8 @@ class _Writer:
       if op in COMPARE.values(): return exact, f"{c} kept as it is (tinygrad's reading)"
       return f"wrap({exact}, np.{dt.name})", f"{c} kept as it is, the result wrapped to {dt.name} (tinygrad's reading)"
     b, bnote = self.operand(right, dt, env)
+    if op == "**" and dt.kind in "iu" and np.any(np.asarray(self.eval(b, env)) < 0):
+      raise NoNumpyForm(f"`{ast.unparse(right)}` holds a negative integer exponent: numpy has no integer power for it")
     return (f"np.{op}({a}, {b})" if as_fn else f"{a} {op} {b}"), note or bnote
 
   def operand(self, n: ast.expr, dt: np.dtype, env: dict[str, Any]) -> tuple[str, str]:

@@ -73,6 +73,14 @@ for prg in to_program_cache.values():
     if u.op is Ops.LOAD and (b := storage(u.src[0])).op is Ops.BUFFER:  # a kernel-local buffer (REG or LOCAL)
       assert b in written, f"a LOAD of kernel-local {b.arg} comes before any STORE into it: uninitialized memory\\n{prg.src[2].arg}"
 ''',
+  "kernel.store_dtype": '''\
+for prg in to_program_cache.values():
+  for u in prg.src[1].src:
+    if u.op is Ops.STORE:
+      target, value = u.src[0].dtype, u.src[1].dtype  # an INDEX has the element dtype of its storage
+      assert target == value, \\
+        f"a STORE of {value} through an INDEX of {target}: the value is not converted to the storage's dtype\\n{prg.src[2].arg}"
+''',
 }
 
 
