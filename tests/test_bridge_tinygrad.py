@@ -471,9 +471,56 @@ def test_small_float_dtypes_translate_by_tinygrad_name():
   from tinygrad.dtype import dtypes as tgd
   from tinyspec.bridge.tinygrad.translate import DTYPES
   # tinygrad's float8_e4m3 saturates to 448 and has no infinity (float_to_fp8 gives NaN for one): OCP's e4m3fn
-  pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2}
+  pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2,
+           tgd.fp8e4m3fnuz: dtypes.float8_e4m3fnuz, tgd.fp8e5m2fnuz: dtypes.float8_e5m2fnuz}
   assert {DTYPES[t.name] for t in pairs} == set(pairs.values()) and all(DTYPES[t.name] is d for t, d in pairs.items())
-  assert tgd.fp8e4m3fnuz.name not in DTYPES and tgd.fp8e5m2fnuz.name not in DTYPES  # no tinyspec form
+
+
+@pytest.mark.parametrize("name", ["fp8e4m3", "fp8e5m2", "fp8e4m3fnuz", "fp8e5m2fnuz"])
+def test_fp8_storage_is_read_as_its_elements(name):
+  # tinygrad's Buffer.numpy() views bfloat16 and fp8 storage as float32 (4 bytes an element); the capture reads the
+  # elements themselves, so an output realized in fp8 is tinygrad's bits, and the evaluator's numbers match them.
+  # (bfloat16 is left out: tinygrad's CPU backend renders it as __bf16, which not every clang target has.)
+  # Normal values only: tinygrad's CPU emulation of fp8 flushes subnormals and stores float8_e5m2fnuz's zero as 0x04
+  from tinygrad import Tensor
+  from tinygrad.dtype import dtypes as tgd, float_to_fp8
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  x = np.array([1.0, -1.5, 0.3, 3.25, 100.0, -0.0625], np.float32)
+  tg = getattr(tgd, name)
+  rep = run_check(lambda: Tensor(x).cast(tg).contiguous())
+  got = rep.capture.outputs[0]
+  assert got.dtype == DTYPES[tg.name].np and got.shape == x.shape
+  assert got.view(np.uint8).tolist() == [float_to_fp8(float(v), tg) for v in x]
+  assert rep.numbers["tensor"] is None and rep.numbers["kernel ASTs"] is None, rep.numbers
+
+
+def _fp8_sweep(dt) -> np.ndarray:
+  """float64 values where converting into fp8 dt changes meaning: every finite value of dt, the ties between
+  neighbours, one float64 step either side of each, half the smallest subnormal, past +-max, +-inf, NaN, -0.0."""
+  with np.errstate(invalid="ignore"): v = np.unique(np.arange(256, dtype=np.uint8).view(dt.np).astype(np.float64))
+  v = v[np.isfinite(v)]
+  mx = float(v[-1])
+  v = np.concatenate([v, (v[1:] + v[:-1]) / 2, [mx * 1.03, mx * 1.1, mx * 4, 1e30, -1e30, np.inf, -np.inf, np.nan, -0.0]])
+  return np.concatenate([v, np.nextafter(v, np.inf), np.nextafter(v, -np.inf)])
+
+
+@pytest.mark.parametrize("name", ["fp8e4m3", "fp8e5m2", "fp8e4m3fnuz", "fp8e5m2fnuz"])
+def test_fp8_conversion_is_tinygrads_float_to_fp8(name):
+  # tinyspec's one meaning of converting into an fp8 dtype (round_float) gives the bits tinygrad's float_to_fp8 gives,
+  # for the dtype the bridge translates tinygrad's to: saturation past max, infinities, NaN, ties, subnormals, zeros
+  from tinygrad.dtype import dtypes as tgd, float_to_fp8
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.dtype import round_float
+  tg = getattr(tgd, name)
+  dt = DTYPES[tg.name]
+  x = _fp8_sweep(dt)
+  ours = round_float(x, dt).view(np.uint8)
+  theirs = np.array([float_to_fp8(float(v), tg) for v in x], np.uint8)
+  with np.errstate(invalid="ignore"): nan = np.isnan(ours.view(dt.np).astype(np.float32))
+  # NaNs compare as NaNs: float8_e5m2 has several, and float_to_fp8 picks another payload (0x7f) than ml_dtypes (0x7e)
+  same = np.where(nan, np.isnan(theirs.view(dt.np).astype(np.float32)), ours == theirs)
+  assert same.all(), [(float(v), hex(o), hex(t)) for v, o, t in zip(x[~same], ours[~same], theirs[~same])][:8]
+  if "fnuz" in name: assert set(theirs[nan].tolist()) == {0x80} and 0x80 not in theirs[~nan]  # the one NaN; no -0.0
 
 
 def test_a_precompiled_backward_graph_binds_the_params_its_calls_take():
