@@ -124,6 +124,12 @@ def finfo(dt: DType) -> ml_dtypes.finfo:
   return ml_dtypes.finfo(dt.np)
 
 
+def holds_floats(x: np.ndarray) -> bool:
+  """Whether an array holds values of a float dtype (numpy's float16 ... float64, and ml_dtypes' bfloat16 and fp8, whose
+  numpy kind is "V")."""
+  return x.dtype.kind == "f" or (x.dtype.name in dtypes.by_name and dtypes.by_name[x.dtype.name].is_float)
+
+
 def widens_exactly(src: DType, dt: DType) -> bool:
   """Every value of float src is one of float dt: a cast from src to dt never rounds (float16 into float32, not
   bfloat16 into float16)."""
