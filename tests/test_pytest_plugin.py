@@ -19,7 +19,8 @@ pytestmark = pytest.mark.tinygrad
 ROOT = Path(__file__).resolve().parent.parent
 
 # test_shift: tinygrad 0.14 narrows `(x % -7) >> 46` on int64 to an int32 shift by 46 (corpus entry
-# spec_tinygrad_kernel_graph_36b16acc4270: kernel.shift_count). test_fnuz: float8_e4m3fnuz has no tinyspec dtype.
+# spec_tinygrad_kernel_graph_36b16acc4270: kernel.shift_count). test_untranslated: a variable
+# that is a multiple of 2 has no tinyspec form (a DEFINE_VAR has bounds only).
 # test_fails raises after making a graph. At exit the file records whether every hooked function is tinygrad's own again.
 TESTS = '''
 import atexit
@@ -43,8 +44,10 @@ def test_shift():
   x = Tensor(np.array([0], dtype=np.int64).reshape((1, 1, 1)))
   assert ((x % -7) >> 46).numpy().tolist() == [[[0]]]
 
-def test_fnuz():
-  Tensor(np.array([1.0, 2.0], dtype=np.float32)).cast(dtypes.fp8e4m3fnuz).cast(dtypes.float32).realize()
+def test_untranslated():
+  from tinygrad import UOp
+  v = UOp.variable("n", 2, 8, multiple_of=2).bind(4)
+  assert (Tensor.ones(8).contiguous()[:v] * 2).sum().item() == 8.0
 
 def test_fails():
   (Tensor(np.ones(3, dtype=np.float32)) * 2).realize()
@@ -99,21 +102,21 @@ def test_check_reports_violations_untranslated_ops_and_json(tmp_path):
   assert "1 failed, 5 passed" in r.stdout, r.stdout + r.stderr
   assert all(json.loads((tmp_path / "hooks.json").read_text()))
   assert "violation kernel.shift_count at kernel_graph #0 path" in r.stdout
-  assert "untranslated CAST at tensor: 1 node(s) (dtype" in r.stdout
+  assert "untranslated AFTER at callified: 1 node(s) (variable n is a multiple of 2" in r.stdout
   data = json.loads(out.read_text())
   s = data["session"]
   assert s["mode"] == "check" and s["tests"] == 6 and s["tests_with_graphs"] == 5 and s["tests_with_violations"] == 1
-  assert s["violations_by_rule"]["kernel.shift_count"] >= 1 and s["untranslated"]["CAST at tensor"] == 1
+  assert s["violations_by_rule"]["kernel.shift_count"] >= 1 and s["untranslated"]["AFTER at callified"] == 1
   assert s["tinyspec_errors"] == {} and 0 < sum(s["translated"].values()) < sum(s["nodes"].values())
   shift = data["tests"]["test_uses_tinygrad.py::test_shift"]
   v = next(v for v in shift["violations"] if v["stage"] == "kernel_graph")
   assert v["rule"] == "kernel.shift_count" and v["path"] and "SHR of int32" in v["message"]
-  assert data["tests"]["test_uses_tinygrad.py::test_fnuz"]["violations"] == []
+  assert data["tests"]["test_uses_tinygrad.py::test_untranslated"]["violations"] == []
 
 
 def test_fail_option_fails_a_passing_test_with_a_violation(tmp_path):
-  r = run(tmp_path, "--tinyspec=check", "--tinyspec-fail", "-k", "shift or fnuz")
-  assert "FAILED test_uses_tinygrad.py::test_shift" in r.stdout and "PASSED test_uses_tinygrad.py::test_fnuz" in r.stdout, r.stdout
+  r = run(tmp_path, "--tinyspec=check", "--tinyspec-fail", "-k", "shift or untranslated")
+  assert "FAILED test_uses_tinygrad.py::test_shift" in r.stdout and "PASSED test_uses_tinygrad.py::test_untranslated" in r.stdout, r.stdout
   assert "break tinyspec's spec" in r.stdout
 
 

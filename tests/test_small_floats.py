@@ -7,6 +7,8 @@ convolution in float32, rounded to the dtype by ml_dtypes' astype (with a clip t
 fp8 dtypes saturate, docs/spec.md "Small floats"); tolerances are a stated multiple of the dtype's eps."""
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from tinyspec.uop import GroupOp, Ops
 
 F32 = np.float32
 HALVES = [dtypes.float16, dtypes.bfloat16]
-FP8S = [dtypes.float8_e4m3fn, dtypes.float8_e5m2]
+FP8S = list(dtypes.fp8s)
 BACKENDS = ["reference", "cpu", "opencl"]
 
 
@@ -96,7 +98,7 @@ def test_conv2d_accumulates_in_float32(dt: DType, backend: str, request) -> None
 # ---- fp8: quantize, amax, dequantize; saturation ----
 def _fp8(v: np.ndarray, dt: DType) -> np.ndarray:
   """v (float32) into fp8 as docs/spec.md says: finite values clipped to the largest finite one, then ml_dtypes' rounding
-  (which turns an infinity into NaN for float8_e4m3fn and keeps it for float8_e5m2)."""
+  (which turns an infinity into NaN where the dtype has none, e4m3fn and the fnuz ones, and keeps it for float8_e5m2)."""
   m = F32(ml_dtypes.finfo(dt.np).max)
   with np.errstate(invalid="ignore"): return np.where(np.isfinite(v), np.clip(v, -m, m), v).astype(dt.np)
 
@@ -153,7 +155,7 @@ def test_fp8_casts_saturate(dt: DType, backend: str, request) -> None:
   g = _wide(got[0])
   fmax = float(ml_dtypes.finfo(dt.np).max)
   assert g[9] == fmax and g[10] == -fmax  # finite values past the range saturate
-  if dt is dtypes.float8_e4m3fn: assert np.isnan(g[11]) and np.isnan(g[12])  # no infinity: NaN
+  if math.isfinite(dt.max): assert np.isnan(g[11]) and np.isnan(g[12])  # no infinity: NaN
   else: assert g[11] == np.inf and g[12] == -np.inf
 
 
@@ -250,7 +252,7 @@ def test_gradient_into_fp8_is_rounded_to_it(dt: DType) -> None:
 # ---- dtypes against tinygrad 0.14 itself ----
 VALUE_DTYPES = [dtypes.bool, *dtypes.ints, *dtypes.floats]
 # tinygrad's attribute names where they differ from tinyspec's (its float8_e4m3 has no infinity, like e4m3fn)
-TG_NAMES = {"float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2"}
+TG_NAMES = {"float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e4m3fnuz": "fp8e4m3fnuz", "float8_e5m2fnuz": "fp8e5m2fnuz"}
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from tinyspec.render import smallfloat
 from tinyspec.runtime import cpu
 
 NP = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16), "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-      "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+      "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2), "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+      "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz)}
 NAMES = list(NP)
 UINT = {1: np.uint8, 2: np.uint16}
 
@@ -175,7 +176,7 @@ def test_native_types_where_the_compiler_has_them() -> None:
     native = bool(c_lib(cc, False).t_native_float16())
     if cc == "tcc" or (cc == "gcc" and platform.machine() == "x86_64"): assert native == (cc == "gcc"), f"{cc}: float16 native is {native}"
     assert not c_lib(cc, True).t_native_float16() and not c_lib(cc, True).t_native_bfloat16()
-    for n in ("float8_e4m3fn", "float8_e5m2"): assert not getattr(c_lib(cc, False), f"t_native_{n}")()
+    for n in NAMES[2:]: assert not getattr(c_lib(cc, False), f"t_native_{n}")()
 
 
 # ---- OpenCL ----
@@ -370,7 +371,7 @@ def test_kernel_host_passes_and_returns_small_float_arrays(backend: str) -> None
     if not available()[0]: pytest.skip("OpenCL unavailable")
   ins = [(np.arange(200) * 331 % (1 << 8 * NP[n].itemsize)).astype(UINT[NP[n].itemsize]).view(NP[n]) for n in NAMES]  # spread patterns
   outs = [(getattr(dtypes, n), lambda *xs, k=k: xs[k]) for k, n in enumerate(NAMES)]
-  outs += [(dtypes.float16, lambda a, b, c, d: b.cast(dtypes.float32).cast(dtypes.float16))]
+  outs += [(dtypes.float16, lambda *xs: xs[1].cast(dtypes.float32).cast(dtypes.float16))]
   root, inputs = elementwise_kernel_graph(ins, outs)
   got = host.run_graph(backend, prepare(root, backend="c" if backend == "cpu" else "opencl"), inputs)
   for n, x, g in zip(NAMES, ins, got):

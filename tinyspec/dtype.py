@@ -1,6 +1,7 @@
 """Scalar data types: their numpy, C and OpenCL names and their value ranges."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,8 @@ class DType:
 # the numpy dtypes that are not named as the DType is: index is stored as int64; the small floats past float16 are
 # ml_dtypes' (numpy has no bfloat16 or fp8)
 _NP: dict[str, np.dtype] = {"index": np.dtype("int64"), "bool": np.dtype("bool"), "bfloat16": np.dtype(ml_dtypes.bfloat16),
-                            "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+                            "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+                            "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz), "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz)}
 
 
 class dtypes:
@@ -93,13 +95,17 @@ class dtypes:
   bfloat16 = DType("bfloat16", 2, "f", "ts_bfloat16", "ushort")
   float8_e4m3fn = DType("float8_e4m3fn", 1, "f", "ts_float8_e4m3fn", "uchar")   # 4 exponent bits, 3 mantissa bits, no infinity
   float8_e5m2 = DType("float8_e5m2", 1, "f", "ts_float8_e5m2", "uchar")         # 5 exponent bits, 2 mantissa bits, IEEE-like
+  # the fnuz formats (AMD's and Graphcore's): no infinity, no negative zero, one NaN (bits 0x80, the negative zero's),
+  # exponent bias one more than float8_e4m3fn's and float8_e5m2's
+  float8_e4m3fnuz = DType("float8_e4m3fnuz", 1, "f", "ts_float8_e4m3fnuz", "uchar")
+  float8_e5m2fnuz = DType("float8_e5m2fnuz", 1, "f", "ts_float8_e5m2fnuz", "uchar")
   void = DType("void", 0, "v", "void", "void")
   # the unbounded integer of shapes and indices; linearize lowers it to int32 or int64
   index = DType("index", 8, "x", "int64_t", "long")
 
   ints: tuple[DType, ...] = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-  small_floats: tuple[DType, ...] = (float16, bfloat16, float8_e4m3fn, float8_e5m2)
-  fp8s: tuple[DType, ...] = (float8_e4m3fn, float8_e5m2)
+  fp8s: tuple[DType, ...] = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
+  small_floats: tuple[DType, ...] = (float16, bfloat16, *fp8s)
   floats: tuple[DType, ...] = (float32, float64, *small_floats)
   all: tuple[DType, ...] = (bool, *ints, *floats, void, index)
   by_name: dict[str, DType] = {d.name: d for d in all}
@@ -118,6 +124,12 @@ def finfo(dt: DType) -> ml_dtypes.finfo:
   return ml_dtypes.finfo(dt.np)
 
 
+def holds_floats(x: np.ndarray) -> bool:
+  """Whether an array holds values of a float dtype (numpy's float16 ... float64, and ml_dtypes' bfloat16 and fp8, whose
+  numpy kind is "V")."""
+  return x.dtype.kind == "f" or (x.dtype.name in dtypes.by_name and dtypes.by_name[x.dtype.name].is_float)
+
+
 def widens_exactly(src: DType, dt: DType) -> bool:
   """Every value of float src is one of float dt: a cast from src to dt never rounds (float16 into float32, not
   bfloat16 into float16)."""
@@ -130,7 +142,10 @@ def significand_bits(dt: DType) -> int:
   return int(finfo(dt).nmant) + 1
 
 
-def _has_inf(dt: DType) -> bool: return dt is not dtypes.float8_e4m3fn
+@functools.cache
+def _has_inf(dt: DType) -> bool:
+  """Whether float dt has an infinity (float8_e4m3fn and the fnuz formats have none), as its numpy storage says."""
+  with np.errstate(invalid="ignore", over="ignore"): return bool(np.isinf(np.float32(np.inf).astype(dt.np).astype(np.float32)))
 
 
 def rounding_bound(dt: DType, roundings: float, magnitude: float) -> float:
@@ -148,7 +163,10 @@ def round_float(a: Any, dt: DType) -> np.ndarray:
   dtype) rounded once, to nearest even, from its exact value (ints into a small float go through float64, exact below
   2**53; into float32 and float64 they convert as C converts them). Past the
   largest finite value float16, bfloat16, float32 and float64 give +-inf; the fp8 dtypes saturate finite values to
-  +-max, as tinygrad's float_to_fp8 does, and float8_e4m3fn, which has no infinity, turns +-inf into NaN."""
+  +-max, as tinygrad's float_to_fp8 does, and those with no infinity (float8_e4m3fn, float8_e4m3fnuz,
+  float8_e5m2fnuz) turn +-inf into NaN (float_to_fp8 too). The fnuz formats have one NaN, 0x80, which every NaN and
+  infinity becomes, and no negative zero: -0.0 and a negative value rounding to zero give 0x00 (ml_dtypes' rounding,
+  and float_to_fp8's)."""
   a = np.asarray(a)
   if not dt.is_small_float:  # C's own conversion into float and double
     with np.errstate(over="ignore", invalid="ignore"): return np.asarray(a.astype(dt.np))

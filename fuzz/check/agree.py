@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fuzz.generate.safety import FLOAT_LIMIT
-from tinyspec.dtype import DType, dtypes, rounding_bound, widens_exactly
+from tinyspec.dtype import DType, dtypes, holds_floats, rounding_bound, widens_exactly
 from tinyspec.ops.scalar import APPROXIMATE_ULPS
 from tinyspec.uop import GroupOp, Ops, UOp
 
@@ -120,12 +120,6 @@ def output_errors(root: UOp) -> list[float]:
 def _output_errors(root: UOp) -> tuple[float, ...]:
   err = node_errors(root)
   return tuple(err[s] for s in root.src) if root.op is Ops.SINK else (err[root],)
-
-
-def holds_floats(x: np.ndarray) -> bool:
-  """Whether an array holds values of a float dtype (numpy's float16 ... float64, and ml_dtypes' bfloat16 and fp8, whose
-  numpy kind is "V")."""
-  return x.dtype.kind == "f" or (x.dtype.name in dtypes.by_name and dtypes.by_name[x.dtype.name].is_float)
 
 
 def scale_of(x: np.ndarray) -> float:

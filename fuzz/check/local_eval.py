@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from fuzz.check.agree import float_tolerance, floats_agree, holds_floats, scale_of
-from tinyspec.dtype import dtypes
+from fuzz.check.agree import float_tolerance, floats_agree, scale_of
+from tinyspec.dtype import dtypes, holds_floats
 from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 MAX_GRID = 1 << 14

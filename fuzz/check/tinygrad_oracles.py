@@ -200,12 +200,12 @@ def parity_rule(oracle: str, out: np.ndarray, through: Iterable[DType] = ()) -> 
 
 def arose_in(out: str, through: Iterable[DType]) -> str:
   """The dtype a difference at an output of dtype `out` is keyed on: the narrowest small float (float16, bfloat16, fp8)
-  its value passed through (fewest bits, then fewest significand bits), else `out` itself. A small float is where
+  its value passed through (fewest bits, then fewest significand bits, then by name), else `out` itself. A small float is where
   tinygrad computes in a dtype other than the one asked for (its CPU backend adds `__fp16` halves in float and rounds
   fp8 only to half), so a difference through one most likely arose there, and keyed by the output's float32 it would
   share a signature, hence a corpus entry, with an unrelated float32 bug and be hidden behind it."""
   small = [d for d in through if d.is_small_float]
-  return min(small, key=lambda d: (d.itemsize, significand_bits(d))).name if small else out
+  return min(small, key=lambda d: (d.itemsize, significand_bits(d), d.name)).name if small else out
 
 
 def passed_through(u: Any) -> frozenset[DType]:

@@ -64,7 +64,7 @@ def small_float_pool(dt: DType) -> list[float]:
   quarter and by half an ulp of max (rounds back to max; the tie, which rounds to even: up to inf for float16 and
   bfloat16, whose max is odd) and far past it (inf, or max on fp8, which saturates); the smallest normal, the smallest
   subnormal and the largest subnormal; ties to even (1 + eps/2 down to 1, 1 + 3eps/2 up to 1 + 2eps, half the smallest
-  subnormal down to 0, 3/2 of it up to twice it); -0.0, NaN and +-inf (NaN on float8_e4m3fn, which has no infinity)."""
+  subnormal down to 0, 3/2 of it up to twice it); -0.0, NaN and +-inf (NaN on the fp8 dtypes with no infinity: e4m3fn, the fnuz ones)."""
   fi = finfo(dt)
   mx, eps, sub, tiny = float(fi.max), float(fi.eps), float(fi.smallest_subnormal), float(fi.tiny)
   ulp = mx * eps / 2  # max is 2**emax * (2 - eps): its ulp is 2**emax * eps

@@ -43,7 +43,7 @@ DTYPE_WEIGHTS = {dtypes.int32: 4, dtypes.float32: 3, dtypes.int8: 1, dtypes.uint
                  dtypes.int64: 1.5, dtypes.uint64: 1, dtypes.float64: 1.5, dtypes.bool: 0.7}
 # the small floats, as the dtype of a buffer beside the first: read (cast to float32) and written by a store of a float32
 # value cast into them, or of an update computed in float32 (fp8 has no arithmetic; a float16 sum would round)
-SMALL_WEIGHTS = {dtypes.float16: 1.0, dtypes.bfloat16: 1.0, dtypes.float8_e4m3fn: 0.6, dtypes.float8_e5m2: 0.6}
+SMALL_WEIGHTS = {dtypes.float16: 1.0, dtypes.bfloat16: 1.0, **{d: 0.6 for d in dtypes.fp8s}}
 IDX = dtypes.index
 
 

@@ -96,7 +96,7 @@ def edge_values(dt: DType) -> list[Any]:
 
 def special_values(dt: DType) -> list[float]:
   """The non-finite values of a float dtype, whose results the spec defines (IEEE: inf and NaN propagate); a dtype with
-  no infinity (float8_e4m3fn, whose largest value is finite) holds only NaN."""
+  no infinity (float8_e4m3fn and the fnuz fp8 dtypes, whose largest value is finite) holds only NaN."""
   if not dt.is_float: return []
   return [math.nan, math.inf, -math.inf] if math.isinf(dt.max) else [math.nan]
 

@@ -30,7 +30,7 @@ DTYPES = ("float32", *INT_BITS)
 SMALL_FLOATS = ("float16", "bfloat16")
 # dtypes a stored program may name that the generator never draws: an fp8 finding found by hand is replayed too (the
 # names are tinyspec's; fuzz.check.tinygrad_oracles.tinygrad_namespace gives tinygrad's fp8 dtypes under them)
-STORED_ONLY_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+STORED_ONLY_DTYPES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 SUM_DTYPES = frozenset({"float32", "int32", "uint32", "int64", "uint64"})  # a sum keeps these dtypes in both APIs
 
 

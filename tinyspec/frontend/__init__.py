@@ -11,12 +11,12 @@ A Tensor made from data is RESHAPE(BUFFER); its data is kept in a registry keyed
 gives the {buffer id: array} a graph needs and `.numpy()` can evaluate (`with data_scope():` forgets the data of the
 Tensors made inside it, for code that builds many throwaway graphs). Conventions (documented choices):
 - dtypes: Python bools -> bool, ints -> int32, floats -> float32; numpy arrays keep their dtype (float64, float16 and
-  ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2 included); data given a small float dtype is converted by
+  ml_dtypes' bfloat16 and fp8 dtypes included); data given a small float dtype is converted by
   tinyspec.dtype.round_float (fp8 saturates). Binary ops promote to the least upper bound in tinygrad 0.14's lattice
   (`promote` in tensor.py, the one table): bool < ints < fp8 < float16, bfloat16 < float32 < float64; two ints of
   one signedness -> the wider; signed with unsigned -> a signed type wide enough for both, and a signed int with
   uint64 -> float32 (tinygrad's weakfloat, which realizes as its default float); any float wins over ints;
-  float8_e4m3fn with float8_e5m2 -> float16; float16 with bfloat16 -> float32. A Python scalar takes the tensor's
+  two different fp8 dtypes -> float16; float16 with bfloat16 -> float32. A Python scalar takes the tensor's
   dtype, except a float scalar with an int/bool tensor (float32) and an int scalar with a bool tensor (int32).
 - Small floats (as tinygrad 0.14): float16 and bfloat16 ops are the IR's (computed in float32, rounded back after
   every op); exp and cos compute in float32 and cast back. The IR has no fp8 arithmetic, so an op on fp8 is built as

@@ -48,11 +48,13 @@ _WEAKFLOAT = "weakfloat"
 _PARENTS: dict[str, tuple[str, ...]] = {
   "bool": ("int8", "uint8"), "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": (_WEAKFLOAT,),
   "uint8": ("int16", "uint16"), "uint16": ("int32", "uint32"), "uint32": ("int64", "uint64"), "uint64": (_WEAKFLOAT,),
-  _WEAKFLOAT: ("float8_e4m3fn", "float8_e5m2"), "float8_e4m3fn": ("float16", "bfloat16"), "float8_e5m2": ("float16", "bfloat16"),
+  _WEAKFLOAT: ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"),
+  "float8_e4m3fn": ("float16", "bfloat16"), "float8_e5m2": ("float16", "bfloat16"),
+  "float8_e4m3fnuz": ("float16", "bfloat16"), "float8_e5m2fnuz": ("float16", "bfloat16"),
   "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64",), "float64": (),
 }
 _ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", _WEAKFLOAT,
-          "float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64")
+          "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float16", "bfloat16", "float32", "float64")
 
 
 @functools.cache

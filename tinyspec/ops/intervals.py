@@ -165,7 +165,7 @@ def interval(op: Ops, dt: DType, *ivs: Interval) -> Interval:
 def cast_interval(src: DType, dst: DType, a: Interval) -> Interval:
   """The range of CAST from src to dst of a value in a (a float in a is no NaN)."""
   if dst.kind == "b": return (False, True) if a[0] <= 0 <= a[1] else (True, True)
-  if dst.kind == "f":  # rounding to the nearest dst value (saturating on fp8) is monotone; e4m3fn's NaN from inf is no number
+  if dst.kind == "f":  # rounding to the nearest dst value (saturating on fp8) is monotone; an fp8 NaN made of an inf is no number
     lo, hi = (float(round_float(np.float64(v), dst)) for v in a)
     return (dst.min if math.isnan(lo) else lo), (dst.max if math.isnan(hi) else hi)
   if src.kind == "f":  # truncates toward zero, saturating at dst's ends (tinyspec.ops.scalar.cast): monotone

@@ -171,8 +171,9 @@ def _const_arg(u: UOp) -> str | None:
 
 
 def _is_value_of(a: float, dt: DType) -> bool:
+  """a is a value of dt: rounding keeps it, the sign of a zero too (the fnuz fp8 dtypes have no -0.0)."""
   r = float(round_float(np.float64(a), dt))
-  return r == a or (math.isnan(r) and math.isnan(a))
+  return (r == a and math.copysign(1.0, r) == math.copysign(1.0, a)) or (math.isnan(r) and math.isnan(a))
 
 
 def _dims(a: Any) -> bool: return type(a) is tuple and len(a) == 2 and _ints(a)

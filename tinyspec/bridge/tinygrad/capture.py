@@ -157,10 +157,20 @@ def _read_buffer(u: Any, per_device: bool = False) -> np.ndarray | None:
   try:
     buf = u.buffer
     if not buf.is_allocated(): return None
-    if per_device and hasattr(buf, "bufs"): return np.stack([np.array(b.numpy(), copy=True) for b in buf.bufs])
-    return np.array(buf.numpy(), copy=True)
+    if per_device and hasattr(buf, "bufs"): return np.stack([_elements(b) for b in buf.bufs])
+    return _elements(buf)
   except Exception:
     return None
+
+
+def _elements(buf: Any) -> np.ndarray:
+  """A tinygrad Buffer's elements, copied. tinygrad's Buffer.numpy() views bfloat16 and fp8 storage as float32 (four
+  bytes an element: the wrong values, and too few), so a small float is read from its bytes as the numpy type of the
+  tinyspec dtype the bridge translates it to (ml_dtypes')."""
+  from tinyspec.bridge.tinygrad.translate import DTYPES
+  dt = DTYPES.get(buf.dtype.name)
+  if dt is not None and dt.is_small_float: return np.frombuffer(buf.as_memoryview(), dtype=dt.np).copy()
+  return np.array(buf.numpy(), copy=True)
 
 
 class Recording:

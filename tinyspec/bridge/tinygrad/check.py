@@ -22,7 +22,7 @@ from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.capture import Capture, capture
 from tinyspec.bridge.tinygrad.translate import STAGES, Translation, translate
 from tinyspec.spec import Stage, Violation, check
-from tinyspec.dtype import dtypes
+from tinyspec.dtype import dtypes, holds_floats
 from tinyspec.uop import Ops, UOp
 
 # the evaluations of a capture, in the order tinygrad's pipeline makes their graphs
@@ -103,7 +103,9 @@ def first_difference(got: list, want: list[np.ndarray], rtol: float = 1e-5, atol
     if i in skip: continue
     if g is None: return i, f"output {i}: the evaluator gave no value"
     g = np.asarray(g).reshape(w.shape)
-    if w.dtype.kind == "f":
+    if holds_floats(w):
+      # ml_dtypes' bfloat16 and fp8 (storage read as its elements) widen exactly to float32, where NaN equals NaN
+      if w.dtype.kind != "f": g, w = g.astype(np.float32), w.astype(np.float32)
       if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
         bad = np.argwhere(~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True))[0]
         return i, f"output {i} differs at {tuple(int(x) for x in bad)}: tinyspec {g[tuple(bad)]!r}, tinygrad {w[tuple(bad)]!r}"

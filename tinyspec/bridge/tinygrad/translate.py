@@ -37,9 +37,10 @@ DTYPES: dict[str, DType] = {"bool": dtypes.bool, "char": dtypes.int8, "signed ch
                             "unsigned int": dtypes.uint32, "ulong": dtypes.uint64, "unsigned long": dtypes.uint64,
                             "float": dtypes.float32, "double": dtypes.float64, "void": dtypes.void, "index": dtypes.index,
                             # the small floats by tinygrad's names; its float8_e4m3 has no infinity (float_to_fp8 gives NaN
-                            # for one), which is float8_e4m3fn; the fnuz fp8 dtypes have no tinyspec form
+                            # for one), which is float8_e4m3fn; its fnuz fp8 dtypes are named as ml_dtypes names them
                             "half": dtypes.float16, "__bf16": dtypes.bfloat16, "float8_e4m3": dtypes.float8_e4m3fn,
-                            "float8_e5m2": dtypes.float8_e5m2}
+                            "float8_e5m2": dtypes.float8_e5m2, "float8_e4m3fnuz": dtypes.float8_e4m3fnuz,
+                            "float8_e5m2fnuz": dtypes.float8_e5m2fnuz}
 WEAK_DEFAULT = {"weakint": dtypes.index, "weakfloat": dtypes.float32}
 AXIS = {"LOOP": AxisType.LOOP, "WEAK": AxisType.LOOP, "GLOBAL": AxisType.GLOBAL, "REDUCE": AxisType.REDUCE,
         "UPCAST": AxisType.UNROLL, "UNROLL": AxisType.UNROLL, "GROUP_REDUCE": AxisType.REDUCE}
