@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -334,18 +337,33 @@ run_campaign(cfg)
 """
 
 
-def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], list[str]]:
-  """Run a campaign in a child, SIGKILL it after `after` seconds, and check what it reported: (findings it printed,
-  the ones whose entry is missing or unreadable)."""
+def kill_and_check(corpus: Path, seed: int, moment: Callable[[str], bool], after: float = 0.0) -> tuple[list[str], list[str]]:
+  """Run a campaign in a child, SIGKILL it `after` seconds past the first line it prints for which moment(line) holds,
+  and check what it reported: (findings it printed, the ones whose entry is missing or unreadable)."""
   p = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(corpus), str(seed)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                        cwd=ROOT, start_new_session=True)
-  time.sleep(after)
-  kids = _descendants(p.pid)
-  os.kill(p.pid, signal.SIGKILL)
-  out, _ = p.communicate(timeout=60)
-  try: _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
+  lines: queue.Queue = queue.Queue()
+  def read() -> None:
+    for ln in p.stdout: lines.put(ln)
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  out: list[str] = []
+  kids: set[int] = set()
+  try:
+    end = time.monotonic() + 300
+    while not (out and moment(out[-1])):
+      assert time.monotonic() < end, f"the campaign never reached the moment to kill it: {''.join(out)[-2000:]}"
+      try: out.append(lines.get(timeout=1))
+      except queue.Empty: assert p.poll() is None, f"the campaign ended on its own: {''.join(out)[-2000:]}"
+    time.sleep(after)
+    kids = _descendants(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(60)
+    reader.join(60)
+    while not lines.empty(): out.append(lines.get())
+    _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
   finally: _reap(p, kids)
-  reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
+  reported = [ln.split(" -> ", 1)[1].strip() for ln in out if ln.startswith("finding: ")]
   lost = []
   for path in reported:
     try: load_entry(path)
@@ -357,12 +375,19 @@ def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], li
 
 @pytest.mark.slow
 def test_sigkill_at_any_moment_loses_no_reported_finding(tmp_path):
+  # one corpus, killed in each phase in turn: as the first finding (the rule proven at start) is reported, while the
+  # first case finding is being reduced (reduce_seconds=5), once an epoch's state was saved, and in a resumed campaign
+  state = tmp_path / ".fuzz-state-3.json"
+  moments = [(lambda ln: ln.startswith("finding: prove/"), 0.0),
+             (lambda ln: ln.startswith("finding: spec/"), 1.0),
+             (lambda ln: state.exists(), 0.0),
+             (lambda ln: ln.startswith("fuzz: "), 0.5)]
   total = 0
-  for after in (20, 27, 34):
-    reported, lost = kill_and_check(tmp_path, 3, after)
+  for moment, after in moments:
+    reported, lost = kill_and_check(tmp_path, 3, moment, after)
     assert lost == []
     total += len(reported)
-  assert total > 0
+  assert total > 0 and state.exists()
 
 
 # ---- 7. every backend with any worker count ----
