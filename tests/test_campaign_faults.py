@@ -150,8 +150,9 @@ def _with_render(fn) -> list[Pass]:
 
 
 def test_a_hanging_kernel_is_found_and_the_campaign_keeps_its_budget(tmp_path):
-  cfg = CampaignConfig(seconds=25, seed=0, workers=1, corpus=str(tmp_path), passes=_with_render(_hang_kernels), backends=("reference", "cpu"),
-                       cc="tcc", case_timeout=3, reduce_seconds=8, weights={"kind:kernel": 0.0})
+  # every kernel hangs, so only the budget ends the campaign: 12 s holds the first hang (found at 2 s) and its reduction
+  cfg = CampaignConfig(seconds=12, seed=0, workers=1, corpus=str(tmp_path), passes=_with_render(_hang_kernels), backends=("reference", "cpu"),
+                       cc="tcc", case_timeout=2, reduce_seconds=4, weights={"kind:kernel": 0.0})
   t = time.monotonic()
   s = run_campaign(cfg, io.StringIO())
   took = time.monotonic() - t
@@ -159,7 +160,7 @@ def test_a_hanging_kernel_is_found_and_the_campaign_keeps_its_budget(tmp_path):
   hangs = [f for f in s.findings if f.signature[0] == "hang"]
   assert hangs and hangs[0].signature == ("hang", "cpu", "kernel_0"), [f.signature for f in s.findings]
   e = load_entry(hangs[0].path)
-  assert e.signature == ("hang", "cpu", "kernel_0") and "did not finish within 3 s" in Path(hangs[0].path).read_text()
+  assert e.signature == ("hang", "cpu", "kernel_0") and "did not finish within 2 s" in Path(hangs[0].path).read_text()
 
 
 def _stall_when(n: int):
@@ -178,7 +179,7 @@ def test_a_hanging_case_is_killed_and_the_rest_of_its_batch_runs(tmp_path):
   passes = [Pass("stall", Stage.TENSOR, Stage.TENSOR, _stall_when(n)), *PASSES]
   out = io.StringIO()
   s = run_campaign(CampaignConfig(seconds=300, seed=0, workers=1, corpus=str(tmp_path), passes=passes, backends=("reference", "cpu"), cc="tcc",
-                                  case_timeout=4, reduce_seconds=0, max_cases=16, weights={"kind:kernel": 0.0}), out)
+                                  case_timeout=2, reduce_seconds=0, max_cases=16, weights={"kind:kernel": 0.0}), out)
   assert s.cases == 16
   assert [(f.signature, f.case) for f in s.findings] == [(("hang", "stall", "timeout"), sizes.index(n))]
   assert load_entry(s.findings[0].path).case.index == sizes.index(n)
