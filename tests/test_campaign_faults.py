@@ -338,30 +338,50 @@ run_campaign(cfg)
 """
 
 
+class Lines:
+  """The lines a child prints, read as they come (by a thread, so waiting for one has a deadline)."""
+
+  def __init__(self, p: subprocess.Popen):
+    self.p, self.got, self.lines = p, queue.Queue(), []
+    self.reader = threading.Thread(target=self._read, daemon=True)
+    self.reader.start()
+
+  def _read(self) -> None:
+    for ln in self.p.stdout: self.got.put(ln)
+
+  def until(self, moment: Callable[[str], bool], timeout: float) -> bool:
+    """Read until a line for which moment(line) holds (True), or until timeout seconds passed or the child ended (False)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+      try: ln = self.got.get(timeout=min(1.0, max(0.0, end - time.monotonic())))
+      except queue.Empty:
+        if self.p.poll() is not None and self.got.empty(): return False
+        continue
+      self.lines.append(ln)
+      if moment(ln): return True
+    return False
+
+  def rest(self) -> list[str]:
+    """Every line, once the child is gone."""
+    self.reader.join(60)
+    while not self.got.empty(): self.lines.append(self.got.get())
+    return self.lines
+
+
 def kill_and_check(corpus: Path, seed: int, moment: Callable[[str], bool], after: float = 0.0) -> tuple[list[str], list[str]]:
   """Run a campaign in a child, SIGKILL it `after` seconds past the first line it prints for which moment(line) holds,
   and check what it reported: (findings it printed, the ones whose entry is missing or unreadable)."""
   p = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(corpus), str(seed)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                        cwd=ROOT, start_new_session=True)
-  lines: queue.Queue = queue.Queue()
-  def read() -> None:
-    for ln in p.stdout: lines.put(ln)
-  reader = threading.Thread(target=read, daemon=True)
-  reader.start()
-  out: list[str] = []
+  lines = Lines(p)
   kids: set[int] = set()
   try:
-    end = time.monotonic() + 300
-    while not (out and moment(out[-1])):
-      assert time.monotonic() < end, f"the campaign never reached the moment to kill it: {''.join(out)[-2000:]}"
-      try: out.append(lines.get(timeout=1))
-      except queue.Empty: assert p.poll() is None, f"the campaign ended on its own: {''.join(out)[-2000:]}"
+    assert lines.until(moment, 300), f"the campaign never reached the moment to kill it: {''.join(lines.lines)[-2000:]}"
     time.sleep(after)
     kids = _descendants(p.pid)
     os.kill(p.pid, signal.SIGKILL)
     p.wait(60)
-    reader.join(60)
-    while not lines.empty(): out.append(lines.get())
+    out = lines.rest()
     _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
   finally: _reap(p, kids)
   reported = [ln.split(" -> ", 1)[1].strip() for ln in out if ln.startswith("finding: ")]
