@@ -359,7 +359,7 @@ class _Faulty(TinygradTarget):
 def test_with_workers_0_a_case_that_kills_or_hangs_its_process_is_a_finding(tmp_path, checker, signature):
   # --workers 0: each case is checked in a child of the campaign, so the campaign survives every case and keeps its budget
   import time
-  cfg = CampaignConfig(seconds=120, seed=0, workers=0, corpus=str(tmp_path), max_cases=3, case_timeout=3, reduce_seconds=0,
+  cfg = CampaignConfig(seconds=120, seed=0, workers=0, corpus=str(tmp_path), max_cases=3, case_timeout=1.5, reduce_seconds=0,
                        target=_Faulty(checker))
   t = time.monotonic()
   s = run_campaign(cfg)
