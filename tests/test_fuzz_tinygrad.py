@@ -286,9 +286,11 @@ def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
 
 # ---- the campaign ----
 def test_campaign_finds_reduces_and_stores(tmp_path):
-  cfg = CampaignConfig(seconds=300, seed=0, workers=0, corpus=str(tmp_path), max_cases=70, reduce_seconds=3, target="tinygrad")
+  # until the first parity finding (case 52 at seed 0 with tinygrad 0.14.0), within 70 cases
+  cfg = CampaignConfig(seconds=300, seed=0, workers=0, corpus=str(tmp_path), max_cases=70, reduce_seconds=3, target="tinygrad",
+                       stop_when=lambda r: r.signature[0] == "parity")
   s = run_campaign(cfg)
-  assert s.target == "tinygrad" and s.cases == 70 and s.counts["nodes"] > 0
+  assert s.target == "tinygrad" and 0 < s.cases <= 70 and s.counts["nodes"] > 0
   assert s.findings, s.text()
   for r in s.findings:
     e = load_entry(r.path)
