@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -147,8 +150,9 @@ def _with_render(fn) -> list[Pass]:
 
 
 def test_a_hanging_kernel_is_found_and_the_campaign_keeps_its_budget(tmp_path):
-  cfg = CampaignConfig(seconds=25, seed=0, workers=1, corpus=str(tmp_path), passes=_with_render(_hang_kernels), backends=("reference", "cpu"),
-                       cc="tcc", case_timeout=3, reduce_seconds=8, weights={"kind:kernel": 0.0})
+  # every kernel hangs, so only the budget ends the campaign: 12 s holds the first hang (found at 2 s) and its reduction
+  cfg = CampaignConfig(seconds=12, seed=0, workers=1, corpus=str(tmp_path), passes=_with_render(_hang_kernels), backends=("reference", "cpu"),
+                       cc="tcc", case_timeout=2, reduce_seconds=4, weights={"kind:kernel": 0.0})
   t = time.monotonic()
   s = run_campaign(cfg, io.StringIO())
   took = time.monotonic() - t
@@ -156,7 +160,7 @@ def test_a_hanging_kernel_is_found_and_the_campaign_keeps_its_budget(tmp_path):
   hangs = [f for f in s.findings if f.signature[0] == "hang"]
   assert hangs and hangs[0].signature == ("hang", "cpu", "kernel_0"), [f.signature for f in s.findings]
   e = load_entry(hangs[0].path)
-  assert e.signature == ("hang", "cpu", "kernel_0") and "did not finish within 3 s" in Path(hangs[0].path).read_text()
+  assert e.signature == ("hang", "cpu", "kernel_0") and "did not finish within 2 s" in Path(hangs[0].path).read_text()
 
 
 def _stall_when(n: int):
@@ -175,7 +179,7 @@ def test_a_hanging_case_is_killed_and_the_rest_of_its_batch_runs(tmp_path):
   passes = [Pass("stall", Stage.TENSOR, Stage.TENSOR, _stall_when(n)), *PASSES]
   out = io.StringIO()
   s = run_campaign(CampaignConfig(seconds=300, seed=0, workers=1, corpus=str(tmp_path), passes=passes, backends=("reference", "cpu"), cc="tcc",
-                                  case_timeout=4, reduce_seconds=0, max_cases=16, weights={"kind:kernel": 0.0}), out)
+                                  case_timeout=2, reduce_seconds=0, max_cases=16, weights={"kind:kernel": 0.0}), out)
   assert s.cases == 16
   assert [(f.signature, f.case) for f in s.findings] == [(("hang", "stall", "timeout"), sizes.index(n))]
   assert load_entry(s.findings[0].path).case.index == sizes.index(n)
@@ -334,18 +338,53 @@ run_campaign(cfg)
 """
 
 
-def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], list[str]]:
-  """Run a campaign in a child, SIGKILL it after `after` seconds, and check what it reported: (findings it printed,
-  the ones whose entry is missing or unreadable)."""
+class Lines:
+  """The lines a child prints, read as they come (by a thread, so waiting for one has a deadline)."""
+
+  def __init__(self, p: subprocess.Popen):
+    self.p, self.got, self.lines = p, queue.Queue(), []
+    self.reader = threading.Thread(target=self._read, daemon=True)
+    self.reader.start()
+
+  def _read(self) -> None:
+    for ln in self.p.stdout: self.got.put(ln)
+
+  def until(self, moment: Callable[[str], bool], timeout: float) -> bool:
+    """Read until a line for which moment(line) holds (True), or until timeout seconds passed or the child ended (False)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+      try: ln = self.got.get(timeout=min(1.0, max(0.0, end - time.monotonic())))
+      except queue.Empty:
+        if self.p.poll() is not None and self.got.empty(): return False
+        continue
+      self.lines.append(ln)
+      if moment(ln): return True
+    return False
+
+  def rest(self) -> list[str]:
+    """Every line, once the child is gone."""
+    self.reader.join(60)
+    while not self.got.empty(): self.lines.append(self.got.get())
+    return self.lines
+
+
+def kill_and_check(corpus: Path, seed: int, moment: Callable[[str], bool], after: float = 0.0) -> tuple[list[str], list[str]]:
+  """Run a campaign in a child, SIGKILL it `after` seconds past the first line it prints for which moment(line) holds,
+  and check what it reported: (findings it printed, the ones whose entry is missing or unreadable)."""
   p = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(corpus), str(seed)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                        cwd=ROOT, start_new_session=True)
-  time.sleep(after)
-  kids = _descendants(p.pid)
-  os.kill(p.pid, signal.SIGKILL)
-  out, _ = p.communicate(timeout=60)
-  try: _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
+  lines = Lines(p)
+  kids: set[int] = set()
+  try:
+    assert lines.until(moment, 300), f"the campaign never reached the moment to kill it: {''.join(lines.lines)[-2000:]}"
+    time.sleep(after)
+    kids = _descendants(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(60)
+    out = lines.rest()
+    _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "no orphans")
   finally: _reap(p, kids)
-  reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
+  reported = [ln.split(" -> ", 1)[1].strip() for ln in out if ln.startswith("finding: ")]
   lost = []
   for path in reported:
     try: load_entry(path)
@@ -357,12 +396,19 @@ def kill_and_check(corpus: Path, seed: int, after: float) -> tuple[list[str], li
 
 @pytest.mark.slow
 def test_sigkill_at_any_moment_loses_no_reported_finding(tmp_path):
+  # one corpus, killed in each phase in turn: as the first finding (the rule proven at start) is reported, while the
+  # first case finding is being reduced (reduce_seconds=5), once an epoch's state was saved, and in a resumed campaign
+  state = tmp_path / ".fuzz-state-3.json"
+  moments = [(lambda ln: ln.startswith("finding: prove/"), 0.0),
+             (lambda ln: ln.startswith("finding: spec/"), 1.0),
+             (lambda ln: state.exists(), 0.0),
+             (lambda ln: ln.startswith("fuzz: "), 0.5)]
   total = 0
-  for after in (20, 27, 34):
-    reported, lost = kill_and_check(tmp_path, 3, after)
+  for moment, after in moments:
+    reported, lost = kill_and_check(tmp_path, 3, moment, after)
     assert lost == []
     total += len(reported)
-  assert total > 0
+  assert total > 0 and state.exists()
 
 
 # ---- 7. every backend with any worker count ----

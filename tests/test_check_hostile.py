@@ -141,24 +141,25 @@ def long_kernel(n: int, program: bool = False) -> UOp:
 
 @pytest.fixture(scope="module")
 def chains():
-  """n -> the chain legal at each stage: a tensor graph; a kernel graph whose kernel stores n ADDs; the same as a PROGRAM.
-  Built once: building is slower than checking."""
-  made: dict[int, dict[Stage, UOp]] = {}
-  def get(n: int) -> dict[Stage, UOp]:
-    if n not in made:
-      k = long_kernel(n)
-      made[n] = {Stage.TENSOR: tensor_chain(n), Stage.KERNEL_GRAPH: k, Stage.KERNEL: k, Stage.PROGRAM: long_kernel(n, program=True)}
-    return made[n]
+  """(n, stage) -> the chain legal at that stage: a tensor graph; a kernel graph whose kernel stores n ADDs; the same as
+  a PROGRAM. Each built once, when a test first asks for it: building is slower than checking (and a test run split
+  over processes builds in each only what its tests there check)."""
+  build = {Stage.TENSOR: tensor_chain, Stage.KERNEL_GRAPH: long_kernel, Stage.KERNEL: long_kernel,
+           Stage.PROGRAM: lambda n: long_kernel(n, program=True)}
+  made: dict[tuple[int, Stage], UOp] = {}
+  def get(n: int, stage: Stage) -> UOp:
+    key = (n, Stage.KERNEL_GRAPH if stage is Stage.KERNEL else stage)  # one kernel graph serves both stages
+    if key not in made: made[key] = build[stage](n)
+    return made[key]
   return get
 
 
 def _check_chains(chains, stage: Stage, n: int) -> None:
-  c = chains(n)
-  g = c[stage]
+  g = chains(n, stage)
   assert len(g.toposort()) >= n
   assert check(g, stage) == []  # legal, checked in one linear walk
   if stage is not Stage.TENSOR:  # the tensor chain at this stage: a violation at nearly every node, each path a link
-    vs = check(c[Stage.TENSOR], stage)
+    vs = check(chains(n, Stage.TENSOR), stage)
     assert len(vs) >= n // 2 - 1 and max(len(v.path) for v in vs[-10:]) >= n - 3
 
 

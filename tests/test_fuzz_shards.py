@@ -99,6 +99,7 @@ def test_the_sharded_twin_finds_a_broken_all_reduce_in_ordinary_cases():
     if found:
       hits.append(found[0])
       assert real.check(c) == [], i  # the real pipeline keeps the relation on the same case
+      break  # the first such case shows it; the rest of the 60 would only repeat it
   assert hits, "no ordinary case whose sharded twin reduces over a sharded axis"
   assert hits[0].blame is not None and hits[0].blame.rule == "multi_reduce" and "sharded twin" in hits[0].message
   assert ch.stats.twins["sharded_twin"] > 0
@@ -106,7 +107,10 @@ def test_the_sharded_twin_finds_a_broken_all_reduce_in_ordinary_cases():
 
 def test_a_broken_gather_is_found_on_sharded_cases():
   ch = Checker(Config(passes=MUTANTS_BY_NAME["gather_reversed"].pipeline(), gradients=False, numeric_gradients=False))
-  rules = {f.signature for s in range(40) for f in ch.check(multi_case(random.Random(s)))}
+  rules: set = set()
+  for s in range(40):  # until the first sharded case that shows it
+    rules |= {f.signature for f in ch.check(multi_case(random.Random(s)))}
+    if ("parity", "multi", "multi_copy_gather") in rules: break
   assert ("parity", "multi", "multi_copy_gather") in rules, rules
 
 

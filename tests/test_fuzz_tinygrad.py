@@ -335,9 +335,11 @@ def test_entry_carries_program_and_translated_graph_and_replays(tmp_path):
 
 # ---- the campaign ----
 def test_campaign_finds_reduces_and_stores(tmp_path):
-  cfg = CampaignConfig(seconds=300, seed=0, workers=0, corpus=str(tmp_path), max_cases=70, reduce_seconds=3, target="tinygrad")
+  # until the first parity finding (case 52 at seed 0 with tinygrad 0.14.0), within 70 cases
+  cfg = CampaignConfig(seconds=300, seed=0, workers=0, corpus=str(tmp_path), max_cases=70, reduce_seconds=3, target="tinygrad",
+                       stop_when=lambda r: r.signature[0] == "parity")
   s = run_campaign(cfg)
-  assert s.target == "tinygrad" and s.cases == 70 and s.counts["nodes"] > 0
+  assert s.target == "tinygrad" and 0 < s.cases <= 70 and s.counts["nodes"] > 0
   assert s.findings, s.text()
   for r in s.findings:
     e = load_entry(r.path)
@@ -408,7 +410,7 @@ class _Faulty(TinygradTarget):
 def test_with_workers_0_a_case_that_kills_or_hangs_its_process_is_a_finding(tmp_path, checker, signature):
   # --workers 0: each case is checked in a child of the campaign, so the campaign survives every case and keeps its budget
   import time
-  cfg = CampaignConfig(seconds=120, seed=0, workers=0, corpus=str(tmp_path), max_cases=3, case_timeout=3, reduce_seconds=0,
+  cfg = CampaignConfig(seconds=120, seed=0, workers=0, corpus=str(tmp_path), max_cases=3, case_timeout=1.5, reduce_seconds=0,
                        target=_Faulty(checker))
   t = time.monotonic()
   s = run_campaign(cfg)
@@ -423,24 +425,27 @@ def test_sigkill_of_a_tinygrad_campaign_leaves_no_process_and_no_broken_entry(tm
   # with 2 workers, the workers; with --workers 0, the child checking the campaign's cases
   import os
   import signal
-  import time
 
-  from test_campaign_faults import _alive, _descendants, _reap, _wait_for
+  from test_campaign_faults import Lines, _alive, _descendants, _reap, _wait_for
   p = subprocess.Popen([sys.executable, "-m", "tinyspec.cli", "fuzz", "--target", "tinygrad", "--seconds", "600", "--workers", workers,
                         "--corpus", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                        start_new_session=True)
+  lines = Lines(p)
   kids: set[int] = set()
   try:
     kids = _wait_for(lambda: (d := {x for x in _descendants(p.pid) if _alive(x)}) and len(d) >= want and d, 300, f"{want} children")
-    time.sleep(15)  # the children are checking cases, in tinygrad or in tinyspec
+    # the children are checking cases, in tinygrad or in tinyspec: killed as the first finding is reported (its entry
+    # just written, the next cases being checked), or after 15 s of checking when none comes by then
+    lines.until(lambda ln: ln.startswith("finding: "), 15)
     kids |= {x for x in _descendants(p.pid) if _alive(x)}
     os.kill(p.pid, signal.SIGKILL)
-    out, _ = p.communicate(timeout=60)
+    p.wait(60)
+    out = lines.rest()
     _wait_for(lambda: not [k for k in kids if _alive(k)] or None, 10, "the children to die")
   finally:
     _reap(p, kids)
   from fuzz.corpus.store import entries
-  reported = [ln.split(" -> ", 1)[1].strip() for ln in out.splitlines() if ln.startswith("finding: ")]
+  reported = [ln.split(" -> ", 1)[1].strip() for ln in out if ln.startswith("finding: ")]
   for path in [*reported, *map(str, entries(tmp_path))]:
     assert load_entry(path).case.kind == "tinygrad"
 
