@@ -138,9 +138,10 @@ def test_bool_ops_are_c_bool_and_bool_arithmetic_has_no_meaning():
   assert evaluate(x.alu(Ops.CMPLT, y), ins).tolist() == [False, False, True, False]
   # MUL on bool is AND (C's (bool)(a * b), tinygrad's meaning too)
   assert evaluate(x.alu(Ops.MUL, y), ins).tolist() == (a & b).tolist()
-  # ADD, SUB and NEG take numbers: on bool the evaluator names the node instead of guessing, as the spec rejects it
-  for op in (Ops.ADD, Ops.SUB):
-    with pytest.raises(EvalError, match=f"{op.name} on bool"): evaluate(x.alu(op, y), ins)
+  # ADD on bool is OR (C's (bool)(a + b), as tinygrad's spec and emulator mean it)
+  assert evaluate(x.alu(Ops.ADD, y), ins).tolist() == (a | b).tolist()
+  # SUB takes numbers: on bool the evaluator names the node instead of guessing, as the spec rejects it
+  with pytest.raises(EvalError, match="SUB on bool"): evaluate(x.alu(Ops.SUB, y), ins)
 
 
 def test_reduce_tensor_form_wraps_and_has_identity():
