@@ -3,6 +3,8 @@ each (tinygrad op name -> Rule(tinygrad form, tinyspec form, function)). docs/ti
 for word. An op with no entry, or a form its rule refuses, is Untranslatable."""
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
@@ -54,9 +56,16 @@ def r_const(tr: Tr, u: Any, want: Any) -> UOp:
 def replicated_storage(tr: Tr, u: Any) -> UOp | None:
   """Storage over a device tuple read whole at a tensor stage, outside any one device's translation: tinygrad keeps a
   replicated tensor so (a sharded one is an UNSHARD of it), tinyspec's form is a replicated MULTI of the per-device
-  storage. None for anything else."""
+  storage; a precompiled body's PARAM standing for a sharded arg (its ParamArg has the axis) is the MULTI of the
+  per-device PARAMs split along that axis. None for anything else."""
   if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified") or (n := multi_count(u)) is None: return None
-  return UOp.multi(tr.per_device(n, lambda: tr(u)), None)
+  if tr.value_body and u.op.name == "PARAM": return None   # a value call's PARAM stands for its MULTI arg whole (device_of)
+  return UOp.multi(tr.per_device(n, lambda: tr(u)), param_axis(u))
+
+
+def param_axis(u: Any) -> int | None:
+  """The axis a PARAM standing for a sharded call arg is split along (tinygrad's ParamArg.axis), None otherwise."""
+  return getattr(u.arg, "axis", None) if u.op.name == "PARAM" else None
 
 
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
@@ -92,7 +101,9 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
     if not isinstance(b, tuple): return b
     if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {u.arg.device} outside a launch on one device")
     return b[tr.shard]
-  shape, size = tr.shape(u), param_size(tr, u)
+  shape = tr.slot_shapes.get(slot) if tr.shard is not None else None
+  if shape is None: shape = tr.shape(u)
+  size = math.prod(shape)
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
   return p if tr.kernel or tr.stage == "kernel_graph" or shape == (size,) else p.reshape(shape)
@@ -281,6 +292,7 @@ def storage_shards(tr: Tr, x: Any) -> tuple[list[UOp], int | None] | None:
   if x.op.name == "UNSHARD" and len(x.src) == 2 and isinstance(x.arg, tuple) and len(x.arg) == 1:
     tr.seen(x, *x.src[1].toposort())
     axis, x = x.arg[0], x.src[0]
+  elif (a := param_axis(x)) is not None: axis = a   # a precompiled body's PARAM standing for a sharded arg
   base = x
   while base.op.name in GROUP_VIEWS or base.op.name == "AFTER": base = base.src[0]
   if base.op.name not in ("PARAM", "BUFFER") or (n := multi_count(base)) is None: return None
@@ -314,12 +326,24 @@ def store_per_device(tr: Tr, u: Any) -> UOp | None:
   return UOp.multi(out, axis)
 
 
+def wait_per_device(tr: Tr, u: Any) -> UOp | None:
+  """AFTER(x, deps...) at a tensor stage with x storage over a device tuple (a sharded output waiting on the precompiled
+  call that writes it): the MULTI of an AFTER per device, each device's storage waiting on the same effects. None for
+  any other AFTER."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified"): return None
+  if (shards := storage_shards(tr, u.src[0])) is None: return None
+  targets, axis = shards
+  deps = tuple(e for d in u.src[1:] for e in after_dep(tr, d))
+  return UOp.multi([UOp(Ops.AFTER, t.dtype, (t, *deps)) for t in targets], axis)
+
+
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
   if is_bound(u):   # bind()'s AFTER(var, STORE(var, CONST v)): the variable bound to v
     tr.seen(*u.toposort())
     return define_var(tr, u.src[0]).bind(bound_value(u))
   if (v := store_per_device(tr, u)) is not None: return v
   if (v := assign_to_value(tr, u)) is not None: return v
+  if (v := wait_per_device(tr, u)) is not None: return v
   base = tr(u.src[0])
   return UOp(Ops.AFTER, base.dtype, (base, *(e for d in u.src[1:] for e in after_dep(tr, d))))
 
@@ -355,7 +379,7 @@ def r_function(tr: Tr, u: Any, want: Any) -> UOp:
   """FUNCTION(TUPLE(...), args...) with a CallInfo -> CALL(TUPLE(...), args...): a value call read by GETTUPLE."""
   body = u.src[0]
   if body.op.name != "TUPLE": raise Untranslatable("FUNCTION", tr.stage, f"a FUNCTION whose body is {body.op.name}, not TUPLE")
-  inner = scoped(Tr(tr.t, tr.stage), call_scope(tr, u.src[1:]))  # the body's PARAMs stand for this call's args
+  inner = scoped(Tr(tr.t, tr.stage, value_body=True), call_scope(tr, u.src[1:]))  # the body's PARAMs stand for this call's args
   return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
 
 
@@ -382,7 +406,9 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     if not all(c.op.name == "CALL" for c in body.src):
       raise Untranslatable("CALL", tr.stage, "a call of a LINEAR holding more than kernel CALLs")
     tr.seen(body)
-    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner), body), *args))
+    # as launched on device tr.shard when its args are over a device tuple: each device runs the schedule on its own args
+    sched = scoped(Tr(tr.t, tr.stage, bodies=tr.bodies, shard=tr.shard), inner)
+    return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(sched, body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
 
@@ -420,15 +446,22 @@ def precompiled_call(tr: Tr, u: Any, scope: dict) -> UOp:
   all-reduce tinygrad makes a precompiled call), a nested kernel graph over the call's args; a call over every device
   of a tuple is one call, the same in each device's translation. scope: the variables the body reads as pk (call_scope)."""
   body = u.src[0]
-  counts = [multi_count(a) for a in u.src[1:]]
+  # at a tensor stage an arg may be a sharded view of such storage (UNSHARD of a view of it): each device's view
+  shards = [storage_shards(tr, a) if tr.stage in ("tensor", "callified") and tr.shard is None else None for a in u.src[1:]]
+  counts = [len(sh[0]) if sh is not None else multi_count(a) for a, sh in zip(u.src[1:], shards)]
   lowered = tr.t.lowered.get(body) if tr.stage == "kernel_graph" else None
   multi = any(n is not None for n in counts)
   if not multi and lowered is None:
     return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), scope)(body), *(tr(a) for a in u.src[1:])), call_name(u))
   if (ret := tr.shared.get(u)) is not None: return ret
   args: list[UOp] = []
-  for a, n in zip(u.src[1:], counts): args += [tr(a)] if n is None else tr.per_device(n, lambda a=a: tr(a))
   inner = scoped(Tr(tr.t, tr.stage, bodies=tr.bodies, slots=expanded_slots(counts) if multi else None), scope)
+  for a, n, sh in zip(u.src[1:], counts, shards):
+    if n is None: args.append(tr(a))
+    else:   # a sharded arg's PARAMs have its shard's shape on each device
+      per = sh[0] if sh is not None else tr.per_device(n, lambda a=a: tr(a))
+      inner.slot_shapes.update({len(args) + j: x.shape for j, x in enumerate(per) if x.shape is not None})
+      args += per
   if lowered is not None:
     tr.seen(*body.toposort())   # the body is translated: as tinygrad's own lowering of it
     new_body = inner(lowered)
@@ -618,8 +651,11 @@ RULES: dict[str, Rule] = {
                 "_device_num a CONST of that device's number; a Variable (a PARAM of address space ALU with a name and vmin_vmax: pk in a "
                 "callified body or a kernel, arg k of the callified CALL; the variable's own name in a program) is DEFINE_VAR of that "
                 "variable (its name and bounds; index, or the program's int); in the body of a call whose args over a device tuple are one arg per "
-                "device, every slot renumbered to its arg's (arg k's device j at its first slot + j); read whole at a tensor stage "
-                "outside one device's translation, the replicated MULTI of its per-device PARAMs", r_param),
+                "device, every slot renumbered to its arg's (arg k's device j at its first slot + j), each of its arg's shard shape; read "
+                "whole at a tensor stage outside one device's translation, the MULTI of its per-device PARAMs (split along "
+                "ParamArg.axis, a sharded arg's, else replicated); in a value call's body (a FUNCTION's) a PARAM over a device "
+                "tuple is one PARAM of the arg's whole shape on the tuple's first device (tinyspec's multi pass gives each device "
+                "its own)", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'}); a size or "
               "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)"
@@ -680,7 +716,9 @@ RULES: dict[str, Rule] = {
                 "(replace_store_after_with_contig); bind()'s AFTER(var, STORE(var, CONST v)) is BIND(DEFINE_VAR, CONST v); into storage "
                 "over a device tuple, per device j AFTER(x_j, STORE(x_j, "
                 "COPY(v_j, device j))), v_j the SHRINK of v to shard j's block (replicated: v), the MULTI of them arg axis (a "
-                "precompiled body's entry: one entry per device)", r_after),
+                "precompiled body's entry: one entry per device); any other AFTER of storage over a device tuple (a sharded "
+                "output waiting on the precompiled call that writes it) is the MULTI of an AFTER per device, each on the same "
+                "deps", r_after),
   "MSELECT": Rule("MSELECT(x, i): device i's own storage of x, storage over a device tuple (an all-reduce's arg)",
                   "x as translated on device i (that device's BUFFER or PARAM)", r_mselect),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
@@ -700,7 +738,9 @@ RULES: dict[str, Rule] = {
                "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); a "
                "kernel's CALL is passed, after its storage, the BIND of each Variable the kernel reads (the value tinygrad's runtime "
                "passes at launch from var_vals); "
-               "an arg over a device tuple of a SINK-body call is one arg per device (its body's PARAMs renumbered); at the kernel "
+               "an arg over a device tuple of a SINK-body call (storage over the tuple, or at a tensor stage an UNSHARD of a view of "
+               "it) is one arg per device (its body's PARAMs renumbered); a LINEAR-body call over such args runs on each device "
+               "as launched there; at the kernel "
                "graph a SINK-body call (tinygrad's all-reduce, precompiled) has as body the kernel graph tinygrad lowers that body "
                "into (get_kernel_graph, captured), a nested kernel graph, one call in every device's entries",
                r_call),

@@ -68,14 +68,20 @@ class Rule:
 class Tr:
   """Translates one graph of one stage. `kernel` is True inside a kernel body (range form, shape () values)."""
   def __init__(self, t: Translation, stage: str, kernel: bool = False, bind: dict[int, UOp] | None = None,
-               bodies: dict[Any, UOp] | None = None, shard: int | None = None, slots: dict[int, int] | None = None):
+               bodies: dict[Any, UOp] | None = None, shard: int | None = None, slots: dict[int, int] | None = None,
+               value_body: bool = False):
     self.t, self.stage, self.kernel, self.bind, self.bodies = t, stage, kernel, bind or {}, bodies or {}
+    # True in a value call's body (a FUNCTION's TUPLE): its PARAMs stand for the call's args whole, a MULTI one too
+    self.value_body = value_body
     # None, or the device (its number in a device tuple) that multi-device storage, kernels and kernel-graph entries are
     # translated as launched on: tinygrad keeps them one node over the tuple, tinyspec one per device
     self.shard = shard
     # a call body's PARAM slot k over a device tuple -> the first of its per-device slots (slots[k] + device number): the
     # call's arg over the tuple is one arg per device (expanded_slots)
     self.slots = slots
+    # a call body's (renumbered) slot -> the shape of that device's arg: a PARAM standing for a sharded arg has the
+    # logical shape in tinygrad, its shard's on each device in tinyspec
+    self.slot_shapes: dict[int, tuple[int, ...]] = {}
     self.shared: dict[Any, UOp] = {}   # translations the same whichever device is being translated for (a call over all of them)
     self.memo: dict[tuple, UOp] = {}
     self.local_buffers: dict[Any, UOp] = {}
@@ -233,8 +239,11 @@ def param_size(tr: Tr, u: Any) -> int:
 
 
 def device_of(tr: Tr, arg: Any) -> str:
-  """The device of storage; multi-device storage (a device tuple) has one only in a kernel as launched on one device."""
+  """The device of storage; multi-device storage (a device tuple) has one only in a kernel as launched on one device, or
+  in a value call's body, where a PARAM over a tuple stands for the whole MULTI arg and is on its first device
+  (tinyspec's form, uop.home_device: the multi pass gives each shard a PARAM of its own device)."""
   dev = getattr(arg, "device", None)
+  if isinstance(dev, tuple) and tr.value_body and tr.shard is None: return dev[0]
   if isinstance(dev, tuple):
     if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {dev}")
     return dev[tr.shard]
@@ -447,9 +456,13 @@ def translate(cap: Any, strict: bool = True) -> Translation:
     call = next((c for c in calls if c.src[0] is kg_in), None)
     t.bound_graphs.append((kg, call))
   # with precompiled functions tinygrad lowers their bodies first and schedules the program's own graph last, from a
-  # sink rewritten on the way: bind that last graph to the callified CALL when its top-level PARAMs fit the CALL's args
-  if calls and t.bound_graphs and all(c is None for _, c in t.bound_graphs) and _fits(t.bound_graphs[-1][0], calls[-1]):
-    t.bound_graphs[-1] = (t.bound_graphs[-1][0], calls[-1])
+  # sink rewritten on the way: bind that last graph to the callified CALL when its top-level PARAMs fit the CALL's args.
+  # A graph lowered while another was (an all-reduce's, its input inside that graph) or a function body's (its input
+  # inside the callified CALL) is not the program's own, though it may come later and fit too.
+  if calls and t.bound_graphs and all(c is None for _, c in t.bound_graphs):
+    inner = {u for _, kg in cap.kernel_graphs for u in kg.toposort()} | {u for c in calls for u in c.toposort()}
+    own = [i for i, (kg_in, _) in enumerate(cap.kernel_graphs) if kg_in not in inner] or [len(t.bound_graphs) - 1]
+    if _fits(t.bound_graphs[own[-1]][0], calls[-1]): t.bound_graphs[own[-1]] = (t.bound_graphs[own[-1]][0], calls[-1])
   for i, (kg, call) in enumerate(t.bound_graphs):
     one("kernel_graph", kg, lambda i=i, call=call: t.kernel_graph(index=i) if call is not None else called(t.kernel_graph(index=i)))
   for k in cap.kernels:
