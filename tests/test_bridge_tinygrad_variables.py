@@ -131,3 +131,31 @@ def test_the_capture_records_the_values_tinygrad_launched_each_step_with():
   rep = check_capture(capture(runpy.run_path(str(EXAMPLES / "tinyjit_variables.py"))["program"]))
   assert [r.capture.var_vals for r in [*rep.steps, rep]] == [{}, {}, {"i": 3}, {"i": 5}]
   assert head_sum(5).capture.var_vals == {"i": 5}
+
+
+def jit_stale_shape() -> Report:
+  """A TinyJit of `a + 1` called with a[:, :i] for i = 1..4, each output sliced to [:3, :i] and read."""
+  from tinygrad import Tensor, TinyJit, Variable
+  a = np.arange(30, dtype=np.float32).reshape(3, 10)
+  def program():
+    jf, t = TinyJit(lambda x: (x + 1).realize()), Tensor(a).realize()
+    got = [jf(t[:, :Variable("i", 1, 10).bind(i)])[:3, :i].numpy() for i in range(1, 5)]
+    return Tensor(np.concatenate(got, 1)) * 2
+  return check_capture(capture(program))
+
+
+def test_a_tinyjit_replays_output_keeps_the_capture_calls_binding_and_the_slice_past_it_is_reported():
+  # tinygrad's defect: a replay's output has the shape (3, i) with i bound to the capture call's value (2), so the
+  # replay's [:3, :i] keeps more than the view has; reading it gives the right numbers only because the storage is larger
+  from tinygrad import Tensor, TinyJit, Variable
+  a = np.arange(30, dtype=np.float32).reshape(3, 10)
+  jf, t = TinyJit(lambda x: (x + 1).realize()), Tensor(a).realize()
+  sums = [jf(t[:, :Variable("i", 1, 10).bind(i)]).sum().item() for i in range(1, 5)]
+  assert sums[:2] == [float((a[:, :i] + 1).sum()) for i in (1, 2)] and sums[2:] == [sums[1]] * 2   # stale from i = 3 on
+  rep = jit_stale_shape()
+  found = [(v.rule, str(v)) for s in rep.steps for st, vs in s.violations.items() for _, v in vs]
+  # the two replays (i = 3, 4) slice their outputs past the stale binding: each reported at its tensor graph, and the
+  # capture read every output of a symbolic shape (tinygrad's numpy() refuses one) as its binding's numbers
+  assert [r for r, _ in found] == ["tensor.movement_arg"] * 2, found
+  assert ["keeps [0, 3) of 2" in found[0][1], "keeps [0, 4) of 2" in found[1][1]] == [True, True], found
+  assert not [s.capture.unread for s in rep.steps if "symbolic" in (s.capture.unread or "")]

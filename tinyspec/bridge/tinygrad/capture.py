@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tinyspec.bridge.tinygrad import compat
+from tinyspec.bridge.tinygrad.bound import bound_shape
 
 
 @dataclass
@@ -500,39 +501,49 @@ def _read_outputs(cap: Capture, realized: list[Any], after_jit: bool = False) ->
   TinyJit capture's run (after_jit) only storage the jit kept is read: the rest it planned into memory of its own."""
   cap.realized = list(realized)
   cap.output_storage = [_storage_of(u) for u in realized]
+  shapes = [bound_shape(u) for u in realized]
+  if (bad := next((i for i, s in enumerate(shapes) if s is None), None)) is not None:
+    cap.unread = f"output {bad}'s shape {realized[bad].shape} is symbolic over a variable it does not bind"
+    cap.outputs = [np.zeros(0) for _ in realized]
+    return
   if after_jit:
-    data = [_read_stored(u) for u in realized]
+    data = [_read_stored(u, s) for u, s in zip(realized, shapes)]
     if (bad := next((i for i, d in enumerate(data) if d is None), None)) is not None:
       cap.unread = f"output {bad}'s storage is not readable after TinyJit's run of its capture (it plans such storage into its own memory)"
-      cap.outputs = [np.zeros(u.shape) if d is None else d.reshape(u.shape) for u, d in zip(realized, data)]
+      cap.outputs = [np.zeros(s) if d is None else d.reshape(s) for s, d in zip(shapes, data)]
       return
-    cap.outputs = [d.reshape(u.shape) for u, d in zip(realized, data)]
+    cap.outputs = [d.reshape(s) for s, d in zip(shapes, data)]
     return
-  cap.outputs = [_numbers(u, s) for u, s in zip(realized, cap.output_storage)]
+  cap.outputs = [_numbers(u, st, s) for u, st, s in zip(realized, cap.output_storage, shapes)]
 
 
-def _read_stored(u: Any) -> np.ndarray | None:
-  """A realized uop's numbers read from its storage alone (None when it is no storage, or not readable): a BUFFER
-  through RESHAPEs; storage over a device tuple, replicated: device 0's; UNSHARD(RESHAPE(storage), DEVICE range) arg
-  (axis,): the devices' blocks (each of the RESHAPE's shape) side by side along axis."""
+def _read_stored(u: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+  """A realized uop's numbers (of its concrete shape, bound_shape) read from its storage alone (None when it is no
+  storage, or not readable): a BUFFER through RESHAPEs; storage over a device tuple, replicated: device 0's;
+  UNSHARD(RESHAPE(storage), DEVICE range) arg (axis,): the devices' blocks (each of the RESHAPE's shape) side by side
+  along axis."""
   axis, inner = (u.arg[0], u.src[0]) if u.op.name == "UNSHARD" else (None, u)
   if (s := _storage_of(inner)) is None: return None
   if not isinstance(s.arg.device, tuple):
-    return None if axis is not None or (d := _read_buffer(s)) is None else d.reshape(u.shape)
+    return None if axis is not None or (d := _read_buffer(s)) is None else d.reshape(shape)
   if (rows := _read_buffer(s, per_device=True)) is None: return None
-  if axis is None: return rows[0].reshape(u.shape)
-  return np.concatenate([r.reshape(inner.shape) for r in rows], axis=axis).reshape(u.shape)
+  if axis is None: return rows[0].reshape(shape)
+  return np.concatenate([r.reshape(inner.shape) for r in rows], axis=axis).reshape(shape)
 
 
-def _numbers(u: Any, storage: Any) -> np.ndarray:
-  """One realized uop's numbers: its storage's contents, or (a view) what tinygrad's numpy() gives, read outside any
-  TinyJit capture under way (a read there is refused, and must not become part of the captured function)."""
+def _numbers(u: Any, storage: Any, shape: tuple[int, ...]) -> np.ndarray:
+  """One realized uop's numbers, of its concrete shape (bound_shape): its storage's contents, or (a view) what
+  tinygrad's numpy() gives, read outside any TinyJit capture under way (a read there is refused, and must not become
+  part of the captured function). A view whose shape is over bound variables is read as tinygrad's own `x[:3, :i]`
+  reads it: sliced to the numbers they bind."""
   from tinygrad import Tensor
   from tinygrad.engine import realize
-  if storage is not None and (data := _read_buffer(storage)) is not None: return data.reshape(u.shape)
+  if storage is not None and (data := _read_buffer(storage)) is not None: return data.reshape(shape)
   saved = list(realize.capturing)
   realize.capturing.clear()
-  try: return Tensor(u).numpy()
+  try:
+    t = Tensor(u)
+    return (t if tuple(u.shape) == shape else t[tuple(slice(0, n) for n in shape)]).numpy()
   finally: realize.capturing[:] = saved
 
 

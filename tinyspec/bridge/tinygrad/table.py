@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 from tinyspec.bridge.tinygrad.capture import copy_call
 from tinyspec.bridge.tinygrad.composite import folded_vector_part, r_bitcast, r_float_unary, r_pow, r_stack, r_threefry, vector_length
-from tinyspec.bridge.tinygrad.variables import (bound_value, call_scope, concrete, define_var, is_bound, is_variable, kernel_vars, resolved,
-                                                value_of)
+from tinyspec.bridge.tinygrad.bound import DEVICE_NUM, bound_value, is_bound, is_variable
+from tinyspec.bridge.tinygrad.variables import (call_scope, concrete, define_var, kernel_vars, resolved, value_of)
 from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, Untranslatable, addrspace_of, alu, broadcast,
                                                device_of, expanded_slots, index_and_gate, is_invalid, is_weak, launches, multi_count,
                                                operand_dtype, param_size)
@@ -82,7 +82,6 @@ def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
   return made[key]
 
 
-DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (tinygrad.engine.realize.unwrap_multi binds it)
 
 
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:

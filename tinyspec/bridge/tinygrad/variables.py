@@ -20,28 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinyspec.bridge.tinygrad.bound import bound_value, is_bound, is_variable
 from tinyspec.bridge.tinygrad.translate import Untranslatable
 from tinyspec.dtype import dtypes
 from tinyspec.uop import UOp
-
-DEVICE_NUM = "_device_num"  # the scalar PARAM a program reads its device's number from (no variable of the program's own)
-
-
-def is_variable(u: Any) -> bool:
-  """A tinygrad Variable: a BUFFER or PARAM of address space ALU with a name and a value range (not _device_num)."""
-  a = u.arg
-  return u.op.name in ("BUFFER", "PARAM") and getattr(getattr(a, "addrspace", None), "name", None) == "ALU" \
-    and getattr(a, "vmin_vmax", None) is not None and getattr(a, "name", None) not in (None, DEVICE_NUM)
-
-
-def is_bound(u: Any) -> bool:
-  """bind()'s AFTER(var, STORE(var, CONST value))."""
-  return u.op.name == "AFTER" and len(u.src) == 2 and is_variable(u.src[0]) and u.src[1].op.name == "STORE" \
-    and u.src[1].src[0] is u.src[0] and u.src[1].src[1].op.name == "CONST"
-
-
-def bound_value(u: Any) -> int:
-  return int(u.src[1].src[1].arg)
 
 
 def scope(calls: list[Any]) -> dict[str, tuple[Any, int | None]]:
