@@ -581,6 +581,21 @@ def test_a_precompiled_function_with_an_unused_arg_is_bound():
   assert [v.rule for _, v in rep.violations["kernel_graph"]] == [] and len(rep.translation.graphs["kernel_graph"]) == 2
 
 
+def test_a_setitem_through_detach_writes_the_storage_and_holds():
+  # t.detach()[1, 2] = 5 writes t: the DETACH of storage is that storage, as a store target and as what an AFTER waits on
+  def program():
+    from tinygrad import Tensor
+    t = Tensor.zeros((3, 3)).contiguous().realize()
+    t.detach()[1, 2] = 5
+    return t * 1
+  rep = run_check(program)
+  assert rep.all_ok and not rep.all_unchecked, rep.all_unchecked
+  want = np.zeros((3, 3), np.float32)
+  want[1, 2] = 5
+  assert all(np.array_equal(np.reshape(rep.values[m][0], (3, 3)), want) for m in ("tensor", "callified", "kernel ASTs", "programs"))
+  assert not [u for _, g in rep.translation.graphs["tensor"] for u in g.toposort() if u.op is Ops.DETACH]
+
+
 def test_a_chain_of_assigns_into_slices_holds_and_reproduces_tinygrad():
   # x[0] += 1 forty times unrealized: each AFTER waits on a view of storage holding the AFTER before it (its effects are
   # the dependencies); translating each such view once keeps this linear, where walking every path is 2^40

@@ -159,3 +159,13 @@ def test_a_tinyjit_replays_output_keeps_the_capture_calls_binding_and_the_slice_
   assert [r for r, _ in found] == ["tensor.movement_arg"] * 2, found
   assert ["keeps [0, 3) of 2" in found[0][1], "keeps [0, 4) of 2" in found[1][1]] == [True, True], found
   assert not [s.capture.unread for s in rep.steps if "symbolic" in (s.capture.unread or "")]
+
+
+def test_a_bound_variable_stored_as_an_int_tensor_is_cast_and_holds():
+  # Tensor.full(shape, v): tinygrad's weak int variable stored into an int32 buffer, the conversion implicit
+  from tinygrad import Tensor, Variable
+  rep = check_capture(capture(lambda: Tensor.full((3,), Variable("x", 1, 10).bind(5)) + 1))
+  holds_fully(rep)
+  assert [np.asarray(v[0]).tolist() for v in rep.values.values()] == [[6, 6, 6]] * 4
+  casts = [u for u in rep.translation.graphs["tensor"][0][1].toposort() if u.op is Ops.CAST]
+  assert [(c.src[0].op, c.dtype.name) for c in casts] == [(Ops.BIND, "int32")]

@@ -69,7 +69,7 @@ def param_axis(u: Any) -> int | None:
 
 
 def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
-  if is_variable(u): return define_var(tr, u)   # an unbound Variable: its value is an input of the run
+  if is_variable(u): return as_wanted(define_var(tr, u), want)   # an unbound Variable: its value is an input of the run
   if (m := replicated_storage(tr, u)) is not None: return m
   space = addrspace_of(u.arg)
   if space is None: raise Untranslatable("BUFFER", tr.stage, f"address space {u.arg.addrspace}")
@@ -87,7 +87,7 @@ def r_buffer(tr: Tr, u: Any, want: Any) -> UOp:
 def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   space = addrspace_of(u.arg)
   if space is None and u.arg.name == DEVICE_NUM and tr.shard is not None: return UOp.const(tr.dtype(u), tr.shard)
-  if is_variable(u): return r_variable(tr, u)
+  if is_variable(u): return as_wanted(r_variable(tr, u), want)
   if space is None: raise Untranslatable("PARAM", tr.stage, "a scalar PARAM (a bound variable, addrspace ALU): tinyspec has no DEFINE_VAR yet")
   if (m := replicated_storage(tr, u)) is not None: return m
   slot = u.arg.slot
@@ -106,6 +106,12 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
   # a shaped PARAM (a function body's) is storage with a shape: flat storage in a kernel graph, a RESHAPE of it in a tensor graph
   return p if tr.kernel or tr.stage == "kernel_graph" or shape == (size,) else p.reshape(shape)
+
+
+def as_wanted(v: UOp, want: Any) -> UOp:
+  """A variable (index, as DEFINE_VAR and BIND are) read where tinygrad's weak int takes a strong dtype (stored into an
+  int32 buffer, `Tensor.full(shape, v)`): CAST to it, the conversion tinygrad's weak dtype leaves implicit."""
+  return v if want is None or want == v.dtype else v.cast(want)
 
 
 def r_variable(tr: Tr, u: Any) -> UOp:
@@ -138,7 +144,8 @@ def r_movement(op: Ops) -> Callable:
       # the arg tinygrad reads off the sources is simplified (new nodes): the sources' own nodes are what folded
       tr.seen(*(x for s in u.src[1:] for x in s.toposort()))
     if op is Ops.PAD or op is Ops.SHRINK: arg = tuple((int(o), int(s)) for o, s in arg)
-    return UOp(op, tr.dtype(u, want), (tr(u.src[0], want),), tuple(arg))
+    dt = tr.dtype(u, want)   # a weak source (a variable) takes the view's dtype
+    return UOp(op, dt, (tr(u.src[0], dt),), tuple(arg))
   return fn
 
 
@@ -299,6 +306,8 @@ def storage_shards(tr: Tr, x: Any) -> tuple[list[UOp], int | None] | None:
 
 
 GROUP_VIEWS = ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")
+# what leaves storage the same storage to write through: its views, and a DETACH of it (r_detach)
+STORAGE_VIEWS = (*GROUP_VIEWS, "DETACH")
 
 
 def store_per_device(tr: Tr, u: Any) -> UOp | None:
@@ -325,6 +334,15 @@ def store_per_device(tr: Tr, u: Any) -> UOp | None:
   return UOp.multi(out, axis)
 
 
+def r_detach(tr: Tr, u: Any, want: Any) -> UOp:
+  """DETACH(x) stops gradients of a value. Of storage it is that storage, which an assign through it writes
+  (`t.detach()[1, 2] = 5` writes t): tinygrad's graphs hold their gradients already, so nothing else reads it."""
+  base = u.src[0]
+  while base.op.name in STORAGE_VIEWS or base.op.name == "AFTER": base = base.src[0]
+  if base.op.name in ("BUFFER", "PARAM"): return tr(u.src[0], want)
+  return UOp(Ops.DETACH, tr.dtype(u, want), (tr.value(u.src[0], want),))
+
+
 def wait_per_device(tr: Tr, u: Any) -> UOp | None:
   """AFTER(x, deps...) at a tensor stage with x storage over a device tuple (a sharded output waiting on the precompiled
   call that writes it): the MULTI of an AFTER per device, each device's storage waiting on the same effects. None for
@@ -339,7 +357,7 @@ def wait_per_device(tr: Tr, u: Any) -> UOp | None:
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
   if is_bound(u):   # bind()'s AFTER(var, STORE(var, CONST v)): the variable bound to v
     tr.seen(*u.toposort())
-    return define_var(tr, u.src[0]).bind(bound_value(u))
+    return as_wanted(define_var(tr, u.src[0]).bind(bound_value(u)), want)
   if (v := store_per_device(tr, u)) is not None: return v
   if (v := assign_to_value(tr, u)) is not None: return v
   if (v := wait_per_device(tr, u)) is not None: return v
@@ -354,7 +372,7 @@ def after_dep(tr: Tr, d: Any) -> list[UOp]:
   in it, so those are the dependencies; any other dependency is translated as it is (and checked)."""
   if tr.kernel or d.op.name != "AFTER": return [tr.value(d)]
   effects, chain, x = [], [], d
-  while x.op.name == "AFTER" or x.op.name in GROUP_VIEWS:
+  while x.op.name == "AFTER" or x.op.name in STORAGE_VIEWS:
     chain.append(x)
     if x.op.name == "AFTER": effects.extend(x.src[1:])
     else: chain.extend(y for s in x.src[1:] for y in s.toposort())   # the shape and bound arguments of a movement op
@@ -697,7 +715,8 @@ RULES: dict[str, Rule] = {
                  "REDUCE(x) arg (op, n); in kernels REDUCE(x, ranges...) arg op; an ADD over WHERE(cond, x, Invalid) in a kernel sums "
                  "WHERE(cond, x, 0), as tinygrad's codegen gives it (pm_remove_invalid; a MAX or MUL over one is refused)", r_reduce),
   "CONTIGUOUS": Rule("CONTIGUOUS(x)", "CONTIGUOUS(x)", r_same(Ops.CONTIGUOUS)),
-  "DETACH": Rule("DETACH(x)", "DETACH(x)", r_same(Ops.DETACH)),
+  "DETACH": Rule("DETACH(x)", "DETACH(x); of storage (x's base through views and AFTERs a BUFFER or PARAM) x itself",
+                 r_detach),
   "COPY": Rule("COPY(x) arg device, or a device tuple", "COPY(x) arg device; at a tensor stage (the tensor graph, a precompiled body) a "
                "COPY to a device tuple is a replicated MULTI of a COPY per device (in one device's translation of an UNSHARD, the "
                "COPY to that device)", r_copy),
