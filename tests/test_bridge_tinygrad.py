@@ -433,6 +433,28 @@ def test_precompiled_schedule_becomes_a_nested_kernel_graph():
   assert check(kg, Stage.KERNEL_GRAPH) == []
 
 
+def gather_program():
+  from tinygrad import Tensor
+  return Tensor([[0, 2, 3], [1, 2, 3]]).sparse_categorical_crossentropy(Tensor([1, 2]))
+
+
+def test_a_lane_read_used_as_an_index_is_a_load_of_it():
+  # optimized, tinygrad unrolls the loss's reduce over the labels: one vector load of them, whose lane 0 is the gather's
+  # index as it is, INDEX(logits, INDEX(LOAD(SHRINK(labels, 0, 2)), 0)), lane 1 under an ADD. Translated as the lane's
+  # INDEX (a place) rather than its LOAD (a number), the bounds proof knew nothing of the index (a violation of
+  # kernel.index_bounds though the gate keeps it in [0, 3)) and the evaluator refused the program
+  from tinyspec.bridge.tinygrad.composite import is_vector_load
+  def lane(x) -> bool: return x.op.name == "INDEX" and len(x.src) == 2 and is_vector_load(x.src[0])
+
+  cap = capture(gather_program, noopt=False)
+  (ast,) = [a for a, p in cap.programs if any(u.op.name == "INDEX" and len(u.src) == 2 and lane(u.src[1]) for u in p.toposort())]
+  rep = check_capture(cap)
+  assert {s: [str(v) for _, v in vs] for s, vs in rep.violations.items() if vs} == {}
+  assert rep.ran["programs"] and rep.numbers["programs"] is None, rep.numbers
+  # both gathers read the logits at a loaded label: lane 0 itself, lane 1 plus the row's offset
+  gathers = [u for u in rep.translation.programs[ast].toposort() if u.op is Ops.INDEX and u.src[1].op is not Ops.CONST]
+  assert sorted(u.src[1].op.name for u in gathers if u.src[0].arg.size == 6) == ["ADD", "LOAD"]
+
 # ---- small floats ----
 # values float16 cannot hold (so the casts into it round) whose float16 doubles are exact, and one past its range: tinygrad's
 # CPU backend renders half as clang's __fp16, whose sum is computed in float and not rounded back to half, so only sums

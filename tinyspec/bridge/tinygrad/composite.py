@@ -141,8 +141,8 @@ def lane_read(tr: Tr, u: Any) -> UOp:
   shrink = u.src[0].src[0]
   buf, off, _ = shrink.src
   tr.seen(u.src[0], shrink, *shrink.src[2].toposort())
-  o = tr(off, dtypes.index)   # a program's index dtype (int32) is the offset's
-  idx = UOp(Ops.ADD, o.dtype, (o, tr(u.src[1], o.dtype)))
+  o = tr.value(off, dtypes.index)   # a program's index dtype (int32) is the offset's
+  idx = UOp(Ops.ADD, o.dtype, (o, tr.value(u.src[1], o.dtype)))
   return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), idx))
 
 

@@ -566,7 +566,7 @@ def r_index(tr: Tr, u: Any, want: Any) -> UOp:
 
 def r_load(tr: Tr, u: Any, want: Any) -> UOp:
   idx, gate = index_and_gate(tr, u.src[0])
-  rest = tuple(tr(s, idx.dtype if i == 0 else dtypes.bool) for i, s in enumerate(u.src[1:]))
+  rest = tuple(tr.value(s, idx.dtype if i == 0 else dtypes.bool) for i, s in enumerate(u.src[1:]))
   if gate is not None and not rest: rest = (UOp.const(idx.dtype, 0), gate)
   return UOp(Ops.LOAD, idx.dtype, (idx, *rest))
 

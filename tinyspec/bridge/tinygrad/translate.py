@@ -303,10 +303,12 @@ def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   tr.seen(u)
   if idx.op.name == "WHERE" and is_invalid(idx.src[2]):
     tr.seen(idx, idx.src[2])
-    gate, idx = tr(idx.src[0]), idx.src[1]
+    gate, idx = tr.value(idx.src[0], dtypes.bool), idx.src[1]
   elif is_invalid(idx):
     return tr.fail(u, "an INDEX whose index is Invalid everywhere"), None
-  return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), tr(idx, dtypes.index))), gate
+  # the index (and gate) are values: a read used as one directly (a program's lane of a vector load, buf[lane] with no
+  # arithmetic on it; a kernel's INDEX read) is LOAD(INDEX), not the INDEX itself, which is a place, not a number
+  return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), tr.value(idx, dtypes.index))), gate
 
 
 def multi_index(tr: Tr, u: Any) -> UOp:
@@ -322,9 +324,9 @@ def multi_index(tr: Tr, u: Any) -> UOp:
   if not idxs:
     tr.seen(u)
     return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), UOp.const(dtypes.index, 0)))
-  flat = tr(idxs[0], dtypes.index)
+  flat = tr.value(idxs[0], dtypes.index)
   for i, d in zip(idxs[1:], shape[1:]):
-    flat = UOp(Ops.ADD, dtypes.index, (UOp(Ops.MUL, dtypes.index, (flat, UOp.const(dtypes.index, d))), tr(i, dtypes.index)))
+    flat = UOp(Ops.ADD, dtypes.index, (UOp(Ops.MUL, dtypes.index, (flat, UOp.const(dtypes.index, d))), tr.value(i, dtypes.index)))
   tr.seen(u)
   return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), flat))
 
