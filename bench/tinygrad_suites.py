@@ -24,6 +24,11 @@ def violation_class(test: str, v: dict) -> str:
   rule, msg = v["rule"], v["message"]
   # a TinyJit replay's output keeps the capture call's binding in its shape; slicing it to the replay's is past the view
   if rule == "tensor.movement_arg" and "test_symbolic_jit" in test: return "tinygrad defect: TinyJit replays keep the capture's binding"
+  # a shrink by a variable whose range passes the buffer's end: tinygrad reads past it (its own test's TODO says so)
+  if "test_shrink_beyond_buffer_variable" in test and rule in ("tensor.movement_arg", "kernel.index_bounds"):
+    return "tinygrad defect: a shrink by a variable past the buffer reads out of bounds"
+  # a proof z3 could not finish within its time (setitem's advanced indexing: 30 s of index arithmetic per store)
+  if rule.endswith("_timeout") or "could not prove within" in msg: return "stricter: not proven within z3's time"
   # tinygrad rejects two values of one variable in one schedule (test_variable_slice_ordering asserts it raises)
   if rule == "bind.one_value": return "illegal on purpose (tinygrad raises too)"
   # a precompiled call writing its output into a view of storage (a symbolic-size output in a larger buffer, a KV cache's
