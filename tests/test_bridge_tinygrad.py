@@ -603,6 +603,22 @@ def test_a_precompiled_function_with_an_unused_arg_is_bound():
   assert [v.rule for _, v in rep.violations["kernel_graph"]] == [] and len(rep.translation.graphs["kernel_graph"]) == 2
 
 
+def test_a_kernel_reading_a_buffer_runs_before_the_kernel_overwriting_it():
+  # m reads a, then a is assigned in the same realize: tinygrad's schedule orders the read first (write after read), its
+  # kernel graph does not say so; the translation does, or the evaluator may run the assign first and read 2a + 1
+  def program():
+    from tinygrad import Tensor
+    a = (Tensor(np.arange(4, dtype=np.float32)) + 0.5).contiguous()
+    m = (a + 1).contiguous()
+    a.assign(a * 2)
+    return a, m
+  rep = run_check(program)
+  assert rep.all_ok and not rep.all_unchecked, rep.all_unchecked
+  a = np.arange(4, dtype=np.float32) + 0.5
+  for mode in ("tensor", "callified", "kernel ASTs", "programs"):
+    assert [np.reshape(v, -1).tolist() for v in rep.values[mode]] == [(a * 2).tolist(), (a + 1).tolist()], mode
+
+
 def test_a_setitem_through_detach_writes_the_storage_and_holds():
   # t.detach()[1, 2] = 5 writes t: the DETACH of storage is that storage, as a store target and as what an AFTER waits on
   def program():

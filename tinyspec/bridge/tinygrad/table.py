@@ -15,19 +15,71 @@ from tinyspec.bridge.tinygrad.translate import (AXIS, SAME_NAME_ALU, Rule, Tr, U
                                                device_of, expanded_slots, index_and_gate, is_invalid, is_weak, launches, multi_count,
                                                operand_dtype, param_size)
 from tinyspec.dtype import dtypes
-from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of
+from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_id, storage_of, walk
 
 
 # ---- the rules ----
 def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
-  if tr.stage != "kernel_graph" or tr.kernel or tr.shard is not None: return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  if tr.stage != "kernel_graph" or tr.kernel: return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
+  if tr.shard is not None: return reads_before_writes(UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src)))
   # a kernel graph's entry over a device tuple is one entry per device, each as launched there (tinyspec's kernel graph is
   # per device: its multi pass runs before callify)
   out = []
   for s in u.src:
     if (n := multi_count(s)) is None: out.append(tr.value(s))
     else: out += tr.per_device(n, lambda s=s: tr.value(s))
-  return UOp(Ops.SINK, dtypes.void, tuple(out))
+  return reads_before_writes(UOp(Ops.SINK, dtypes.void, tuple(out)))
+
+
+def reads_before_writes(sink: UOp) -> UOp:
+  """tinygrad's schedule runs a kernel that reads a buffer's state before any kernel that writes over that state
+  (create_schedule's write-after-read dependencies), which its kernel graph leaves unsaid: `m = (a + 1)` and
+  `a.assign(a * 2)` both take `a`. tinyspec's order is AFTER alone, so the call writing arg v takes AFTER(v, readers...)
+  as that arg (and its result is the AFTER of that), readers being the other calls of the graph taking that same v, as
+  schedule_to_graph orders a precompiled schedule. A reader that waits on the writer itself is left alone."""
+  outside_bodies = lambda x: x.src[1:] if x.op is Ops.CALL else x.src   # noqa: E731 (a kernel's body is its own)
+  nodes = walk((sink,), outside_bodies)
+  writes: dict[UOp, set[UOp]] = {}
+  for a in nodes:
+    if a.op is Ops.AFTER:
+      for d in a.src[1:]:
+        if d.op is Ops.CALL and a.src[0] in d.src[1:]: writes.setdefault(d, set()).add(a.src[0])
+  if not writes: return sink
+  readers: dict[UOp, list[UOp]] = {}
+  for c in nodes:
+    if c.op is Ops.CALL:
+      for x in dict.fromkeys(c.src[1:]):
+        if x not in writes.get(c, ()): readers.setdefault(x, []).append(c)
+  waits = {(c, v): r for c, vs in writes.items() for v in vs
+           if (r := [x for x in readers.get(v, []) if c not in walk((x,), outside_bodies)])}
+  if not waits: return sink
+  new: dict[UOp, UOp] = {}
+  extra: dict[UOp, list[UOp]] = {}
+  for (c, _), rs in waits.items(): extra.setdefault(c, []).extend(rs)
+  def rebuilt(u: UOp) -> UOp:
+    # sources first, the readers a rewritten writer waits on included (an explicit stack: a graph may be deep)
+    stack, open_ = [(u, False)], set()
+    while stack:
+      x, ready = stack.pop()
+      if x in new: continue
+      if not ready:
+        if x in open_: raise Untranslatable("AFTER", "kernel_graph", "ordering each write after the reads of what it overwrites makes a cycle")
+        open_.add(x)
+        stack.append((x, True))
+        stack.extend((d, False) for d in (*outside_bodies(x), *extra.get(x, ())) if d not in new)
+        continue
+      if x.op is Ops.CALL:
+        args = [new[a] for a in x.src[1:]]
+        for k, a in enumerate(x.src[1:]):
+          if (x, a) in waits: args[k] = UOp(Ops.AFTER, args[k].dtype, (new[a], *(new[r] for r in waits[x, a])))
+        new[x] = UOp(Ops.CALL, x.dtype, (x.src[0], *args), x.arg)
+      elif x.op is Ops.AFTER and any((d, x.src[0]) in waits for d in x.src[1:]):
+        c = next(d for d in x.src[1:] if (d, x.src[0]) in waits)
+        # the version it makes is of the writer's arg as the writer now takes it (after its readers)
+        new[x] = UOp(Ops.AFTER, x.dtype, (new[c].src[1 + c.src[1:].index(x.src[0])], *(new[d] for d in x.src[1:])))
+      else: new[x] = x if not x.src else UOp(x.op, x.dtype, tuple(new[s] for s in x.src), x.arg)
+    return new[u]
+  return rebuilt(sink)
 
 
 def r_mselect(tr: Tr, u: Any, want: Any) -> UOp:
@@ -652,7 +704,10 @@ def r_special(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 RULES: dict[str, Rule] = {
-  "SINK": Rule("SINK(x...), arg None or KernelInfo", "SINK(x...); KernelInfo dropped (a kernel's name is not part of its meaning)", r_sink),
+  "SINK": Rule("SINK(x...), arg None or KernelInfo", "SINK(x...); KernelInfo dropped (a kernel's name is not part of its meaning); a "
+               "kernel graph's entry over a device tuple is one entry per device; in a kernel graph a call writing an arg takes it "
+               "as AFTER(arg, the other calls reading that same version) (tinygrad's schedule runs reads before the write that "
+               "overwrites them, create_schedule's write-after-read order, which its kernel graph leaves unsaid)", r_sink),
   "CONST": Rule("CONST, dtype weakint / weakfloat / concrete, arg value or ConstFloat",
                 "CONST of the consumer's dtype when weak (weakint alone: index; weakfloat alone: float32), value unwrapped", r_const),
   "BUFFER": Rule("BUFFER(CONST size) arg ParamArg(slot, dtype, device, addrspace)",
