@@ -168,3 +168,24 @@ def test_tinyjit_data_parallel_steps_are_read_from_per_device_storage():
   # the jitted steps' x @ w is split (UNSHARD of storage over the tuple), w replicated: both read from per-device storage
   split = [r for r in rep.steps if any(u.op.name == "UNSHARD" for u in r.capture.realized)]
   assert len(split) >= 2 and all(r.capture.unread is None for r in rep.steps)
+
+
+def test_an_all_reduce_over_a_symbolic_shape_holds_at_every_step():
+  # t[:rows].sum(1) split along the summed axis, rows a bound Variable: tinygrad's all-reduce call is passed no variable
+  # and its body reads rows as its caller's p1 (resolve_linear_call: such a call inherits the caller's scope); its
+  # buffers of shape (rows,) are allocated at the max, 4, and its kernels read them through SHRINK(PARAM 4, 0, p1)
+  from tinygrad import Tensor, UOp
+  def prog():
+    rows = UOp.variable("rows", 1, 4).bind(3)
+    return Tensor.ones(4, 4).shard(D2, axis=1).realize()[:rows].sum(1)
+  rep = run_check(prog)
+  assert_holds_fully(rep)
+  np.testing.assert_array_equal(rep.capture.outputs[0], [4.0, 4.0, 4.0])
+  t = rep.translation
+  # the all-reduce's own kernel graph, checked on its own: its storage of shape (rows,) is 4 elements, as allocated
+  (graph,) = [g for r, g in t.graphs["kernel_graph"] if r is not t.bound_graphs[t.main_kernel_graph][0]]
+  assert {u.arg.size for u in graph.toposort() if u.op is Ops.BUFFER} == {4}
+  # in the program's kernel graph the all-reduce's kernels read rows bound to 3, the value the runtime launched them with
+  (ar,) = [u for u in t.kernel_graph().toposort() if u.op is Ops.CALL and u.arg == "allreduce"]
+  binds = {(u.src[0].arg.name, u.src[1].arg) for u in ar.src[0].toposort() if u.op is Ops.BIND}
+  assert binds == {("rows", 3)}

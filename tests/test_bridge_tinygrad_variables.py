@@ -169,3 +169,39 @@ def test_a_bound_variable_stored_as_an_int_tensor_is_cast_and_holds():
   assert [np.asarray(v[0]).tolist() for v in rep.values.values()] == [[6, 6, 6]] * 4
   casts = [u for u in rep.translation.graphs["tensor"][0][1].toposort() if u.op is Ops.CAST]
   assert [(c.src[0].op, c.dtype.name) for c in casts] == [(Ops.BIND, "int32")]
+
+
+def test_a_kernel_indexing_through_views_of_storage_folds_them_into_the_index():
+  # a custom kernel's body indexes views of its PARAMs (a flatten; a transpose, flip and shrink): tinygrad's codegen folds
+  # them into the index (pm_mops), and so does the translation: no movement op is left in the kernel, and the kernel
+  # (as its AST and as its program) gives tinygrad's numbers
+  from tinygrad import Tensor, UOp
+  from tinygrad.uop.ops import KernelInfo
+  a = (np.arange(24, dtype=np.float32).reshape(6, 4) - 10) / 4
+  def double_t(c: UOp, x: UOp) -> UOp:
+    c, xt = c.flatten(), x.permute((1, 0)).flip((0,)).shrink(((1, 3), (0, 6))).reshape(12)
+    i = UOp.range(12, 0)
+    return c[i].store(xt[i] * 2.0).end(i).sink(arg=KernelInfo(name="double_t"))
+  rep = check_capture(capture(lambda: Tensor.custom_kernel(Tensor.empty(12), Tensor(a).contiguous().realize(), fxn=double_t)[0]))
+  (_, kernel), = rep.translation.graphs["kernel"]
+  assert not [u.op for u in kernel.toposort() if u.op in (Ops.RESHAPE, Ops.SHRINK, Ops.PERMUTE, Ops.FLIP)]
+  assert rep.violations["kernel"] == [] and rep.violations["kernel_graph"] == []
+  assert rep.ran["kernel ASTs"] and rep.ran["programs"] and rep.numbers["kernel ASTs"] is None and rep.numbers["programs"] is None
+  np.testing.assert_array_equal(rep.capture.outputs[0], (a.T[::-1][1:3] * 2).reshape(12))
+
+
+def test_a_precompiled_store_at_a_symbolic_offset_holds_at_every_step():
+  # a precompiled function over a symbolic-length arg (tinygrad's debuf: its kernels read a max-sized PARAM through
+  # SHRINK(PARAM, 0, p3)) storing it into a cache at a symbolic offset, scheduled inside a realize whose slots differ
+  from tinygrad import Tensor, UOp, function
+  def program():
+    cache = Tensor.zeros(16).contiguous().realize()
+    @function(precompile=True, allow_implicit=True)
+    def store(x: Tensor, sp: UOp) -> Tensor:
+      return Tensor(cache.uop.after(cache[sp:sp + x.shape[0]].uop.store(x.uop)))[:sp + x.shape[0]].sum()
+    sp, nt = UOp.variable("sp", 0, 8).bind(0), UOp.variable("nt", 1, 8).bind(8)
+    t = Tensor.arange(16).float().realize()
+    return store(t[sp:sp + nt].clone().realize(), sp)
+  rep = check_capture(capture(program))
+  for r in [*rep.steps, rep]: holds_fully(r)
+  assert float(rep.capture.outputs[0]) == float(np.arange(8).sum())

@@ -153,6 +153,11 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
     if tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"multi-device storage {u.arg.device} outside a launch on one device")
     return b[tr.shard]
   shape = tr.slot_shapes.get(slot) if tr.shard is not None else None
+  # kernel-graph storage is flat and as allocated: of a symbolic shape, its max (tinygrad allocates prod(max_shape) and
+  # its kernels' PARAMs are that size, shrunk to the shape, rangeify's debuf); a tensor graph's has the bound shape
+  if shape is None and (tr.kernel or tr.stage == "kernel_graph"):
+    shape = max_shape(u)
+    tr.seen(*(x for s in u.src for x in s.toposort()))   # its size sources, a variable's among them, folded
   if shape is None: shape = tr.shape(u)
   size = math.prod(shape)
   p = UOp.param(slot, tr.dtype(u), size, device_of(tr, u.arg), space)
@@ -164,6 +169,12 @@ def as_wanted(v: UOp, want: Any) -> UOp:
   """A variable (index, as DEFINE_VAR and BIND are) read where tinygrad's weak int takes a strong dtype (stored into an
   int32 buffer, `Tensor.full(shape, v)`): CAST to it, the conversion tinygrad's weak dtype leaves implicit."""
   return v if want is None or want == v.dtype else v.cast(want)
+
+
+def max_shape(u: Any) -> tuple[int, ...]:
+  """A tinygrad shape with every symbolic dim at its max (tinygrad's UOp.max_shape: the shape its storage is
+  allocated at)."""
+  return tuple(s if isinstance(s, int) else int(s.vmax) for s in u.shape)
 
 
 def r_variable(tr: Tr, u: Any) -> UOp:
@@ -459,7 +470,9 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   if u.dtype.name != "void": raise Untranslatable("CALL", tr.stage, "a value-returning CALL inside a kernel (an inline function call)")
   body = u.src[0]
   name = body.op.name
-  inner = call_scope(tr, u.src[1:])   # the variables the body reads as pk
+  # the variables the body reads as pk: its own variable args shadow the enclosing scope's, other names it inherits
+  # (tinygrad's resolve_linear_call: an all-reduce, passed no variable, reads a symbolic buffer's size as the caller's pk)
+  inner = {**tr.scope, **call_scope(tr, u.src[1:])}
   if name == "SINK" and type(body.arg).__name__ != "KernelInfo": return precompiled_call(tr, u, inner)
   args = tuple(tr(a) for a in u.src[1:])
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
@@ -718,7 +731,9 @@ RULES: dict[str, Rule] = {
                  "at a tensor stage outside one device's translation: the replicated MULTI of them)", r_buffer),
   "PARAM": Rule("PARAM(CONST size or STACK shape) arg ParamArg(slot, dtype, device); device a tuple for multi-device storage",
                 "PARAM arg ParamArg(slot, size, device, addrspace), flat; a shaped PARAM (function body) is RESHAPE(PARAM); "
-                "at the kernel graph's top level slot k is the callified CALL's arg k; in a kernel AST or program over a device "
+                "at the kernel graph's top level slot k is the callified CALL's arg k; at the kernel graph a PARAM of a symbolic shape is "
+                "storage of its max shape's size (tinygrad allocates it so, and its kernels' PARAMs are that size, debuf); "
+                "in a kernel AST or program over a device "
                 "tuple, one translation per device, each PARAM on that device (as the runtime launches it), and the scalar PARAM "
                 "_device_num a CONST of that device's number; a Variable (a PARAM of address space ALU with a name and vmin_vmax: pk in a "
                 "callified body or a kernel, arg k of the callified CALL; the variable's own name in a program) is DEFINE_VAR of that "
@@ -810,7 +825,8 @@ RULES: dict[str, Rule] = {
                "readers) and whose entries are the PARAMs it writes; at the kernel graph a kernel over two devices (host memory "
                "aside) that tinygrad's schedule makes a COPY (its pm_copy_from_store) is that COPY call, CALL(COPY(src), dst, src); a "
                "kernel's CALL is passed, after its storage, the BIND of each Variable the kernel reads (the value tinygrad's runtime "
-               "passes at launch from var_vals); "
+               "passes at launch from var_vals); a body reads its own variable args as pk and any other pk as its caller does (tinygrad's "
+               "resolve_linear_call: an all-reduce, passed no variable, inherits its caller's); "
                "an arg over a device tuple of a SINK-body call (storage over the tuple, or at a tensor stage an UNSHARD of a view of "
                "it) is one arg per device (its body's PARAMs renumbered); a LINEAR-body call over such args runs on each device "
                "as launched there; at the kernel "
@@ -824,10 +840,14 @@ RULES: dict[str, Rule] = {
                 "a fresh number; the program's ordering sources are dropped (the LINEAR order carries them); DEVICE (a value, the "
                 "device's number) in a launch on one device: CONST of that number", r_range),
   "INDEX": Rule("INDEX(buf, idx), also used as a read; INDEX(buf, i0, i1, ...) on a shaped buffer; INDEX(buf) on a buffer of shape (); "
-                "in programs INDEX(LOAD(SHRINK(buf, offset, n)), lane), a lane of a vector load",
+                "in programs INDEX(LOAD(SHRINK(buf, offset, n)), lane), a lane of a vector load; in kernels INDEX(view(storage), ...) "
+                "through RESHAPE, SHRINK, PERMUTE, FLIP (debuf's SHRINK of a max-sized PARAM to a symbolic shape, a custom kernel's "
+                "flatten)",
                 "INDEX(buf, idx); used as a value: LOAD(INDEX); gated: LOAD(INDEX, 0, cond); several indices: one row-major flat index "
                 "(into the storage itself when the buffer is a RESHAPE of it); none: index 0; a lane of a vector load: "
-                "LOAD(INDEX(buf, offset + lane)), the vector load and its SHRINK not listed", r_index),
+                "LOAD(INDEX(buf, offset + lane)), the vector load and its SHRINK not listed; through views: INDEX(storage, the index "
+                "carried back through them as tinygrad's codegen folds them, pm_mops: a SHRINK adds its offsets, PERMUTE reorders, FLIP "
+                "mirrors, RESHAPE keeps the row-major flat index)", r_index),
   "LOAD": Rule("LOAD(INDEX[, alt, gate])", "LOAD(INDEX[, alt, gate])", r_load),
   "LINEAR": Rule("LINEAR(uops...) of a program", "LINEAR(uops...); a PARAM's or BUFFER's size (and a weak CONST every user of which is a "
                  "CAST) is not listed, being folded; the inner nodes of a several-op spelling (MULACC, FLOORDIV) are listed before it", r_linear),

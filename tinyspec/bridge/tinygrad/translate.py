@@ -296,6 +296,7 @@ def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   """INDEX(buf, idx) or INDEX(buf, WHERE(cond, idx, Invalid)) -> (tinyspec INDEX, gate or None)."""
   from tinyspec.bridge.tinygrad.composite import is_vector_load, lane_read   # composite's rules use this module
   if len(u.src) == 2 and is_vector_load(u.src[0]): return lane_read(tr, u), None
+  if tr.kernel and u.src[0].op.name in KERNEL_VIEWS and (folded := view_index(tr, u)) is not None: return folded
   if len(u.src) > 2 or (len(u.src) == 1 and tr.shape(u.src[0]) == ()): return multi_index(tr, u), None
   if len(u.src) != 2: return tr.fail(u, "INDEX with no index source"), None
   buf, idx = u.src
@@ -309,6 +310,78 @@ def index_and_gate(tr: Tr, u: Any) -> tuple[UOp, UOp | None]:
   # the index (and gate) are values: a read used as one directly (a program's lane of a vector load, buf[lane] with no
   # arithmetic on it; a kernel's INDEX read) is LOAD(INDEX), not the INDEX itself, which is a place, not a number
   return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), tr.value(idx, dtypes.index))), gate
+
+
+# the views of storage a kernel body may index through (tinygrad's codegen folds them into the index first, pm_mops:
+# debuf's SHRINK of a max-sized PARAM to a symbolic shape, a custom kernel's flatten); PAD and EXPAND are not folded
+KERNEL_VIEWS = ("RESHAPE", "SHRINK", "PERMUTE", "FLIP")
+
+
+def view_index(tr: Tr, u: Any) -> tuple[UOp, UOp | None] | None:
+  """INDEX(view(...view(storage)), idx...) in a kernel body: INDEX(storage, flat index), the index carried back
+  through each view as tinygrad's codegen does before anything else (`pm_mops`, apply_movement_op): a SHRINK adds its
+  offsets (its sizes only bound what is read: a symbolic one need not be known), PERMUTE reorders, FLIP mirrors, a
+  RESHAPE keeps the row-major flat index. The flat index into the storage is row-major over its shape (kernel storage
+  is flat). A gate (WHERE(cond, idx, Invalid), one index) stays the gate. None when a view on the way is another."""
+  chain, x = [], u.src[0]
+  while x.op.name in KERNEL_VIEWS:
+    chain.append(x)
+    x = x.src[0]
+  if x.op.name in ("PAD", "EXPAND"): return None
+  idxs, gate = list(u.src[1:]), None
+  gated = len(idxs) == 1 and idxs[0].op.name == "WHERE" and is_invalid(idxs[0].src[2])
+  if any(is_invalid(i) or (i.op.name == "WHERE" and not gated) for i in idxs): return None
+  if gated:
+    tr.seen(idxs[0], idxs[0].src[2])
+    gate, idxs = tr(idxs[0].src[0]), [idxs[0].src[1]]
+  # the index over the view being walked: per axis (a list), or one row-major flat index over its shape
+  at: list[UOp] | UOp = [tr(i, dtypes.index) for i in idxs]
+  for v in chain:
+    n = v.op.name
+    tr.seen(v, *(y for s in v.src[1:] for y in s.toposort()))
+    if n == "RESHAPE":
+      at = _flat(tr, at, v)
+      continue
+    axes = _axes(tr, at, v)
+    if n == "SHRINK":
+      offs = v.src[1].src if v.src[1].op.name == "STACK" else (v.src[1],)
+      axes = [a if o.op.name == "CONST" and o.arg == 0 else a + tr(o, dtypes.index) for a, o in zip(axes, offs)]
+    elif n == "PERMUTE":
+      axes = [axes[v.marg.index(k)] for k in range(len(axes))]
+    else:   # FLIP: axis k reads from the end where flipped
+      src_shape = v.src[0].shape
+      axes = [UOp.const(dtypes.index, _dim(tr, src_shape[k], v) - 1) - a if f else a
+              for k, (a, f) in enumerate(zip(axes, v.marg))]
+    at = axes
+  tr.seen(u)
+  return UOp(Ops.INDEX, tr.dtype(u), (tr(x), _flat(tr, at, x))), gate
+
+
+def _dim(tr: Tr, d: Any, v: Any) -> int:
+  if isinstance(d, int): return d
+  from tinyspec.bridge.tinygrad.variables import concrete   # a dim over a bound variable: the number it binds
+  return concrete(tr, d, v.op.name)
+
+
+def _flat(tr: Tr, at: list[UOp] | UOp, v: Any) -> UOp:
+  """The row-major flat index over v's shape of per-axis indices (a flat index as it is); of no axes, 0."""
+  if not isinstance(at, list): return at
+  if not at: return UOp.const(dtypes.index, 0)
+  shape, flat = v.shape, at[0]
+  for a, d in zip(at[1:], shape[1:]): flat = flat * UOp.const(dtypes.index, _dim(tr, d, v)) + a
+  return flat
+
+
+def _axes(tr: Tr, at: list[UOp] | UOp, v: Any) -> list[UOp]:
+  """Per-axis indices over v's shape (v the view being walked, its shape the indexed one) of a flat index."""
+  if isinstance(at, list): return at
+  shape = v.shape
+  out, rest = [], at
+  for k in range(len(shape) - 1, 0, -1):
+    d = UOp.const(dtypes.index, _dim(tr, shape[k], v))
+    out.append(rest % d)
+    rest = rest // d
+  return [rest, *reversed(out)]
 
 
 def multi_index(tr: Tr, u: Any) -> UOp:
