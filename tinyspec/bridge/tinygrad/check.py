@@ -258,7 +258,8 @@ def compare_numbers(rep: Report) -> None:
       rep.ran[mode], rep.numbers[mode] = False, "the kernel graph did not translate"
       continue
     if with_programs and not t.programs:
-      rep.ran[mode], rep.numbers[mode] = False, "no program translated"
+      why = "no program translated" if cap.programs else "tinygrad compiled no program in this realize"
+      rep.ran[mode], rep.numbers[mode] = False, why
       continue
     try:
       kg = t.kernel_graph(with_programs=with_programs)
@@ -302,9 +303,10 @@ def _format_one(rep: Report, name: str) -> list[str]:
     done, total = cov[stage]
     graphs = t.graphs[stage]
     skipped = sum(g is None for _, g in graphs)
-    pct = 100.0 * done / total if total else 100.0
+    # a stage with no node says so (a realize that only copies compiles no program): nothing there was translated
+    share = f"{100.0 * done / total:6.2f}% translated" if total else "nothing captured"
     vs = rep.violations.get(stage, [])
-    lines.append(f"{stage:>13}: {len(graphs):3d} graph(s), {total:5d} nodes, {pct:6.2f}% translated"
+    lines.append(f"{stage:>13}: {len(graphs):3d} graph(s), {total:5d} nodes, {share}"
                  + (f", {skipped} not checked (untranslatable)" if skipped else "")
                  + (f", {len(vs)} violation(s)" if vs else ", legal" if len(graphs) > skipped else ""))
     counts = t.untranslatable_counts(stage)
@@ -316,7 +318,7 @@ def _format_one(rep: Report, name: str) -> list[str]:
       lines.append(f"{n}. ({stage} #{i}) {v}")
   for mode, res in rep.numbers.items():
     what = {"tensor": "tensor graph", "callified": "callified graph (its precompiled CALL)", "kernel ASTs": "kernel graph with kernel ASTs",
-            "programs": f"kernel graph with programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernels; the rest as ASTs)"}[mode]
+            "programs": f"kernel graph with programs ({rep.as_programs[0]} of {rep.as_programs[1]} kernel calls; the rest as ASTs)"}[mode]
     if not rep.ran.get(mode): lines.append(f"numbers, {what}: not run ({res})")
     elif res is None: lines.append(f"numbers, {what}: tinyspec's evaluator reproduces tinygrad's outputs")
     else: lines.append(f"numbers, {what}: MISMATCH: {res}")
