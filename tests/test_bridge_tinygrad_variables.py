@@ -205,3 +205,18 @@ def test_a_precompiled_store_at_a_symbolic_offset_holds_at_every_step():
   rep = check_capture(capture(program))
   for r in [*rep.steps, rep]: holds_fully(r)
   assert float(rep.capture.outputs[0]) == float(np.arange(8).sum())
+
+
+def test_a_variable_indexing_a_buffer_in_a_program_stays_its_int():
+  # table[start_pos] in a function: the program reads the variable as its int and indexes with it, no CAST to index
+  from tinygrad import Tensor, UOp, function
+  def program():
+    table = Tensor([10, 20, 30, 40]).contiguous().realize()
+    @function(allow_implicit=True)
+    def f(x: Tensor, start_pos) -> Tensor: return x + table[start_pos]
+    return f(Tensor([1, 2, 3]), UOp.variable("start_pos", 0, 3).bind(2))
+  rep = check_capture(capture(program))
+  holds_fully(rep)
+  assert np.asarray(rep.values["programs"][0]).reshape(-1).tolist() == [31, 32, 33]
+  (_, prg), = rep.translation.graphs["program"]
+  assert not [u for u in prg.toposort() if u.op is Ops.CAST and u.dtype.name == "index"]

@@ -167,8 +167,9 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
 
 def as_wanted(v: UOp, want: Any) -> UOp:
   """A variable (index, as DEFINE_VAR and BIND are) read where tinygrad's weak int takes a strong dtype (stored into an
-  int32 buffer, `Tensor.full(shape, v)`): CAST to it, the conversion tinygrad's weak dtype leaves implicit."""
-  return v if want is None or want == v.dtype else v.cast(want)
+  int32 buffer, `Tensor.full(shape, v)`): CAST to it, the conversion tinygrad's weak dtype leaves implicit. Wanted as an
+  index it is one as it is (a program's variable is its int, which is what a program indexes with)."""
+  return v if want is None or want in (v.dtype, dtypes.index) else v.cast(want)
 
 
 def max_shape(u: Any) -> tuple[int, ...]:

@@ -478,7 +478,12 @@ def called(kg: UOp) -> UOp:
     if p is None: return UOp.buffer(dtypes.uint8, 1, dev)
     return UOp.buffer(p.dtype, p.arg.size, p.arg.device) if p.op is Ops.PARAM else p
   bufs = [bound(slots.get(k)) for k in range(max(slots) + 1)]
-  call = UOp(Ops.CALL, dtypes.void, (kg, *bufs))
+  # a variable the graph reads by its caller's name (inherited, not one of its own pk args: the all-reduce of a symbolic
+  # shape, CALL's rule) is passed on unbound too, after the slots
+  from tinyspec.spec.shared import free_vars
+  own = {v.arg.name for v in passed.values()}
+  inherited = {v.arg.name: v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name in free_vars(kg) and v.arg.name not in own}
+  call = UOp(Ops.CALL, dtypes.void, (kg, *bufs, *(inherited[n] for n in sorted(inherited))))
   outs = []
   for e in kg.src:   # the graph's realized outputs: AFTER(PARAM k, ...) entries
     while e.op is Ops.AFTER: e = e.src[0]
