@@ -189,3 +189,23 @@ def test_an_all_reduce_over_a_symbolic_shape_holds_at_every_step():
   (ar,) = [u for u in t.kernel_graph().toposort() if u.op is Ops.CALL and u.arg == "allreduce"]
   binds = {(u.src[0].arg.name, u.src[1].arg) for u in ar.src[0].toposort() if u.op is Ops.BIND}
   assert binds == {("rows", 3)}
+
+
+def test_a_custom_kernel_over_sharded_tensors_is_one_kernel_call_per_device():
+  # tinygrad runs a custom kernel over sharded args once per device, its PARAMs a shard's size (8 of 16 elements): at the
+  # tensor stage it is one CALL per device, each over that device's storage, and the output is the MULTI of each device's
+  # storage waiting on its own run (one CALL over the whole args broke call.param_size and kgraph.one_device)
+  from tinygrad import Tensor
+  def program():
+    mod = runpy.run_path(str(EXAMPLES / "sharded_custom_kernel.py"))
+    a = Tensor(A[:4]).shard(D2, axis=0).realize()
+    return mod["doubled"](a)
+  rep = run_check(program)
+  assert_holds_fully(rep)
+  g = rep.translation.graphs["tensor"][0][1]
+  out = next(u for u in g.toposort() if u.op is Ops.MULTI and u.src[0].op is Ops.AFTER)
+  calls = [x.src[1] for x in out.src]
+  assert out.arg == 0 and [len(x.src) for x in out.src] == [2, 2]
+  for dev, x, c in zip(("CPU", "CPU:1"), out.src, calls):
+    assert c.op is Ops.CALL and body_kind(c.src[0]) == "kernel" and {a.device for a in c.src[1:]} == {dev}
+    assert sorted(p.arg.size for p in c.src[0].toposort() if p.op is Ops.PARAM) == [8, 8] and x.src[0] in c.src[1:]

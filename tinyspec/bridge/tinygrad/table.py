@@ -145,7 +145,8 @@ def r_param(tr: Tr, u: Any, want: Any) -> UOp:
   slot = u.arg.slot
   if tr.slots is not None and not tr.kernel and slot in tr.slots:
     # a call's arg over a device tuple is one arg per device: every slot moves, and such an arg's is its device's
-    if (n := multi_count(u)) is not None and tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"a PARAM over {n} devices read outside one")
+    n = multi_count(u) if tr.split is None or slot in tr.split else None
+    if n is not None and tr.shard is None: raise Untranslatable("PARAM", tr.stage, f"a PARAM over {n} devices read outside one")
     slot = tr.slots[slot] + (tr.shard if n is not None else 0)
   if not tr.kernel and slot in tr.bind:
     b = tr.bind[slot]
@@ -414,8 +415,12 @@ def wait_per_device(tr: Tr, u: Any) -> UOp | None:
   if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified"): return None
   if (shards := storage_shards(tr, u.src[0])) is None: return None
   targets, axis = shards
-  deps = tuple(e for d in u.src[1:] for e in after_dep(tr, d))
-  return UOp.multi([UOp(Ops.AFTER, t.dtype, (t, *deps)) for t in targets], axis)
+  deps = [after_dep(tr, d) for d in u.src[1:]]
+  # a kernel run once per device (launch_per_device, a GROUP of the runs): device j's storage waits on device j's run
+  runs = [tr.memo.get(("launch", d)) for d in u.src[1:]]
+  def waits(j: int) -> tuple[UOp, ...]:
+    return tuple(e for ds, r in zip(deps, runs) for e in (ds if r is None or len(r) != len(targets) else [r[j]]))
+  return UOp.multi([UOp(Ops.AFTER, t.dtype, (t, *waits(j))) for j, t in enumerate(targets)], axis)
 
 
 def r_after(tr: Tr, u: Any, want: Any) -> UOp:
@@ -461,7 +466,35 @@ def r_function(tr: Tr, u: Any, want: Any) -> UOp:
   body = u.src[0]
   if body.op.name != "TUPLE": raise Untranslatable("FUNCTION", tr.stage, f"a FUNCTION whose body is {body.op.name}, not TUPLE")
   inner = scoped(Tr(tr.t, tr.stage, value_body=True), call_scope(tr, u.src[1:]))  # the body's PARAMs stand for this call's args
-  return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
+  split = per_device_slots(body)
+  if not split: return UOp(Ops.CALL, dtypes.void, (inner(body), *(tr(a) for a in u.src[1:])), call_name(u))
+  # storage the body unshards is one arg per device (each device's own, not one value), its PARAMs renumbered
+  counts = [multi_count(split[k]) if k in split else None for k in range(len(u.src) - 1)]
+  inner.slots, inner.split = expanded_slots(counts), set(split)
+  args: list[UOp] = []
+  for k, a in enumerate(u.src[1:]):
+    if k not in split:
+      args.append(tr(a))
+      continue
+    per = storage_shards(tr, a) if tr.shard is None else None
+    if per is None or len(per[0]) != counts[k]:
+      raise Untranslatable("FUNCTION", tr.stage, f"arg {k}, storage over {counts[k]} devices its body unshards, is {a.op.name}")
+    inner.slot_shapes.update({len(args) + j: x.shape for j, x in enumerate(per[0]) if x.shape is not None})
+    args += per[0]
+  return UOp(Ops.CALL, dtypes.void, (inner(body), *args), call_name(u))
+
+
+def per_device_slots(body: Any) -> dict[int, Any]:
+  """The PARAMs of a value call's body (not a nested call's) over a device tuple with no axis that the body UNSHARDs
+  (through views): storage of its own on each device (Tensor.empty(..., device=devices).uop.unshard(0), a custom
+  kernel's output), not one value read whole. By slot."""
+  out: dict[int, Any] = {}
+  for x in walk((body,), lambda x: x.src[1:] if x.op.name in ("CALL", "FUNCTION") else x.src):
+    if x.op.name != "UNSHARD": continue
+    p = x.src[0]
+    while p.op.name in GROUP_VIEWS: p = p.src[0]
+    if p.op.name == "PARAM" and param_axis(p) is None and multi_count(p) is not None: out[p.arg.slot] = p
+  return out
 
 
 def r_call(tr: Tr, u: Any, want: Any) -> UOp:
@@ -475,15 +508,14 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
   # (tinygrad's resolve_linear_call: an all-reduce, passed no variable, reads a symbolic buffer's size as the caller's pk)
   inner = {**tr.scope, **call_scope(tr, u.src[1:])}
   if name == "SINK" and type(body.arg).__name__ != "KernelInfo": return precompiled_call(tr, u, inner)
+  if name == "SINK" and type(body.arg).__name__ == "KernelInfo" and (calls := launch_per_device(tr, u)) is not None:
+    return UOp(Ops.GROUP, dtypes.void, tuple(calls))
   args = tuple(tr(a) for a in u.src[1:])
   if name == "SINK" and type(body.arg).__name__ == "KernelInfo":
     if tr.stage == "kernel_graph" and (copy := copy_call(u)) is not None:
       tr.seen(*body.toposort())   # the kernel is translated: as the COPY it means
       return r_call(tr, copy, want)
-    shard = tr.shard if launches(body) != (None,) else None
-    args += kernel_var_args(tr, body)
-    if (prg := program_of(tr, body, shard)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
-    return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, kernel=True, shard=shard), tr.scope)(body), *args))
+    return kernel_call(tr, body, args)
   if name == "SINK": return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, bodies=tr.bodies), inner)(body), *args), call_name(u))
   if name == "LINEAR":
     if not all(c.op.name == "CALL" for c in body.src):
@@ -494,6 +526,55 @@ def r_call(tr: Tr, u: Any, want: Any) -> UOp:
     return UOp(Ops.CALL, dtypes.void, (schedule_to_graph(sched, body), *args))
   if name == "COPY": return UOp(Ops.CALL, dtypes.void, (Tr(tr.t, tr.stage)(body), *args))
   raise Untranslatable("CALL", tr.stage, f"a CALL of {name}")
+
+
+def kernel_call(tr: Tr, body: Any, args: tuple[UOp, ...]) -> UOp:
+  """CALL(kernel, args..., its variables' BINDs), the kernel (or its PROGRAM) as launched on device tr.shard when it is
+  over a device tuple."""
+  shard = tr.shard if launches(body) != (None,) else None
+  args += kernel_var_args(tr, body)
+  if (prg := program_of(tr, body, shard)) is not None: return UOp(Ops.CALL, dtypes.void, (prg, *args))
+  return UOp(Ops.CALL, dtypes.void, (scoped(Tr(tr.t, tr.stage, kernel=True, shard=shard), tr.scope)(body), *args))
+
+
+def launch_per_device(tr: Tr, u: Any) -> list[UOp] | None:
+  """A kernel CALL at a tensor stage over args over a device tuple (a custom kernel on sharded tensors: storage over the
+  tuple, an UNSHARD of a view of it, a precompiled body's sharded PARAM, a value body's PARAM standing for its arg whole):
+  tinygrad runs the kernel once per device on that device's part (its PARAMs a shard's size), and tinyspec's kernel runs
+  on one device, so it is one CALL per device, device j's parts as its args (launch_args). None when no arg is over a
+  device tuple."""
+  if tr.kernel or tr.shard is not None or tr.stage not in ("tensor", "callified"): return None
+  if (hit := tr.memo.get(("launch", u))) is not None: return hit
+  parts = [launch_args(tr, a) for a in u.src[1:]]
+  counts = {len(p) for p in parts if p is not None}
+  if not counts: return None
+  if len(counts) != 1: raise Untranslatable("CALL", tr.stage, f"a kernel over args on {sorted(counts)} devices")
+  calls = []
+  for j in range(counts.pop()):
+    args = tuple(p[j] if p is not None else tr(a) for p, a in zip(parts, u.src[1:]))
+    with tr.on(j): calls.append(kernel_call(tr, u.src[0], args))
+  tr.memo[("launch", u)] = calls
+  return calls
+
+
+def launch_args(tr: Tr, a: Any) -> list[UOp] | None:
+  """Device j's part of a kernel arg over a device tuple, per device: its storage there (storage_shards); for a value
+  body's PARAM standing for its arg whole (on the tuple's first device), shard j's block of it (ParamArg.axis; the whole
+  when replicated), COPY to device j. None for an arg on one device."""
+  base = a
+  while base.op.name in GROUP_VIEWS: base = base.src[0]
+  if not (tr.value_body and base.op.name == "PARAM" and (n := multi_count(base)) is not None and base.arg.slot not in (tr.split or ())):
+    return None if (sh := storage_shards(tr, a)) is None else sh[0]
+  x, axis, devs = tr(a), param_axis(base), base.arg.device
+  out = []
+  for j in range(n):
+    part = x
+    if axis is not None:   # tinygrad's split: blocks of ceil(d / n), the last ones shorter
+      size = -(-x.shape[axis] // n)
+      lo = min(size * j, x.shape[axis])
+      part = x.shrink(tuple((lo, min(size, x.shape[axis] - lo)) if i == axis else (0, d) for i, d in enumerate(x.shape)))
+    out.append(part if part.device == devs[j] else part.copy_to(devs[j]))
+  return out
 
 
 def kernel_var_args(tr: Tr, body: Any) -> tuple[UOp, ...]:
@@ -743,7 +824,8 @@ RULES: dict[str, Rule] = {
                 "whole at a tensor stage outside one device's translation, the MULTI of its per-device PARAMs (split along "
                 "ParamArg.axis, a sharded arg's, else replicated); in a value call's body (a FUNCTION's) a PARAM over a device "
                 "tuple is one PARAM of the arg's whole shape on the tuple's first device (tinyspec's multi pass gives each device "
-                "its own)", r_param),
+                "its own), but one the body UNSHARDs (no axis: each device's own storage, a custom kernel's output) is one PARAM per "
+                "device, renumbered as above", r_param),
   **{op: Rule(f"{op}(x, shape/offset sources)" if op in ("RESHAPE", "EXPAND", "PAD", "SHRINK") else f"{op}(x) arg",
               f"{op}(x) with the sources folded into the arg ({'dims prepended' if op == 'EXPAND' else 'same convention'}); a size or "
               "offset over a bound Variable is the number it has under the graph's binding (tinyspec's shapes are concrete)"
@@ -807,7 +889,7 @@ RULES: dict[str, Rule] = {
                 "COPY(v_j, device j))), v_j the SHRINK of v to shard j's block (replicated: v), the MULTI of them arg axis (a "
                 "precompiled body's entry: one entry per device); any other AFTER of storage over a device tuple (a sharded "
                 "output waiting on the precompiled call that writes it) is the MULTI of an AFTER per device, each on the same "
-                "deps", r_after),
+                "deps (on a kernel run once per device, device j's run)", r_after),
   "MSELECT": Rule("MSELECT(x, i): device i's own storage of x, storage over a device tuple (an all-reduce's arg)",
                   "x as translated on device i (that device's BUFFER or PARAM)", r_mselect),
   "MSTACK": Rule("MSTACK(x_0, ..., x_n-1): a kernel-graph arg over a device tuple, x_j device j's storage",
@@ -817,7 +899,9 @@ RULES: dict[str, Rule] = {
   "NOOP": Rule("NOOP(), void: an effect that does nothing (a loop body whose work was folded away)", "GROUP(): a GROUP of no effects",
                r_effects(Ops.GROUP)),
   "END": Rule("END(effect, ranges...)", "END(effect, ranges...)", r_effects(Ops.END)),
-  "FUNCTION": Rule("FUNCTION(TUPLE(...), args...) arg CallInfo", "CALL(TUPLE(...), args...) arg the name: a value call", r_function),
+  "FUNCTION": Rule("FUNCTION(TUPLE(...), args...) arg CallInfo", "CALL(TUPLE(...), args...) arg the name: a value call; an arg over a "
+                   "device tuple that its body UNSHARDs (its PARAM has no axis: storage of its own on each device) is one arg per "
+                   "device", r_function),
   "CALL": Rule("CALL(body, args...) arg CallInfo, void; body a kernel SINK, a SINK of STOREs of tensor values into its PARAMs (a "
                "precompiled function once callified, and the whole callified graph), a COPY, or a LINEAR of kernel CALLs",
                "CALL(body, args...) arg the name; a SINK of STOREs into PARAMs is tinyspec's precompiled call at TENSOR, as it is (its "
@@ -830,7 +914,10 @@ RULES: dict[str, Rule] = {
                "resolve_linear_call: an all-reduce, passed no variable, inherits its caller's); "
                "an arg over a device tuple of a SINK-body call (storage over the tuple, or at a tensor stage an UNSHARD of a view of "
                "it) is one arg per device (its body's PARAMs renumbered); a LINEAR-body call over such args runs on each device "
-               "as launched there; at the kernel "
+               "as launched there; at a tensor stage a kernel CALL over args over a device tuple (a custom kernel on sharded tensors, "
+               "which tinygrad runs once per device, its PARAMs a shard's size) is GROUP(one CALL per device), device j's parts its "
+               "args (its storage there; of a value body's PARAM standing for its arg whole, shard j's block COPY to device j) and the "
+               "kernel as launched there; at the kernel "
                "graph a SINK-body call (tinygrad's all-reduce, precompiled) has as body the kernel graph tinygrad lowers that body "
                "into (get_kernel_graph, captured), a nested kernel graph, one call in every device's entries",
                r_call),

@@ -79,6 +79,9 @@ class Tr:
     # a call body's PARAM slot k over a device tuple -> the first of its per-device slots (slots[k] + device number): the
     # call's arg over the tuple is one arg per device (expanded_slots)
     self.slots = slots
+    # the slots (as tinygrad numbers them) of those args when only some args over a device tuple are one per device (a
+    # value call's storage its body unshards, per_device_slots); None: every arg over a device tuple is (a precompiled call)
+    self.split: set[int] | None = None
     # a call body's (renumbered) slot -> the shape of that device's arg: a PARAM standing for a sharded arg has the
     # logical shape in tinygrad, its shard's on each device in tinyspec
     self.slot_shapes: dict[int, tuple[int, ...]] = {}
