@@ -209,3 +209,18 @@ def test_a_custom_kernel_over_sharded_tensors_is_one_kernel_call_per_device():
   for dev, x, c in zip(("CPU", "CPU:1"), out.src, calls):
     assert c.op is Ops.CALL and body_kind(c.src[0]) == "kernel" and {a.device for a in c.src[1:]} == {dev}
     assert sorted(p.arg.size for p in c.src[0].toposort() if p.op is Ops.PARAM) == [8, 8] and x.src[0] in c.src[1:]
+
+
+def test_a_custom_kernel_over_sharded_values_not_yet_realized_runs_on_each_devices_shard():
+  # the input a sharded value (`Tensor(A).contiguous().shard(...)`, unrealized: a MULTI of per-device values, no
+  # storage yet): each device's kernel CALL takes that device's shard, so every CALL is on one device
+  from tinygrad import Tensor
+  def program():
+    mod = runpy.run_path(str(EXAMPLES / "sharded_custom_kernel.py"))
+    return mod["doubled"](Tensor(A[:4]).contiguous().shard(D2, axis=0))
+  rep = run_check(program)
+  g = rep.translation.graphs["tensor"][0][1]
+  calls = [u for u in g.toposort() if u.op is Ops.CALL and body_kind(u.src[0]) == "kernel"]
+  assert len(calls) == 2 and [sorted({a.device for a in c.src[1:]}) for c in calls] == [["CPU"], ["CPU:1"]]
+  assert not [v.rule for vs in rep.violations.values() for _, v in vs if v.rule.endswith("one_device")]
+  np.testing.assert_array_equal(np.reshape(rep.values["tensor"][0], -1), (A[:4] * 2).reshape(-1))

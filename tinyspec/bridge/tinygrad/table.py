@@ -560,11 +560,13 @@ def launch_per_device(tr: Tr, u: Any) -> list[UOp] | None:
 def launch_args(tr: Tr, a: Any) -> list[UOp] | None:
   """Device j's part of a kernel arg over a device tuple, per device: its storage there (storage_shards); for a value
   body's PARAM standing for its arg whole (on the tuple's first device), shard j's block of it (ParamArg.axis; the whole
-  when replicated), COPY to device j. None for an arg on one device."""
+  when replicated), COPY to device j; for a value over the tuple (a MULTI), its shard j. None for an arg on one device."""
   base = a
   while base.op.name in GROUP_VIEWS: base = base.src[0]
   if not (tr.value_body and base.op.name == "PARAM" and (n := multi_count(base)) is not None and base.arg.slot not in (tr.split or ())):
-    return None if (sh := storage_shards(tr, a)) is None else sh[0]
+    if (sh := storage_shards(tr, a)) is not None: return sh[0]
+    # a value over the tuple (`Tensor.ones(16, 16).contiguous().shard(devs, axis=0)` not yet realized): its shards
+    return list(x.src) if (x := tr(a)).op is Ops.MULTI else None
   x, axis, devs = tr(a), param_axis(base), base.arg.device
   out = []
   for j in range(n):
