@@ -16,8 +16,8 @@ from tinygrad import Tensor
 
 # the program, as tinyspec's fuzzer found and reduced it
 def program():
-  x0 = Tensor(np.array([0, 0, 0, 98, 0, 0], dtype=np.int16).reshape((2, 1, 3)))
-  x1 = Tensor(np.array([92, 0, 0], dtype=np.int16).reshape((1, 1, 3)))
+  x0 = Tensor(np.array([98], dtype=np.int16).reshape((1,)))
+  x1 = Tensor(np.array([92], dtype=np.int16).reshape((1,)))
   v0 = x1 ** x0
   v3 = x1 ** v0
   return v3,
