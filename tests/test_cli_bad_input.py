@@ -157,8 +157,8 @@ def test_a_file_that_never_returns_is_stopped(tmp_path):
 def test_ctrl_c_exits_130_with_a_line(tmp_path):
   f = tmp_path / "slow.py"
   f.write_text("import time\ndef graph():\n  print('ready', flush=True)\n  time.sleep(3600)\n")
-  # ^C as at a terminal: SIGINT handled, whatever disposition this test process left its children (an ignored one is
-  # inherited across exec, and then the interrupt would never arrive)
+  # ^C as at a terminal: SIGINT handled, whatever this test run was started with (a shell's background job ignores
+  # SIGINT, and an ignored signal is inherited across exec: the interrupt would never arrive)
   p = subprocess.Popen([TINYSPEC, "check", str(f)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
   assert p.stdout.readline().strip() == "ready"
