@@ -21,12 +21,11 @@ from tinyspec.uop import BufferArg, Ops, RangeArg, SourceArg, UOp, next_buffer_i
 # ---- the rules ----
 def r_sink(tr: Tr, u: Any, want: Any) -> UOp:
   if tr.stage != "kernel_graph" or tr.kernel: return UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src))
-  if tr.shard is not None: return reads_before_writes(UOp(Ops.SINK, dtypes.void, tuple(tr.value(s) for s in u.src)))
   # a kernel graph's entry over a device tuple is one entry per device, each as launched there (tinyspec's kernel graph is
   # per device: its multi pass runs before callify)
   out = []
   for s in u.src:
-    if (n := multi_count(s)) is None: out.append(tr.value(s))
+    if tr.shard is not None or (n := multi_count(s)) is None: out.append(tr.value(s))
     else: out += tr.per_device(n, lambda s=s: tr.value(s))
   return reads_before_writes(UOp(Ops.SINK, dtypes.void, tuple(out)))
 
@@ -661,27 +660,17 @@ def stored_slots(body: UOp) -> set[int]:
 def schedule_to_graph(tr: Tr, linear: Any) -> UOp:
   """A precompiled function's schedule, LINEAR(CALL(kernel, args...)...), runs its calls in order; tinyspec's form is a
   nested kernel graph where order is AFTER. Each call takes the latest version of every arg (AFTER of the last call
-  that wrote it, read after write) and a written arg also waits for the calls that read its previous version (write
-  after read); the SINK holds the last version of every written PARAM (the call's outputs; a kernel-graph-local BUFFER
-  is scratch, reached through the AFTERs of the calls that read it)."""
+  that wrote it, read after write), and a written arg also waits for the calls that read its previous version (write
+  after read, reads_before_writes); the SINK holds the last version of every written PARAM (the call's outputs; a
+  kernel-graph-local BUFFER is scratch, reached through the AFTERs of the calls that read it)."""
   state: dict[UOp, UOp] = {}
-  readers: dict[UOp, list[UOp]] = {}
   for c in linear.src:
     call = tr(c)
     if call.op is not Ops.CALL: return call  # untranslatable (recorded): its placeholder
     body, args = call.src[0], call.src[1:]
-    written = stored_slots(body)
-    new_args = []
-    for k, a in enumerate(args):
-      cur = state.get(a, a)
-      if k in written and readers.get(a): cur = UOp(Ops.AFTER, cur.dtype, (cur, *readers[a]))
-      new_args.append(cur)
-    call = UOp(Ops.CALL, dtypes.void, (body, *new_args), call.arg)
-    for k, a in enumerate(args):
-      if k in written:
-        state[a], readers[a] = UOp(Ops.AFTER, a.dtype, (new_args[k], call)), []
-      else: readers.setdefault(a, []).append(call)
-  return UOp(Ops.SINK, dtypes.void, tuple(v for a, v in state.items() if storage_of(a).op is Ops.PARAM))
+    call = UOp(Ops.CALL, dtypes.void, (body, *(state.get(a, a) for a in args)), call.arg)
+    for k in sorted(stored_slots(body) & set(range(len(args)))): state[args[k]] = UOp(Ops.AFTER, args[k].dtype, (call.src[1 + k], call))
+  return reads_before_writes(UOp(Ops.SINK, dtypes.void, tuple(v for a, v in state.items() if storage_of(a).op is Ops.PARAM)))
 
 
 def r_tuple(tr: Tr, u: Any, want: Any) -> UOp: return UOp(Ops.TUPLE, dtypes.void, tuple(tr(s) for s in u.src))

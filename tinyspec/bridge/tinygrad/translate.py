@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.spec.shared import free_vars
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, walk
 
 STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")
@@ -483,7 +484,6 @@ def called(kg: UOp) -> UOp:
   bufs = [bound(slots.get(k)) for k in range(max(slots) + 1)]
   # a variable the graph reads by its caller's name (inherited, not one of its own pk args: the all-reduce of a symbolic
   # shape, CALL's rule) is passed on unbound too, after the slots
-  from tinyspec.spec.shared import free_vars
   own = {v.arg.name for v in passed.values()}
   inherited = {v.arg.name: v for v in kg.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name in free_vars(kg) and v.arg.name not in own}
   call = UOp(Ops.CALL, dtypes.void, (kg, *bufs, *(inherited[n] for n in sorted(inherited))))
