@@ -220,3 +220,19 @@ def test_a_variable_indexing_a_buffer_in_a_program_stays_its_int():
   assert np.asarray(rep.values["programs"][0]).reshape(-1).tolist() == [31, 32, 33]
   (_, prg), = rep.translation.graphs["program"]
   assert not [u for u in prg.toposort() if u.op is Ops.CAST and u.dtype.name == "index"]
+
+
+def test_a_kernel_gathering_through_a_view_reads_its_index_as_a_value():
+  # xf[idx[i]] with xf a flatten of storage: the index folded through the view is idx's LOAD, not its INDEX (a place);
+  # the evaluator computes the gather at every stage (its bounds cannot be proven: the indices are data)
+  from tinygrad import Tensor, UOp
+  from tinygrad.uop.ops import KernelInfo
+  a, idx = np.arange(12, dtype=np.float32).reshape(3, 4), np.array([11, 0, 5, 7], dtype=np.int32)
+  def gather(c: UOp, x: UOp, ix: UOp) -> UOp:
+    c, xf = c.flatten(), x.flatten()
+    i = UOp.range(4, 0)
+    return c[i].store(xf[ix[i]] * 2.0).end(i).sink(arg=KernelInfo(name="gather_view"))
+  rep = check_capture(capture(lambda: Tensor.custom_kernel(Tensor.empty(4), Tensor(a).contiguous().realize(), Tensor(idx).realize(),
+                                                           fxn=gather)[0] + 0))
+  assert all(rep.ran.values()) and all(x is None for x in rep.numbers.values()), rep.numbers
+  assert [np.asarray(v[0]).reshape(-1).tolist() for v in rep.values.values()] == [(a.reshape(-1)[idx] * 2).tolist()] * 4

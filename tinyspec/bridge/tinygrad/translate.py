@@ -337,9 +337,10 @@ def view_index(tr: Tr, u: Any) -> tuple[UOp, UOp | None] | None:
   if any(is_invalid(i) or (i.op.name == "WHERE" and not gated) for i in idxs): return None
   if gated:
     tr.seen(idxs[0], idxs[0].src[2])
-    gate, idxs = tr(idxs[0].src[0]), [idxs[0].src[1]]
-  # the index over the view being walked: per axis (a list), or one row-major flat index over its shape
-  at: list[UOp] | UOp = [tr(i, dtypes.index) for i in idxs]
+    gate, idxs = tr.value(idxs[0].src[0], dtypes.bool), [idxs[0].src[1]]
+  # the index over the view being walked: per axis (a list), or one row-major flat index over its shape; values, as
+  # index_and_gate's (a read used as an index is its LOAD)
+  at: list[UOp] | UOp = [tr.value(i, dtypes.index) for i in idxs]
   for v in chain:
     n = v.op.name
     tr.seen(v, *(y for s in v.src[1:] for y in s.toposort()))
@@ -349,7 +350,7 @@ def view_index(tr: Tr, u: Any) -> tuple[UOp, UOp | None] | None:
     axes = _axes(tr, at, v)
     if n == "SHRINK":
       offs = v.src[1].src if v.src[1].op.name == "STACK" else (v.src[1],)
-      axes = [a if o.op.name == "CONST" and o.arg == 0 else a + tr(o, dtypes.index) for a, o in zip(axes, offs)]
+      axes = [a if o.op.name == "CONST" and o.arg == 0 else a + tr.value(o, dtypes.index) for a, o in zip(axes, offs)]
     elif n == "PERMUTE":
       axes = [axes[v.marg.index(k)] for k in range(len(axes))]
     else:   # FLIP: axis k reads from the end where flipped
