@@ -14,7 +14,8 @@ import pytest
 
 from builders import buf, f32, kgraph_of, program, rng, sink
 from tinyspec.dtype import dtypes
-from tinyspec.uop import Ops, SourceArg, UOp, pyrender
+from tinyspec.pyrender import render_module
+from tinyspec.uop import Ops, SourceArg, UOp
 
 ROOT = Path(__file__).resolve().parent.parent
 TINYSPEC = str(ROOT / ".venv" / "bin" / "tinyspec")
@@ -42,7 +43,7 @@ def kernel_file(tmp_path: Path, edit=None, name: str = "k.py") -> Path:
     a = prg.src[2].arg
     prg = prg.replace(src=(prg.src[0], prg.src[1], UOp(Ops.SOURCE, arg=SourceArg(a.lang, a.name, edit(a.text)))))
   path = tmp_path / name
-  path.write_text(pyrender(kgraph_of(prg)))
+  path.write_text(render_module(kgraph_of(prg)))
   return path
 
 
@@ -70,7 +71,7 @@ def test_an_out_of_bounds_program_is_not_run(tmp_path):
   p0 = UOp.param(0, f32, 4)
   r = rng(8, 0, dtypes.int32)  # 8 iterations over a 4-element buffer
   f = tmp_path / "oob.py"
-  f.write_text(pyrender(kgraph_of(program(sink(p0.index(r).store(UOp.const(f32, 1.0)).end(r)), "k"))))
+  f.write_text(render_module(kgraph_of(program(sink(p0.index(r).store(UOp.const(f32, 1.0)).end(r)), "k"))))
   for backend in ("reference", "cpu"):
     p = tinyspec("run", str(f), "--backend", backend)
     line = one_line(p)
@@ -84,7 +85,7 @@ def test_the_evaluator_refuses_a_loop_nest_past_its_limit(tmp_path):
   r = rng(1 << 31, 0)
   body = sink(p0.index(r % UOp.const(dtypes.index, 4)).store(UOp.const(f32, 1.0)).end(r))
   f = tmp_path / "big.py"
-  f.write_text(pyrender(kgraph_of(body)))
+  f.write_text(render_module(kgraph_of(body)))
   p = tinyspec("run", str(f), "--backend", "reference")
   assert p.returncode == 1 and "2,147,483,648 iterations, past the evaluator's limit of 67,108,864" in p.stdout, p.stdout + p.stderr
 
@@ -141,7 +142,7 @@ def test_bad_files(tmp_path, verb, name):
 ])
 def test_bad_arguments(tmp_path, argv, what):
   f = tmp_path / "g.py"
-  f.write_text(pyrender(sink(buf(4) + buf(4))))
+  f.write_text(render_module(sink(buf(4) + buf(4))))
   argv = [str(f) if a == "FILE" else str(tmp_path / "missing.py") if a == "MISSING" else a for a in argv]
   line = one_line(tinyspec(*argv, cwd=tmp_path))
   assert what in line, line
@@ -172,7 +173,7 @@ def test_a_closed_pipe_is_one_line(tmp_path):
   x = buf(4)
   for _ in range(3000): x = x.reshape((2, 2)).reshape((4,))
   f = tmp_path / "many.py"
-  f.write_text(pyrender(sink(x)))
+  f.write_text(render_module(sink(x)))
   r, w = os.pipe()
   os.close(r)
   p = subprocess.run([TINYSPEC, "check", str(f), "--stage", "kernel_graph"], stdout=w, stderr=subprocess.PIPE, text=True, timeout=300)

@@ -18,7 +18,9 @@ from tinyspec.pyread import read_graph
 from tinyspec.rewrite import PatternMatcher
 from tinyspec.semantics import EvalError, evaluate
 from tinyspec.semantics.kernel import evaluate_kernel
-from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, UOp, choose_image_dims, image_coords, kernel_calls, pyrender, substitute
+from tinyspec.ops.image import choose_image_dims, image_coords
+from tinyspec.pyrender import render_module
+from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, UOp, kernel_calls, substitute
 
 pytestmark = pytest.mark.spec
 
@@ -220,9 +222,9 @@ def test_evaluator_image_errors_as_flat_storage():
 def test_pyrender_round_trip():
   img_buf = UOp(Ops.BUFFER, f32, (), BufferArg(7050, 16, image=(2, 2)))
   root = sink(_reads(), _program(_reads()), img_buf)
-  src = pyrender(root)
+  src = render_module(root)
   assert "image=(2, 2, )" in src and read_graph(src) is root
-  assert "image" not in pyrender(sink(UOp.param(0, f32, 4)))  # flat storage is written as before images existed
+  assert "image" not in render_module(sink(UOp.param(0, f32, 4)))  # flat storage is written as before images existed
 
 
 # ---- lowering, renderers and runtimes ----

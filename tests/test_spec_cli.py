@@ -8,14 +8,14 @@ import pytest
 from builders import buf, k_add, kgraph_of, sink
 
 from tinyspec.cli import main
-from tinyspec.uop import pyrender
+from tinyspec.pyrender import render_module
 
 pytestmark = pytest.mark.spec
 
 
 def write(tmp_path, root, name="g.py"):
   p = tmp_path / name
-  p.write_text(pyrender(root))
+  p.write_text(render_module(root))
   return p
 
 

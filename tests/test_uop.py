@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyspec.dtype import dtypes
+from tinyspec.ops.intervals import bounds_rule
 from tinyspec.pyrender import render_module
 from tinyspec.semantics import evaluate
 from tinyspec.uop import BufferArg, Ops, UOp, next_buffer_id, substitute
@@ -72,6 +75,21 @@ def test_bounds_contain_every_value(e: UOp) -> None:
     x = substitute(e, {r: UOp.const(dtypes.index, v) for r, v in zip(R, vals)})
     v = int(np.asarray(evaluate(x)))
     assert e.vmin <= v <= e.vmax, f"{v} outside [{e.vmin}, {e.vmax}] at ranges {vals}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(int_exprs())
+def test_bounds_are_the_registry_interval_rule(e: UOp) -> None:
+  """UOp.vmin / vmax are the op registry's intervals (the rule tinyspec.ops.intervals installs), node by node."""
+  for u in e.toposort(): assert (u.vmin, u.vmax) == bounds_rule(u)
+
+
+def test_bounds_work_after_importing_the_ir_alone() -> None:
+  """Importing the IR module imports the package, and with it the registry that installs the interval rule."""
+  code = "from tinyspec.dtype import dtypes; from tinyspec.uop import UOp; x = UOp.variable('x', 2, 9); print((x * 3).vmin, (x * 3).vmax)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["6", "27"]
 
 
 def test_a_call_is_a_value_call_or_an_opaque_one_by_its_body():

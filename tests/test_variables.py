@@ -9,7 +9,8 @@ from tinyspec import Ops, Stage, UOp, check, dtypes
 from tinyspec.frontend import Tensor, inputs_of
 from tinyspec.lower.pipeline import lower
 from tinyspec.semantics import EvalError, evaluate, evaluate_kernel
-from tinyspec.uop import VarArg, pyrender
+from tinyspec.pyrender import render_module
+from tinyspec.uop import VarArg
 
 pytestmark = pytest.mark.spec
 
@@ -191,7 +192,7 @@ def test_frontend_variable_index_among_slices_and_ellipsis():
 def test_pyrender_rebuilds_variables():
   root = scaled(N.bind(3))
   ns: dict = {}
-  exec(pyrender(root), ns)  # noqa: S102
+  exec(render_module(root), ns)  # noqa: S102
   assert ns["graph"]() is root
 
 

@@ -13,7 +13,8 @@ from svgread import SVG, classes, elems, op_of, text, title
 from tinyspec.cli import main
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, Violation
-from tinyspec.uop import AddrSpace, AxisType, Ops, SourceArg, UOp, op_group
+from tinyspec.opcodes import op_group
+from tinyspec.uop import AddrSpace, AxisType, Ops, SourceArg, UOp
 from tinyspec.viz import draw, draw_rewrite, render, save
 
 XLINK = "{http://www.w3.org/1999/xlink}"

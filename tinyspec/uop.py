@@ -1,256 +1,34 @@
-"""The IR: Ops and their groups, interned UOps, derived shape/device/bounds, toposort, printing, pyrender."""
+"""The IR: interned UOps, their derived shape, device and bounds, what a CALL body is, walks, printing and rows.
+
+The op codes (Ops, GroupOp) and the node args (ParamArg, BufferArg, ...) are tinyspec.opcodes' and tinyspec.args';
+a UOp is built of them, so they are imported here and read from here as well."""
 from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
-from enum import Enum, auto
 from typing import Any, Callable, Iterable, Sequence
 
-from tinyspec.dtype import DType, dtypes
-
-
-class Ops(Enum):
-  # source
-  CONST = auto(); PARAM = auto(); BUFFER = auto()  # noqa: E702
-  # movement (views)
-  RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()  # noqa: E702
-  # elementwise: unary
-  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); TRUNC = auto()  # noqa: E702
-  CAST = auto(); BITCAST = auto()  # noqa: E702
-  # elementwise: binary
-  ADD = auto(); SUB = auto(); MUL = auto(); MAX = auto(); IDIV = auto(); MOD = auto(); FDIV = auto()  # noqa: E702
-  CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
-  # elementwise: ternary
-  WHERE = auto()
-  # reduce
-  REDUCE = auto()
-  # calls
-  CALL = auto(); TUPLE = auto(); GETTUPLE = auto()  # noqa: E702
-  # effects and order
-  STORE = auto(); AFTER = auto(); GROUP = auto(); SINK = auto(); CONTIGUOUS = auto(); DETACH = auto(); COPY = auto()  # noqa: E702
-  # range form
-  RANGE = auto(); END = auto(); INDEX = auto(); LOAD = auto(); SPECIAL = auto()  # noqa: E702
-  # program
-  LINEAR = auto(); PROGRAM = auto(); SOURCE = auto()  # noqa: E702
-  # bounded variables: an integer scalar known only by its bounds, and its binding to a value at a call site
-  DEFINE_VAR = auto(); BIND = auto()  # noqa: E702
-  # an atomic read-modify-write store in a kernel body: ATOMIC(index, value[, gate]), arg the combining op (ADD, MAX)
-  ATOMIC = auto()
-  # multi-device tensors: MULTI(shard_0, ..., shard_n-1), arg the sharded axis (None: replicas of one value)
-  MULTI = auto()
-  # image storage in a kernel body: IMAGE(PARAM), arg (height, width), the PARAM's flat elements seen as RGBA pixels
-  IMAGE = auto()
-
-  def __repr__(self) -> str: return f"Ops.{self.name}"
-
-
-class GroupOp:
-  """Ops by group. Sets, so membership tests are cheap."""
-  Source = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER})
-  Storage = frozenset({Ops.PARAM, Ops.BUFFER})
-  Movement = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
-  Unary = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC})
-  Binary = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD, Ops.FDIV, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
-                      Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
-  Ternary = frozenset({Ops.WHERE})
-  Cast = frozenset({Ops.CAST, Ops.BITCAST})
-  ALU = Unary | Binary | Ternary
-  Elementwise = ALU | Cast
-  Comparison = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ})
-  Commutative = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR})
-  Reduce = frozenset({Ops.REDUCE})
-  ReduceOps = frozenset({Ops.ADD, Ops.MAX, Ops.MUL})  # the ops a REDUCE may combine with
-  Call = frozenset({Ops.CALL, Ops.TUPLE, Ops.GETTUPLE})
-  Effect = frozenset({Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.END})  # what a GROUP may hold
-  Writes = frozenset({Ops.STORE, Ops.ATOMIC})  # the effects that write memory: a plain store and an atomic update
-  Access = Writes | {Ops.LOAD}  # the nodes that touch memory through an INDEX
-  AtomicOps = frozenset({Ops.ADD, Ops.MAX})  # the ops an ATOMIC may combine with
-  Order = frozenset({Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY})
-  RangeForm = frozenset({Ops.RANGE, Ops.END, Ops.INDEX, Ops.LOAD, Ops.SPECIAL, Ops.ATOMIC, Ops.IMAGE})  # kernel-body ops
-  Program = frozenset({Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})
-  Variable = frozenset({Ops.DEFINE_VAR, Ops.BIND})
-  Multi = frozenset({Ops.MULTI})  # a tensor over several devices (TENSOR stage only: the multi pass resolves it)
-  groups: dict[str, frozenset] = {"source": Source, "movement": Movement, "elementwise": Elementwise, "reduce": Reduce,
-                                  "call": Call, "effects": Order, "range": RangeForm, "program": Program, "variable": Variable,
-                                  "multi": Multi}
-
-
-def op_group(op: Ops) -> str:
-  """The name of the group an op belongs to (source, movement, elementwise, reduce, call, effects, range, program)."""
-  for name, ops in GroupOp.groups.items():
-    if op in ops: return name
-  raise KeyError(op)
-
-
-class AddrSpace(Enum):
-  GLOBAL = auto(); LOCAL = auto(); REG = auto()  # noqa: E702
-  def __repr__(self) -> str: return f"AddrSpace.{self.name}"
-
-
-class AxisType(Enum):
-  LOOP = auto(); GLOBAL = auto(); REDUCE = auto(); UNROLL = auto()  # noqa: E702
-  def __repr__(self) -> str: return f"AxisType.{self.name}"
-
-
-@dataclass(frozen=True)
-class ParamArg:
-  """Arg of PARAM: slot k stands for arg k of the enclosing CALL; flat storage of `size` elements. `image` (height,
-  width): the storage is an RGBA image of those dims (an IMAGE view linearize folded into its PARAM; before that, in a
-  kernel body, the view says so)."""
-  slot: int
-  size: int
-  device: str = "CPU"
-  addrspace: AddrSpace = AddrSpace.GLOBAL
-  image: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True)
-class BufferArg:
-  """Arg of BUFFER: a concrete flat storage of `size` elements, identified by `id`; `image` (height, width): it is kept
-  as an RGBA image of those dims on a device that has images (its elements are the same, image_coords says where)."""
-  id: int
-  size: int
-  device: str = "CPU"
-  addrspace: AddrSpace = AddrSpace.GLOBAL
-  image: tuple[int, int] | None = None
-
-  # a graph rebuilt from source must not hand its ids out again to new buffers (a malformed id, not an int of the
-  # int64 range, reserves nothing: it is the spec's to reject, and must not push every later id out of range)
-  def __post_init__(self):
-    if type(self.id) is int and 0 <= self.id < 2 ** 63: _reserve_buffer_id(self.id)
-
-
-@dataclass(frozen=True)
-class RangeArg:
-  """Arg of RANGE: the axis id (unique within a kernel) and how the axis is run."""
-  axis: int
-  kind: AxisType = AxisType.LOOP
-
-
-@dataclass(frozen=True)
-class VarArg:
-  """Arg of DEFINE_VAR: the variable's name (a C identifier, one variable per name) and the bounds [min, max] every
-  value bound to it lies in."""
-  name: str
-  min: int
-  max: int
-
-
-@dataclass(frozen=True)
-class SourceArg:
-  """Arg of SOURCE: rendered kernel text, its language (c, opencl) and entry point name."""
-  lang: str
-  name: str
-  text: str
-
-
-# ---- image storage: the one statement of how a flat storage's elements sit in an RGBA image ----
-IMAGE_CHANNELS = 4
-IMAGE_DTYPES: tuple[DType, ...] = (dtypes.float32, dtypes.float16)  # the element dtypes an image holds (RGBA FLOAT, HALF_FLOAT)
-IMAGE_MAX_DIM = 8192  # the image2d width and height every OpenCL 1.2 device with images supports (CL_DEVICE_IMAGE2D_MAX_*)
-
-
-def image_size(dims: tuple[int, int]) -> int:
-  """The flat elements of an RGBA image of dims (height, width)."""
-  return dims[0] * dims[1] * IMAGE_CHANNELS
-
-
-def pixel_of(i: Any) -> tuple[Any, Any]:
-  """(pixel, channel) of flat element i of an image: channel i % 4 of pixel i // 4. i is an int, a numpy array or a UOp
-  of a non-negative index (each divides as C does)."""
-  return i // IMAGE_CHANNELS, i % IMAGE_CHANNELS
-
-
-def image_coords(i: Any, width: int) -> tuple[Any, Any, Any]:
-  """(x, y, channel) of flat element i of an image `width` pixels wide: channel c of pixel p (pixel_of), at
-  x = p % width, y = p // width."""
-  p, c = pixel_of(i)
-  return p % width, p // width, c
-
-
-def image_dims_error(dims: Any, size: Any, dtype: DType) -> str | None:
-  """Why dims (height, width) is no image of flat storage of `size` dtype elements, or None when it is one: positive
-  ints within IMAGE_MAX_DIM, height * width * 4 == size, an element of IMAGE_DTYPES (float32, float16)."""
-  if not (type(dims) is tuple and len(dims) == 2 and all(type(d) is int for d in dims)): return f"dims {dims!r} are not (height, width) ints"
-  h, w = dims
-  if not (0 < h <= IMAGE_MAX_DIM and 0 < w <= IMAGE_MAX_DIM): return f"dims {dims} are not within 1..{IMAGE_MAX_DIM}"
-  if image_size(dims) != size: return f"an image of {h}x{w} RGBA pixels holds {image_size(dims)} elements, the storage {size}"
-  if dtype not in IMAGE_DTYPES: return f"an image holds {' or '.join(d.name for d in IMAGE_DTYPES)} elements, not {dtype.name}"
-  return None
-
-
-def choose_image_dims(size: int, dtype: DType) -> tuple[int, int] | None:
-  """(height, width) of an image holding flat storage of `size` dtype elements (the widest width within
-  IMAGE_MAX_DIM whose height fits too), None when there is none."""
-  if dtype not in IMAGE_DTYPES or size <= 0 or size % IMAGE_CHANNELS: return None
-  pixels = size // IMAGE_CHANNELS
-  for w in range(min(pixels, IMAGE_MAX_DIM), 0, -1):
-    if pixels % w == 0:
-      return (pixels // w, w) if pixels // w <= IMAGE_MAX_DIM else None
-  return None
-
-
-def _split_offset(e: UOp) -> tuple[UOp, int]:
-  """(b, k) with e == b + k by e's form: an ADD of a constant int, or e itself with k 0."""
-  if e.op is Ops.ADD and len(e.src) == 2:
-    for b, c in (e.src, e.src[::-1]):
-      if c.op is Ops.CONST and type(c.arg) is int: return b, c.arg
-  return e, 0
-
-
-def multiple_of(e: UOp, k: int, depth: int = 32) -> bool:
-  """Whether integer e is a multiple of k by its form alone (a constant multiple, a product with one, a sum of them,
-  a left shift far enough); False means not shown."""
-  if depth <= 0: return False
-  if e.op is Ops.CONST: return type(e.arg) is int and e.arg % k == 0
-  if e.op is Ops.MUL and len(e.src) == 2: return any(multiple_of(s, k, depth - 1) for s in e.src)
-  if e.op is Ops.ADD and len(e.src) == 2: return all(multiple_of(s, k, depth - 1) for s in e.src)
-  if e.op is Ops.SHL and len(e.src) == 2 and e.src[1].op is Ops.CONST and type(e.src[1].arg) is int and 0 <= e.src[1].arg < 64:
-    return (1 << e.src[1].arg) % k == 0 or multiple_of(e.src[0], k, depth - 1)
-  return False
-
-
-def pixel_groups(root: UOp, stores: Sequence[UOp]) -> list[tuple[UOp, ...]]:
-  """The whole-pixel groups among stores (STOREs of one image, under root): four ungated STOREs that are sources of one
-  GROUP, run in the same loops (equal open ranges), at indices b + 4j + c for channels c = 0, 1, 2, 3, with b a
-  multiple of 4 by its form. Each group is ordered by channel: what one write of a pixel stores (write_imagef)."""
-  want = set(stores)
-  out: list[tuple[UOp, ...]] = []
-  for g in root.toposort():
-    if g.op is not Ops.GROUP: continue
-    buckets: dict[tuple[UOp, int], dict[int, UOp]] = {}
-    for st in dict.fromkeys(g.src):
-      if st not in want or len(st.src) != 2 or st.src[0].op is not Ops.INDEX or len(st.src[0].src) != 2: continue
-      b, k = _split_offset(st.src[0].src[1])
-      pixel, channel = pixel_of(k)  # b is a whole number of pixels: k says which pixel past it and which channel
-      if multiple_of(b, IMAGE_CHANNELS): buckets.setdefault((b, pixel), {}).setdefault(channel, st)
-    for chans in buckets.values():
-      group = tuple(chans[c] for c in range(IMAGE_CHANNELS) if c in chans)
-      if len(group) == IMAGE_CHANNELS and len({open_ranges(st) for st in group}) == 1: out.append(group)
-  return out
-
-
-_next_buffer_id = 0
-
-
-def next_buffer_id() -> int:
-  """A fresh BUFFER id for this process, above every id any BUFFER made so far carries (and reserved at once, so two
-  calls never hand out the same id even before either BUFFER is built)."""
-  i = _next_buffer_id
-  _reserve_buffer_id(i)
-  return i
-
-
-def _reserve_buffer_id(i: int) -> None:
-  global _next_buffer_id
-  _next_buffer_id = max(_next_buffer_id, i + 1)
+from tinyspec.args import AddrSpace, AxisType, BufferArg, ParamArg, RangeArg, SourceArg, VarArg, next_buffer_id
+from tinyspec.dtype import DType, dtypes, truncate
+from tinyspec.opcodes import GroupOp, Ops
 
 
 def _argkey(arg: Any) -> Any:
   # floats are keyed by repr so 0.0 and -0.0 stay two nodes and NaN interns to one; the type keeps 1, 1.0 and True apart
   if type(arg) is float: return (float, repr(arg))
   return (type(arg), arg)
+
+
+# A node's bounds (UOp.vmin / vmax) are the intervals of its ops, and what an op means is the op registry's
+# (tinyspec.ops.intervals, a layer above the IR): the registry installs its rule here when it is imported. Importing
+# tinyspec (as `from tinyspec.uop import UOp` does first) imports the registry, so a built graph always has it.
+_bounds_rule: Callable[[UOp], tuple] | None = None
+
+
+def install_bounds_rule(rule: Callable[[UOp], tuple]) -> None:
+  """Make rule(u) -> (vmin, vmax) of u from its sources' bounds the rule of every UOp's vmin and vmax."""
+  global _bounds_rule
+  _bounds_rule = rule
 
 
 class UOpMetaClass(type):
@@ -322,22 +100,23 @@ class UOp(metaclass=UOpMetaClass):
 
   @property
   def vmin(self) -> int | float | bool:
+    """The least value the node can take: its interval from the op registry's rule (install_bounds_rule)."""
     return self._bounds()[0]
 
   @property
   def vmax(self) -> int | float | bool:
+    """The greatest value the node can take (vmin)."""
     return self._bounds()[1]
 
   def _bounds(self) -> tuple:
     if (ret := self._cache.get("bounds")) is None:  # the cached case first: the simplifier asks for bounds on every node
-      from tinyspec.ops.intervals import bounds_rule
-      ret = self._derive("bounds", bounds_rule)
+      if _bounds_rule is None: raise RuntimeError("no interval rule installed for UOp bounds: tinyspec.ops.intervals installs it when imported")
+      ret = self._derive("bounds", _bounds_rule)
     return (self.dtype.min, self.dtype.max) if isinstance(ret, Malformed) else ret
 
   # ---- constructors ----
   @staticmethod
   def const(dtype: DType, value: Any) -> UOp:
-    from tinyspec.dtype import truncate
     return UOp(Ops.CONST, dtype, (), truncate(value, dtype))
 
   @staticmethod
@@ -769,8 +548,3 @@ def from_rows(rows: Rows) -> UOp:
   for op, dt, src, arg, tag in rows: built.append(UOp(Ops[op], dtypes.by_name[dt], tuple(built[i] for i in src), arg, tag))
   return built[-1]
 
-
-def pyrender(root: UOp, fname: str = "graph") -> str:
-  """Python source defining `fname()`, which rebuilds `root` (the identical, interned object)."""
-  from tinyspec.pyrender import render_module
-  return render_module(root, fname)

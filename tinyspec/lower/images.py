@@ -17,7 +17,8 @@ from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, choose_image_dims, image_dims_error, pixel_groups, storage_of, substitute
+from tinyspec.ops.image import choose_image_dims, image_dims_error, pixel_groups
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, storage_of, substitute
 
 
 def _dims_wanted(p: UOp, arg: UOp | None, on: bool) -> tuple[int, int] | None:

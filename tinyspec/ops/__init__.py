@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+from tinyspec.opcodes import Ops
 from tinyspec.ops import intervals, scalar, smt, spelling, vector
 from tinyspec.ops.classes import DTYPE_CLASS, accepts, class_name, dtype_error
-from tinyspec.uop import Ops
 
 
 @dataclass(frozen=True)

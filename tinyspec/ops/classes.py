@@ -11,7 +11,7 @@ reinterpreted or selected, never computed on); a program casts them to a wider f
 from __future__ import annotations
 
 from tinyspec.dtype import DType
-from tinyspec.uop import Ops
+from tinyspec.opcodes import Ops
 
 BOOL, SIGNED, UNSIGNED, INDEX, FLOAT = "b", "i", "u", "x", "f"
 INTS = frozenset({SIGNED, UNSIGNED, INDEX})

@@ -3,8 +3,9 @@
 Bounds are sound over-approximations of the meaning in tinyspec.ops.scalar: every value the op gives on operands in
 their ranges lies in [lo, hi], the defined values at C's undefined points included (a MOD 0 == a, shift counts
 modulo the width). A fixed-width result whose exact range would leave the dtype gets the dtype's full range, since
-it may wrap. `bounds_rule` gives a node's (vmin, vmax) from its sources' (UOp.vmin / UOp.vmax); the simplifier, the
-bounds proofs and the fuzzers' UB screens all use these functions.
+it may wrap. `bounds_rule` gives a node's (vmin, vmax) from its sources' (UOp.vmin / UOp.vmax): this module installs it
+as the IR's rule of UOp.vmin / vmax when imported (the IR lies below the registry). The simplifier, the bounds proofs
+and the fuzzers' UB screens all use these functions.
 
 Float ops have real-number bounds (`float_interval`): the range of the exact result on operands in their ranges, an end
 of a range being +-inf where it is unbounded, computed in float64. Rounding to the dtype is the caller's to account for
@@ -20,7 +21,7 @@ import numpy as np
 
 from tinyspec.dtype import DType, round_float
 from tinyspec.ops.scalar import cdiv, reduce_identity, shift_bits
-from tinyspec.uop import Ops, UOp
+from tinyspec.uop import Ops, UOp, install_bounds_rule
 
 Interval = tuple  # (lo, hi): ints, or bools for bool values
 
@@ -286,6 +287,9 @@ def bounds_rule(u: UOp) -> Interval:
   if fn is None: return dt.min, dt.max
   if u.op in INTERVALS and any(s.dtype.kind not in "iuxb" for s in u.src[-2:]): return dt.min, dt.max  # float operands
   return fn(u)
+
+
+install_bounds_rule(bounds_rule)
 
 
 # ---- bounds where a condition holds (a gated LOAD or STORE addresses memory only where its gate is true) ----

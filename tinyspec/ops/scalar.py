@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes, round_float, truncate
-from tinyspec.uop import Ops
+from tinyspec.opcodes import Ops
 
 INDEX_SHIFT_BITS = 64  # index is stored as int64, so a shift count on index is taken modulo 64
 # the reasons c_undefined gives for the points every backend defines the same way as the evaluator by wrapping

@@ -23,9 +23,9 @@ from typing import Callable
 import z3
 
 from tinyspec.dtype import DType
+from tinyspec.opcodes import Ops
 from tinyspec.ops.classes import accepts
 from tinyspec.ops.scalar import INDEX_SHIFT_BITS, shift_bits
-from tinyspec.uop import Ops
 
 # z3 takes SIGINT for itself while it solves (it cancels the query, which then reads as "unknown"): ^C would not reach
 # Python, and a query cut short would read as a failed proof. Off, ^C interrupts the program wherever it is.

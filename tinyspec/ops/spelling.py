@@ -6,7 +6,7 @@ written as lives here. Where C leaves a point undefined, the renderer adds the g
 """
 from __future__ import annotations
 
-from tinyspec.uop import Ops
+from tinyspec.opcodes import Ops
 
 INFIX: dict[Ops, str] = {
   Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "/", Ops.MOD: "%", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^",

@@ -11,9 +11,9 @@ from typing import Callable
 import numpy as np
 
 from tinyspec.dtype import DType, dtypes, round_float
+from tinyspec.opcodes import Ops
 from tinyspec.ops import scalar
 from tinyspec.ops.scalar import shift_bits
-from tinyspec.uop import Ops
 
 
 def _idiv(dt: DType, a: np.ndarray, b: np.ndarray) -> np.ndarray:

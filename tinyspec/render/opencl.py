@@ -30,9 +30,10 @@ import functools
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import atomic_error
+from tinyspec.ops.image import image_coords, pixel_groups
 from tinyspec.render.cstyle import CStyleRenderer, KernelParam, RenderError, narrows_from_double, register
 from tinyspec.render.program import kernel_source
-from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, image_coords, pixel_groups, storage_of
+from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, storage_of
 
 MAX_DIMS = 3  # get_global_id dimensions OpenCL guarantees
 

@@ -21,10 +21,11 @@ import os
 import numpy as np
 
 from tinyspec.ops import atomic
+from tinyspec.ops.image import image_dims_error
 from tinyspec.semantics.alu import EvalError, elementwise
 from tinyspec.semantics.dependence import GUARDED, HOIST_FROM, SMALL_LOOP, Cell, LArr, LoopAnalysis, LoopInfo, Ptr, at_iteration, union_axes
 from tinyspec.semantics.loops import Item, Loop, kernel_items
-from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, image_dims_error, walk
+from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, walk
 
 # the most iterations one loop nest (its loops' bounds times the kernel's threads) may run: past it the evaluator
 # refuses the kernel with an EvalError rather than run for hours or allocate arrays of that many elements (a

@@ -6,7 +6,8 @@ from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
 from tinyspec.spec.kernel import KERNEL_TABLE, range_name, body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
 from tinyspec.spec.shared import find_paths, storage_base, what
-from tinyspec.uop import GroupOp, Ops, UOp, open_ranges, pixel_groups
+from tinyspec.ops.image import pixel_groups
+from tinyspec.uop import GroupOp, Ops, UOp, open_ranges
 
 
 no_reduce = forbid("program.no_reduce", "No REDUCE in a program: lower_reduce has turned every REDUCE into an accumulator loop.",

@@ -8,9 +8,10 @@ import numpy as np
 
 from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
+from tinyspec.ops.image import image_dims_error
 from tinyspec.spec.base import Ctx, Finding, Rule, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
-                          home_device, image_dims_error, is_kernel_call, is_precompiled_call, is_value_call, union_of)
+                          home_device, is_kernel_call, is_precompiled_call, is_value_call, union_of)
 
 KNOWN_DTYPES = frozenset(dtypes.all)
 VOID_OPS = frozenset({Ops.CALL, Ops.TUPLE, Ops.STORE, Ops.ATOMIC, Ops.GROUP, Ops.SINK, Ops.END, Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE})

@@ -5,7 +5,8 @@ import html
 import math
 from typing import Any
 
-from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, op_group
+from tinyspec.opcodes import op_group
+from tinyspec.uop import AddrSpace, BufferArg, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg
 
 FONT = "Helvetica"
 GROUP_COLORS: dict[str, str] = {
