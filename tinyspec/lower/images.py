@@ -1,10 +1,10 @@
 """images (KERNEL -> KERNEL): kernel args kept as RGBA images, when the storage and every access of it fit one.
 
 A kernel's GLOBAL PARAM becomes an image when its CALL arg is an image BUFFER (BufferArg.image gives the dims) or when
-options.images is on and the PARAM's dtype and size fit an image (uop.choose_image_dims). Its accesses must fit too:
+options.images is on and the PARAM's dtype and size fit an image (ops.image.choose_image_dims). Its accesses must fit too:
 OpenCL 1.2 images are read_only or write_only in a kernel, so a PARAM that is read only (LOADs) is eligible, and a PARAM
 that is written only is eligible when every STORE of it belongs to a whole-pixel group (four stores of channels 0..3
-of one pixel in one block, uop.pixel_groups), since write_imagef writes a pixel at once. Each access of an eligible
+of one pixel in one block, ops.image.pixel_groups), since write_imagef writes a pixel at once. Each access of an eligible
 PARAM then goes through an IMAGE view: INDEX(PARAM, i) becomes INDEX(IMAGE(PARAM), i), every one of a kernel in one
 application of the rule table pm_images.
 linearize folds the view into the PARAM's arg. Where nothing is eligible the kernel is unchanged.

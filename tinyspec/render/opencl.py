@@ -20,8 +20,8 @@ buffer the kernel declares is private to its work item in OpenCL C, so an ATOMIC
 
 An image PARAM (ParamArg.image) is a `read_only image2d_t` or a `write_only image2d_t` (OpenCL 1.2 has no read_write
 images). A LOAD of flat element i reads pixel (x, y) with read_imagef and takes channel c, (x, y, c) as
-uop.image_coords says, through a sampler of unnormalized coordinates, no addressing and nearest filtering (so a read
-is exactly the stored texel); the four STOREs of a whole-pixel group (uop.pixel_groups) are one write_imagef, written
+ops.image.image_coords says, through a sampler of unnormalized coordinates, no addressing and nearest filtering (so a read
+is exactly the stored texel); the four STOREs of a whole-pixel group (ops.image.pixel_groups) are one write_imagef, written
 where the group's last STORE stands.
 """
 from __future__ import annotations

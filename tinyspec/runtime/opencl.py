@@ -291,7 +291,7 @@ class OpenCLRunner:
 
   def _images_in(self, ctx: DeviceContext, linear: tuple[UOp, ...], bufs: list[Any]) -> list[tuple[Any, Any, tuple[int, int]]]:
     """Each image PARAM's arg as an RGBA image made for this launch (in bufs, in place of its buffer), filled from the
-    buffer's flat elements (their order is the image's: uop.image_coords; a kernel that writes some pixels leaves the
+    buffer's flat elements (their order is the image's: ops.image.image_coords; a kernel that writes some pixels leaves the
     others as they were). (image, buffer, dims) of the images the kernel writes, copied back into their buffers after it runs."""
     cl = self.d["cl"]
     written = {storage_of(u.src[0].src[0]).arg.slot for u in linear if u.op in GroupOp.Writes and storage_of(u.src[0].src[0]).op is Ops.PARAM}

@@ -386,7 +386,7 @@ def local_read_after_write(u: UOp, cx: Ctx) -> str | None:
           f"{cx.sname} a kernel-local buffer is read only after it is written (through AFTER(buffer, the STORE...))")
 
 
-# ---- images: IMAGE(PARAM), arg (height, width), the PARAM's flat storage seen as RGBA pixels (uop.image_coords) ----
+# ---- images: IMAGE(PARAM), arg (height, width), the PARAM's flat storage seen as RGBA pixels (ops.image.image_coords) ----
 
 @rule("kernel.image_view", "An IMAGE view (arg (height, width)) sits directly over a GLOBAL PARAM of its dtype, float32 or float16, with height * "
       "width * 4 equal to the PARAM's size and both dims in 1..IMAGE_MAX_DIM (8192, the image2d width and height limit of every OpenCL 1.2 "

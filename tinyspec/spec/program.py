@@ -45,7 +45,7 @@ def image_access(u: UOp, cx: Ctx) -> list[Finding] | None:
 
 @rule("program.image_store", "A kernel writes an image in whole pixels: every STORE into an image PARAM is one of four ungated STOREs, "
       "sources of one GROUP and run in the same loops, into indices b + 4j, b + 4j + 1, b + 4j + 2, b + 4j + 3 with b a multiple of 4 by "
-      "its form (uop.pixel_groups; the four channels of one pixel, as an UNROLL of a 4-wide channel axis makes them): write_imagef writes "
+      "its form (ops.image.pixel_groups; the four channels of one pixel, as an UNROLL of a 4-wide channel axis makes them): write_imagef writes "
       "a pixel at once.")
 def image_store(u: UOp, cx: Ctx) -> list[Finding] | None:
   if u.src[0].op is not Ops.SINK: return None

@@ -192,7 +192,7 @@ def _buffer_ok(a: Any) -> bool:
 
 def image_storage_error(u: UOp, dims: Any) -> str | None:
   """Why storage u (a PARAM or BUFFER) cannot be an image of dims (height, width), or None: GLOBAL storage whose size and
-  dtype an image of those dims holds (uop.image_dims_error)."""
+  dtype an image of those dims holds (ops.image.image_dims_error)."""
   if getattr(u.arg, "addrspace", None) is not AddrSpace.GLOBAL: return f"{u.op.name} is kernel-local, an image is GLOBAL storage"
   return image_dims_error(dims, u.arg.size, u.dtype)
 

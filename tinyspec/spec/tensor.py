@@ -287,7 +287,7 @@ def multi_shards(u: UOp, cx: Ctx) -> str | None:
 
 image_buffer = image_storage_rule("tensor.image_buffer", "A BUFFER may carry an image arg (BufferArg.image, (height, width)): it is then GLOBAL "
                                   "float32 or float16 storage of height * width * 4 elements, both dims in 1..IMAGE_MAX_DIM (8192), element i "
-                                  "being channel i % 4 of pixel i // 4 (uop.image_coords); its value is its flat elements all the same.")
+                                  "being channel i % 4 of pixel i // 4 (ops.image.image_coords); its value is its flat elements all the same.")
 
 
 _VIEW = (value_source, movement_arg, dtype_passthrough)
