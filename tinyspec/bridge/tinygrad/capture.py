@@ -27,6 +27,8 @@ import numpy as np
 
 from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.bound import bound_shape
+from tinyspec.bridge.tinygrad.dtype_names import DTYPES
+from tinyspec.spec.shared import is_host, reads_host
 
 
 @dataclass
@@ -74,7 +76,6 @@ def copy_call(u: Any) -> Any:
   family that cannot read it: a CPU kernel reads NPY directly, an OpenCL one is given a copy), as tinygrad's schedule
   rewrites it: its own pm_copy_from_store gives CALL(COPY(src), dst, src) for a kernel that only copies (and refuses
   any other kernel over two devices). None when it is no such copy: the kernel stays, and kgraph.one_device reports it."""
-  from tinyspec.spec.shared import is_host, reads_host
   devices = set()
   for a in u.src[1:]:
     while a.op.name in ("AFTER", "RESHAPE"): a = a.src[0]
@@ -168,7 +169,6 @@ def _elements(buf: Any) -> np.ndarray:
   """A tinygrad Buffer's elements, copied. tinygrad's Buffer.numpy() views bfloat16 and fp8 storage as float32 (four
   bytes an element: the wrong values, and too few), so a small float is read from its bytes as the numpy type of the
   tinyspec dtype the bridge translates it to (ml_dtypes')."""
-  from tinyspec.bridge.tinygrad.translate import DTYPES
   dt = DTYPES.get(buf.dtype.name)
   if dt is not None and dt.is_small_float: return np.frombuffer(buf.as_memoryview(), dtype=dt.np).copy()
   return np.array(buf.numpy(), copy=True)

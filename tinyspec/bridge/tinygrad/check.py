@@ -20,7 +20,8 @@ import numpy as np
 
 from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.capture import Capture, capture
-from tinyspec.bridge.tinygrad.translate import STAGES, Translation, translate
+from tinyspec.bridge.tinygrad.translate import translate
+from tinyspec.bridge.tinygrad.translator import STAGES, Translation
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.dtype import dtypes, holds_floats
 from tinyspec.uop import Ops, UOp

@@ -29,7 +29,8 @@ import pytest
 
 from tinyspec.bridge.tinygrad.capture import Capture, recording
 from tinyspec.bridge.tinygrad.check import MODES, Report, compare_numbers, spec_violations
-from tinyspec.bridge.tinygrad.translate import STAGES, translate
+from tinyspec.bridge.tinygrad.translate import translate
+from tinyspec.bridge.tinygrad.translator import STAGES
 from tinyspec.fileio import atomic_write
 
 TOO_BIG = "not evaluated (too big)"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from tinyspec.bridge.tinygrad.bound import bound_value, is_bound, is_variable
-from tinyspec.bridge.tinygrad.translate import Untranslatable
+from tinyspec.bridge.tinygrad.untranslatable import Untranslatable
 from tinyspec.dtype import dtypes
 from tinyspec.uop import UOp
 
