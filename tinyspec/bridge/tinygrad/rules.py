@@ -28,8 +28,11 @@ each result truncated to its dtype, weak operands committed to the consumer's dt
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import os
+import platform
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,8 +48,9 @@ from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, NoInstance, TgInstance, Unsupported, instantiate, render,
                                                  tinygrad_fold, tinygrad_value, to_tinyspec)
 from tinyspec.dtype import DType, dtypes
+from tinyspec.prove.cli import resolve_args
 from tinyspec.prove.overflow import overflows_at, shift_counts_defined, strictly_defined
-from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, evaluate_scalar
+from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, default_jobs, encoding_stats, evaluate_scalar
 from tinyspec.prove.prover import prove_rules as prove_all
 from tinyspec.prove.templates import Instance, Slot
 from tinyspec.uop import Ops, UOp, substitute
@@ -72,8 +76,6 @@ class TgRule:
 def _renderer():
   """The ctx of the decomposition rules that read one (fast division asks which dtypes it may widen to): tinygrad's C
   renderer for the CPU device of this machine."""
-  import platform
-
   from tinygrad.helpers import Target
   from tinygrad.renderer.cstyle import ClangRenderer
   arch = {"amd64": "x86_64", "aarch64": "arm64"}.get(m := platform.machine().lower(), m)
@@ -97,7 +99,6 @@ def _location(pat: UPat) -> tuple[str, int]:
 
 
 def tinygrad_rules() -> list[TgRule]:
-  import inspect
   seen: set[tuple[int, int]] = set()
   out: list[TgRule] = []
   for tname, pm in tables():
@@ -250,7 +251,7 @@ class _Pair:
   rhs: UOp
   slots: list[Slot]
   boxes: dict[tuple, Instance] = field(default_factory=dict)
-  tg: dict[tuple, TgInstance] = field(default_factory=dict)
+  instances: dict[tuple, TgInstance] = field(default_factory=dict)   # per box: the tinygrad instance proven there
   after: dict[tuple, TUOp] = field(default_factory=dict)
 
 
@@ -324,7 +325,7 @@ class TgProver:
       box = tuple((s.lo, s.hi) for s in slots)
       if box not in g.boxes:
         g.boxes[box] = Instance(lhs, slots)
-        g.tg[box], g.after[box] = inst, new
+        g.instances[box], g.after[box] = inst, new
     return groups
 
   def prove_dtype(self, r: TgRule, ts_dt: DType) -> TgDtypeResult:
@@ -367,8 +368,8 @@ class TgProver:
   def refutation(self, g: _Pair, cx: Counterexample, ts_dt: DType, kind: str) -> Refutation:
     vals = {s.k: v for s, v in cx.slots}
     box = tuple((s.lo, s.hi) for s, _ in cx.slots)
-    if box not in g.tg: box = next(iter(g.tg))
-    inst, after = g.tg[box], g.after[box]
+    if box not in g.instances: box = next(iter(g.instances))
+    inst, after = g.instances[box], g.after[box]
     consts = {canonical_slot(s): UOp.const(s.dtype, vals[s.k]) for s in g.slots}
     before_c, after_c = substitute(g.lhs, consts), substitute(g.rhs, consts)
     try: ts_l, ts_r = evaluate_scalar(before_c), evaluate_scalar(after_c)
@@ -422,9 +423,6 @@ def select(rules: Sequence[TgRule], glob: str | None) -> list[TgRule]:
 
 def prove_main(args) -> int:
   """`tinyspec prove --target tinygrad`: one line per rule, a summary per dtype; exit 1 when a rule is refuted."""
-  import sys
-  from tinyspec.prove.cli import resolve_args
-  from tinyspec.prove.prover import default_jobs, encoding_stats
   if (err := resolve_args(args)) is not None:
     print(f"tinyspec prove: {err}", file=sys.stderr)
     return 2
