@@ -24,6 +24,7 @@ from tinygrad.uop.ops import GroupOp as TGroup
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import UOp as TUOp
 from tinygrad.uop.ops import UPat, exec_alu
+from tinygrad.uop.spec import spec_shared
 
 from tinyspec.dtype import DType, dtypes, truncate
 from tinyspec.prove.prover import canonical_slot
@@ -198,7 +199,6 @@ class TgBuilder:
 
 def instantiate(pat: UPat, dt, rng: random.Random) -> TgInstance:
   """One instance of pat at template dtype dt, legal by tinygrad's own spec (spec_shared) at every value node."""
-  from tinygrad.uop.spec import spec_shared
   b = TgBuilder(rng, dt)
   root = b.build(pat)
   for u in root.toposort():

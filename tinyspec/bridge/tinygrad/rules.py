@@ -38,11 +38,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
 from tinygrad.dtype import Invalid
 from tinygrad.dtype import dtypes as tdt
+from tinygrad.helpers import Target
+from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import PatternMatcher, UPat
 from tinygrad.uop.ops import UOp as TUOp
+from tinygrad.uop.symbolic import commutative, div_and_mod_symbolic, sym, symbolic, symbolic_simple
 
 from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, NoInstance, TgInstance, Unsupported, instantiate, render,
@@ -76,8 +80,6 @@ class TgRule:
 def _renderer():
   """The ctx of the decomposition rules that read one (fast division asks which dtypes it may widen to): tinygrad's C
   renderer for the CPU device of this machine."""
-  from tinygrad.helpers import Target
-  from tinygrad.renderer.cstyle import ClangRenderer
   arch = {"amd64": "x86_64", "aarch64": "arm64"}.get(m := platform.machine().lower(), m)
   return ClangRenderer(Target(device="CPU", renderer="CLANG", arch=f"{arch},native"))
 
@@ -85,8 +87,6 @@ def _renderer():
 def tables() -> list[tuple[str, PatternMatcher]]:
   """tinygrad's integer rule tables, in the order a rule is attributed to the first that holds it. The decomposition
   tables are the ones the codegen builds for a C renderer (every op available, fast division on)."""
-  from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
-  from tinygrad.uop.symbolic import commutative, div_and_mod_symbolic, symbolic, symbolic_simple, sym
   ops = tuple(sorted(TOps, key=lambda o: o.value))
   return [("symbolic_simple", symbolic_simple), ("commutative", commutative), ("div_and_mod_symbolic", div_and_mod_symbolic),
           ("symbolic", symbolic), ("sym", sym), ("decomp_simplify", get_simplifying_rewrite_patterns(ops)),
