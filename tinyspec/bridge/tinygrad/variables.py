@@ -1,4 +1,4 @@
-"""tinygrad 0.14's bound Variables in tinyspec's DEFINE_VAR / BIND forms: the helpers the rules of table.py share.
+"""tinygrad 0.14's bound Variables in tinyspec's DEFINE_VAR / BIND forms: the helpers the translation rules share.
 
 tinygrad's forms, stage by stage (`Variable("i", 1, 10).bind(3)`):
 - tensor graph: the variable is a 0-d BUFFER of address space ALU whose ParamArg carries its name and

@@ -9,9 +9,8 @@ from tinyspec.bridge.tinygrad.variables import concrete
 from tinyspec.uop import Ops, UOp
 
 
+# tinygrad's movement ops (its GroupOp.Movement): a view of what they take
 GROUP_VIEWS = ("RESHAPE", "EXPAND", "PAD", "SHRINK", "PERMUTE", "FLIP")
-
-
 # what leaves storage the same storage to write through: its views, and a DETACH of it (r_detach)
 STORAGE_VIEWS = (*GROUP_VIEWS, "DETACH")
 
