@@ -18,7 +18,7 @@ from tinyspec.bridge.tinygrad import RULES, TinygradMissingError, Untranslatable
 from tinyspec.bridge.tinygrad.compat import KNOWN, identity, imported  # noqa: E402
 from tinyspec.bridge.tinygrad.check import check_capture, evaluate_callified, main as check_main, run_check  # noqa: E402
 from tinyspec.bridge.tinygrad.table import rules_markdown  # noqa: E402
-from tinyspec.bridge.tinygrad.translate import STAGES, Rule  # noqa: E402
+from tinyspec.bridge.tinygrad.translator import STAGES, Rule  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.spec.tensor import written_slots  # noqa: E402
@@ -312,8 +312,8 @@ def test_a_sharded_kernel_graph_is_checked_per_device(monkeypatch):
   assert not any(rep.violations.values())
   # kept as the kernel over two devices it is, kgraph.one_device reports its args and kernel.one_device its body: the
   # rules are applied to these graphs
-  import tinyspec.bridge.tinygrad.table as table
-  monkeypatch.setattr(table, "copy_call", lambda u: None)
+  import tinyspec.bridge.tinygrad.calls as calls
+  monkeypatch.setattr(calls, "copy_call", lambda u: None)
   vs = run_check(lambda: Tensor(x).shard(("CPU:0", "CPU:1"), axis=0) * 2).violations["kernel_graph"]
   assert vs and {v.rule for _, v in vs} == {"kgraph.one_device", "kernel.one_device"} and "CPU:1" in str(vs[0][1])
 
@@ -443,7 +443,7 @@ def test_a_lane_read_used_as_an_index_is_a_load_of_it():
   # index as it is, INDEX(logits, INDEX(LOAD(SHRINK(labels, 0, 2)), 0)), lane 1 under an ADD. Translated as the lane's
   # INDEX (a place) rather than its LOAD (a number), the bounds proof knew nothing of the index (a violation of
   # kernel.index_bounds though the gate keeps it in [0, 3)) and the evaluator refused the program
-  from tinyspec.bridge.tinygrad.composite import is_vector_load
+  from tinyspec.bridge.tinygrad.indexing import is_vector_load
   def lane(x) -> bool: return x.op.name == "INDEX" and len(x.src) == 2 and is_vector_load(x.src[0])
 
   cap = capture(gather_program, noopt=False)
@@ -491,7 +491,7 @@ def test_a_float16_program_translates_checks_and_reproduces_tinygrad(tmp_path, c
 
 def test_small_float_dtypes_translate_by_tinygrad_name():
   from tinygrad.dtype import dtypes as tgd
-  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.bridge.tinygrad.dtype_names import DTYPES
   # tinygrad's float8_e4m3 saturates to 448 and has no infinity (float_to_fp8 gives NaN for one): OCP's e4m3fn
   pairs = {tgd.half: dtypes.float16, tgd.bfloat16: dtypes.bfloat16, tgd.fp8e4m3: dtypes.float8_e4m3fn, tgd.fp8e5m2: dtypes.float8_e5m2,
            tgd.fp8e4m3fnuz: dtypes.float8_e4m3fnuz, tgd.fp8e5m2fnuz: dtypes.float8_e5m2fnuz}
@@ -507,7 +507,7 @@ def test_fp8_storage_is_read_as_its_elements(name):
   # Normal values only: tinygrad's CPU emulation of fp8 flushes subnormals and stores float8_e5m2fnuz's zero as 0x04
   from tinygrad import Tensor
   from tinygrad.dtype import dtypes as tgd, float_to_fp8
-  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.bridge.tinygrad.dtype_names import DTYPES
   x = np.array([1.0, -1.5, 0.3, 3.25, 100.0, -0.0625, np.nan], np.float32)
   tg = getattr(tgd, name)
   rep = run_check(lambda: Tensor(x).cast(tg).contiguous())
@@ -561,7 +561,7 @@ def test_fp8_conversion_is_tinygrads_float_to_fp8(name):
   # tinyspec's one meaning of converting into an fp8 dtype (round_float) gives the bits tinygrad's float_to_fp8 gives,
   # for the dtype the bridge translates tinygrad's to: saturation past max, infinities, NaN, ties, subnormals, zeros
   from tinygrad.dtype import dtypes as tgd, float_to_fp8
-  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.bridge.tinygrad.dtype_names import DTYPES
   from tinyspec.dtype import round_float
   tg = getattr(tgd, name)
   dt = DTYPES[tg.name]

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip install 'tinyspec[tinygrad]')")
 
 from tinyspec.bridge.tinygrad.check import Report, evaluate_callified, run_check  # noqa: E402
-from tinyspec.bridge.tinygrad.translate import STAGES  # noqa: E402
+from tinyspec.bridge.tinygrad.translator import STAGES  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.uop import Ops, UOp, body_kind, substitute  # noqa: E402
 

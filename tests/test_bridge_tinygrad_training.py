@@ -14,7 +14,7 @@ pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip
 
 from tinyspec.bridge.tinygrad import capture, translate  # noqa: E402
 from tinyspec.bridge.tinygrad.check import Report, check_capture  # noqa: E402
-from tinyspec.bridge.tinygrad.translate import STAGES  # noqa: E402
+from tinyspec.bridge.tinygrad.translator import STAGES  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.spec import Stage, check  # noqa: E402
 from tinyspec.uop import Ops, UOp  # noqa: E402

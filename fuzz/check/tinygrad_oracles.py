@@ -97,7 +97,7 @@ def _tinygrad_dtypes() -> dict[str, Any]:
 def tinygrad_dtype_aliases() -> dict[str, str]:
   """{tinyspec's name: tinygrad's attribute name} for each dtype tinygrad names otherwise (float8_e4m3fn: fp8e4m3), by
   the bridge's dtype table."""
-  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.bridge.tinygrad.dtype_names import DTYPES
   tg = _tinygrad_dtypes()
   out: dict[str, str] = {}
   for attr, d in tg.items():
@@ -211,7 +211,7 @@ def arose_in(out: str, through: Iterable[DType]) -> str:
 def passed_through(u: Any) -> frozenset[DType]:
   """The tinyspec dtypes of every node of a tinygrad graph u (an output's uop in the tensor graph: what its value passed
   through), by the bridge's dtype table; weak and unnamed dtypes are left out."""
-  from tinyspec.bridge.tinygrad.translate import DTYPES
+  from tinyspec.bridge.tinygrad.dtype_names import DTYPES
   return frozenset(DTYPES[x.dtype.name] for x in u.toposort() if getattr(x.dtype, "name", None) in DTYPES)
 
 

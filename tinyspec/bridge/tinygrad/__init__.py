@@ -18,7 +18,9 @@ warn_if_unknown()
 
 from tinyspec.bridge.tinygrad.capture import Capture, capture  # noqa: E402
 from tinyspec.bridge.tinygrad.table import RULES, rules_markdown  # noqa: E402
-from tinyspec.bridge.tinygrad.translate import Translation, Untranslatable, translate  # noqa: E402
+from tinyspec.bridge.tinygrad.translate import translate  # noqa: E402
+from tinyspec.bridge.tinygrad.translator import Translation  # noqa: E402
+from tinyspec.bridge.tinygrad.untranslatable import Untranslatable  # noqa: E402
 
 __all__ = ["TinygradMissingError", "TinygradVersionWarning", "identity", "Capture", "capture", "RULES", "rules_markdown", "Translation",
            "Untranslatable", "translate"]

@@ -11,6 +11,7 @@ holds" is printed only when every stage was checked and every comparison ran.
 from __future__ import annotations
 
 import runpy
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +19,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tinyspec import viz
 from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.capture import Capture, capture
-from tinyspec.bridge.tinygrad.translate import STAGES, Translation, translate
-from tinyspec.spec import Stage, Violation, check
+from tinyspec.bridge.tinygrad.translate import translate
+from tinyspec.bridge.tinygrad.translator import STAGES, Translation
 from tinyspec.dtype import dtypes, holds_floats
+from tinyspec.semantics import evaluate
+from tinyspec.spec import Stage, Violation, check
 from tinyspec.uop import Ops, UOp
 
 # the evaluations of a capture, in the order tinygrad's pipeline makes their graphs
@@ -139,7 +143,6 @@ def _failed(rep: Report, mode: str, e: Exception) -> None:
 def read_outputs(t: Translation, storage: dict[int, Any]) -> list:
   """Each output from the contents of the program's BUFFERs (by id) after a stage ran: its own storage, or the view
   tinygrad left it, evaluated over that storage (None when neither is known)."""
-  from tinyspec.semantics import evaluate
   store = {**t.inputs, **storage}
   out: list = []
   for b, v, m, want in zip(t.outputs, t.output_views, t.output_shards, t.output_shapes):
@@ -173,7 +176,6 @@ def missing_inputs(t: Translation, root: UOp) -> str | None:
 
 def evaluate_outputs(t: Translation, kg: UOp) -> list:
   """Evaluate a translated kernel graph and read each output from the storage it leaves."""
-  from tinyspec.semantics import evaluate
   vals = evaluate(kg, dict(t.inputs))
   by_id: dict[int, Any] = {}
   for entry, v in zip(kg.src, vals):
@@ -185,14 +187,12 @@ def evaluate_outputs(t: Translation, kg: UOp) -> list:
 
 def evaluate_tensor(t: Translation) -> list:
   """Evaluate the translated tensor graph (a SINK of the outputs, before tinygrad realizes anything): each output's value."""
-  from tinyspec.semantics import evaluate
   return list(evaluate(t.graphs["tensor"][0][1], dict(t.inputs)))
 
 
 def evaluate_callified(t: Translation) -> list:
   """Evaluate the translated callified CALL (a precompiled call over the program's BUFFERs: its body stores every output
   into its storage) and read each output from the storage after it."""
-  from tinyspec.semantics import evaluate
   call = t.graphs["callified"][-1][1]
   bufs = list(dict.fromkeys(a for a in call.src[1:] if a.op is Ops.BUFFER))
   vals = evaluate(UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.AFTER, b.dtype, (b, call)) for b in bufs)), dict(t.inputs))
@@ -327,7 +327,6 @@ def _format_one(rep: Report, name: str) -> list[str]:
 
 def draw(rep: Report, name: str, output: str | None = None) -> str | None:
   """Draw the first violating stage's graph (of the first step that has one) with tinyspec's viz, violations highlighted."""
-  from tinyspec import viz
   for stage, vs, r in ((s, r.violations.get(s, []), r) for r in [*rep.steps, rep] for s in STAGES):
     if not vs: continue
     i = vs[0][0]
@@ -344,7 +343,6 @@ EXIT_UNCHECKED = 3  # nothing found, but a stage or a comparison did not run (Re
 def main(file: str, device: str | None = None, show: bool = False, output: str | None = None) -> int:
   """The verb: print the report; exit 0 when all holds, 1 on a violation or mismatch, 2 on unreadable input, 3
   (EXIT_UNCHECKED) when nothing was found but part of the check did not run."""
-  import sys
   try: program = load_program(file)
   except BadInput as e:
     print(f"tinyspec: {e}", file=sys.stderr)

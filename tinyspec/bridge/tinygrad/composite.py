@@ -1,23 +1,25 @@
-"""Rules that spell one tinygrad op with several tinyspec ops: THREEFRY (tinygrad's counter-based random bits), POW and
-STACK used as a value; and the vector load a program reads the lanes of. Each spelling computes what tinygrad computes,
-op for op (tinygrad.codegen.decomp.op.threefry2x32, tinygrad.codegen.decomp.transcendental.xpow), so its numbers are
-tinygrad's bit for bit; tests/test_bridge_random.py compares them with tinygrad's own."""
+"""Rules that spell one tinygrad op with several tinyspec ops: THREEFRY (tinygrad's counter-based random bits), POW,
+STACK used as a value, BITCAST between item sizes, and a float unary op of an integer source. Each spelling computes
+what tinygrad computes, op for op (tinygrad.codegen.decomp.op.threefry2x32, tinygrad.codegen.decomp.transcendental.xpow),
+so its numbers are tinygrad's bit for bit; tests/test_bridge_random.py compares them with tinygrad's own."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from tinyspec.bridge.tinygrad.translate import Tr, Untranslatable, broadcast
+from tinyspec.bridge.tinygrad.arithmetic import broadcast
+from tinyspec.bridge.tinygrad.translator import Translator
+from tinyspec.bridge.tinygrad.untranslatable import Untranslatable
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import GroupOp, Ops, UOp
 
 
 class Spell:
   """Builds tinyspec nodes of one shape (a tensor stage's node shape; () inside a kernel), constants broadcast to it."""
-  def __init__(self, tr: Tr, u: Any):
-    self.tr, self.shape = tr, (() if tr.kernel else tr.shape(u))
+  def __init__(self, tr: Translator, u: Any):
+    self.translator, self.shape = tr, (() if tr.kernel else tr.shape(u))
 
-  def fit(self, x: UOp) -> UOp: return broadcast(self.tr, x, self.shape)
+  def fit(self, x: UOp) -> UOp: return broadcast(self.translator, x, self.shape)
 
   def c(self, dt: DType, v: Any) -> UOp: return self.fit(UOp.const(dt, v))
 
@@ -33,7 +35,7 @@ ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 KS_PARITY = 0x1BD11BDA
 
 
-def r_threefry(tr: Tr, u: Any, want: Any) -> UOp:
+def r_threefry(tr: Translator, u: Any, want: Any) -> UOp:
   """THREEFRY(x, key) on uint64: Threefry-2x32 with 20 rounds of x's two 32-bit halves under key's, as tinygrad decomposes
   it (threefry2x32): key schedule (k1, k0 ^ k1 ^ 0x1BD11BDA, k0), rotations by SHL + SHR, the result's halves swapped back."""
   dt = tr.dtype(u, want)
@@ -62,7 +64,7 @@ def r_threefry(tr: Tr, u: Any, want: Any) -> UOp:
 
 
 # ---- POW ----
-def r_pow(tr: Tr, u: Any, want: Any) -> UOp:
+def r_pow(tr: Translator, u: Any, want: Any) -> UOp:
   """POW(b, e) on floats as tinygrad computes it (xpow): exp2(e * log2|b|); for b < 0 NaN where e is no integer (b = -inf
   aside) and negated where e is odd; 1 where e == 0."""
   dt = tr.dtype(u, want)
@@ -81,7 +83,7 @@ def r_pow(tr: Tr, u: Any, want: Any) -> UOp:
   return s.op(Ops.WHERE, s.op(Ops.CMPEQ, e, zero), s.c(dt, 1.0), s.op(Ops.WHERE, neg, neg_base, ret))
 
 
-def int_pow(tr: Tr, u: Any, dt: DType) -> UOp:
+def int_pow(tr: Translator, u: Any, dt: DType) -> UOp:
   """POW(b, e) on a fixed-width integer dtype: b ** e exactly, wrapping as MUL does (square and multiply over e's bits:
   WHERE(bit i of e, acc * p, acc), p squared each step); for e < 0 the real b ** e truncated toward zero (1 for b = 1,
   +-1 for b = -1, else 0; 0 ** e, undefined as a real, is 0). tinygrad means x ** y by this (Python's int power, and its
@@ -106,7 +108,7 @@ def int_pow(tr: Tr, u: Any, dt: DType) -> UOp:
 
 
 # ---- STACK as a value ----
-def r_stack(tr: Tr, u: Any, want: Any) -> UOp:
+def r_stack(tr: Translator, u: Any, want: Any) -> UOp:
   """STACK(x_0, ..., x_n-1) in a tensor graph: the sources side by side along a new first axis (shape (n,) + x_0's). Each
   source is placed by a PAD into its row and picked by a WHERE over a PADded mask of True, as tinyspec's `cat` writes it
   (exact for every dtype: -0.0 and NaN survive, bool needs no arithmetic)."""
@@ -128,41 +130,11 @@ def r_stack(tr: Tr, u: Any, want: Any) -> UOp:
   return out
 
 
-# ---- a program's vector load, read lane by lane ----
-def is_vector_load(u: Any) -> bool:
-  """LOAD(SHRINK(storage, offset, CAST(CONST n))): a program's load of n elements at once (tinygrad's coalesced load),
-  whose lanes INDEX(load, lane) read."""
-  return u.op.name == "LOAD" and len(u.src) == 1 and u.src[0].op.name == "SHRINK" and len(u.src[0].src) == 3
-
-
-def lane_read(tr: Tr, u: Any) -> UOp:
-  """INDEX(LOAD(SHRINK(buf, offset, n)), lane): element offset + lane of buf, an INDEX of buf itself (loads have no
-  effect, so reading the lane when it is used is reading it when the vector was loaded)."""
-  shrink = u.src[0].src[0]
-  buf, off, _ = shrink.src
-  tr.seen(u.src[0], shrink, *shrink.src[2].toposort())
-  o = tr.value(off, dtypes.index)   # a program's index dtype (int32) is the offset's
-  idx = UOp(Ops.ADD, o.dtype, (o, tr.value(u.src[1], o.dtype)))
-  return UOp(Ops.INDEX, tr.dtype(u), (tr(buf), idx))
-
-
-def vector_length(x: Any, s: Any, users: dict[Any, list]) -> bool:
-  """Whether s is the length (third source) of x, a folded vector load's SHRINK: a size, folded like a PARAM's."""
-  return x.op.name == "SHRINK" and len(x.src) == 3 and x.src[2] is s and s is not x.src[1] and folded_vector_part(x, users)
-
-
-def folded_vector_part(u: Any, users: dict[Any, list]) -> bool:
-  """A program's node that its users' translations take in: a vector load all of whose users read lanes of it (and
-  its SHRINK), so the LINEAR does not list it."""
-  if u.op.name == "SHRINK" and len(u.src) == 3: return bool(users.get(u)) and all(is_vector_load(x) for x in users[u])
-  return is_vector_load(u) and bool(users.get(u)) and all(x.op.name == "INDEX" and len(x.src) == 2 and x.src[0] is u for x in users[u])
-
-
 # ---- BITCAST between item sizes ----
 UNSIGNED = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
-def lanes(tr: Tr, shape: tuple[int, ...], values: list[int], dt: DType) -> UOp:
+def lanes(tr: Translator, shape: tuple[int, ...], values: list[int], dt: DType) -> UOp:
   """A constant of shape (..., k) whose last axis holds values (k of them), every other axis repeating it."""
   k = len(values)
   row = UOp(Ops.PAD, dt, (UOp.const(dt, values[0]).reshape((1,)),), ((0, k),))
@@ -180,7 +152,7 @@ def as_unsigned(x: UOp) -> UOp:
 def from_unsigned(x: UOp, dt: DType) -> UOp: return x if x.dtype is dt else UOp(Ops.BITCAST, dt, (x,))
 
 
-def r_bitcast(tr: Tr, u: Any, want: Any) -> UOp:
+def r_bitcast(tr: Translator, u: Any, want: Any) -> UOp:
   """BITCAST(x) to a dtype of another item size in a tensor graph rescales the last axis (little-endian, as tinygrad's
   Tensor.bitcast): to a narrower dtype each element splits into k = size ratio lanes, lane j its bits 8 * size * j up
   (SHR, CAST to the narrow unsigned dtype); to a wider one k consecutive elements join (CAST to the wide unsigned dtype,
@@ -211,7 +183,7 @@ def r_float_unary(op: Ops) -> Any:
   """RECIPROCAL, SQRT, EXP2, LOG2, SIN of an integer or bool x: tinygrad gives the node the float dtype of x
   (least_upper_float: `x / y` on int tensors is x cast to float times RECIPROCAL(y)) and its programs convert x first,
   so it is op(CAST(x)); of a float x, op(x)."""
-  def fn(tr: Tr, u: Any, want: Any) -> UOp:
+  def fn(tr: Translator, u: Any, want: Any) -> UOp:
     dt = tr.dtype(u, want)
     x = u.src[0]
     src = tr.value(x, dt)

@@ -26,11 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import pytest
+from tinygrad.helpers import Context
 
-from tinyspec.bridge.tinygrad.capture import Capture, recording
+from tinyspec.bridge.tinygrad.capture import Capture
 from tinyspec.bridge.tinygrad.check import MODES, Report, compare_numbers, spec_violations
-from tinyspec.bridge.tinygrad.translate import STAGES, translate
+from tinyspec.bridge.tinygrad.recording import recording
+from tinyspec.bridge.tinygrad.translate import translate
+from tinyspec.bridge.tinygrad.translator import STAGES
 from tinyspec.fileio import atomic_write
+from tinyspec.semantics import kernel
 
 TOO_BIG = "not evaluated (too big)"
 JSON_EVERY = 60.0   # seconds between writes of the JSON while the session runs
@@ -123,7 +127,6 @@ def largest(t: Any) -> int:
 @contextlib.contextmanager
 def iteration_bound(n: int) -> Iterator[None]:
   """The evaluator's loop-nest limit lowered to n for the block (its own refusal, an EvalError, then counts as too big)."""
-  from tinyspec.semantics import kernel
   saved, kernel.MAX_ITERATIONS = kernel.MAX_ITERATIONS, min(n, kernel.MAX_ITERATIONS)
   try: yield
   finally: kernel.MAX_ITERATIONS = saved
@@ -172,7 +175,6 @@ class Plugin:
       except Exception as e: self._error(item, e, "check")   # tinyspec's failure is never the test's
     cm = contextlib.ExitStack()
     try:
-      from tinygrad.helpers import Context
       cm.enter_context(Context(PARALLEL=0))
       cm.enter_context(recording(inputs=self.mode == "eval", outputs=self.mode == "eval", on_capture=take))
     except Exception as e:   # the hooks could not be installed: undo what was, run the test as it is, count the error

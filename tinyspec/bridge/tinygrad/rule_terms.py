@@ -24,6 +24,7 @@ from tinygrad.uop.ops import GroupOp as TGroup
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import UOp as TUOp
 from tinygrad.uop.ops import UPat, exec_alu
+from tinygrad.uop.spec import spec_shared
 
 from tinyspec.dtype import DType, dtypes, truncate
 from tinyspec.prove.prover import canonical_slot
@@ -67,7 +68,7 @@ class TgBuilder:
   """One random instance of a tinygrad UPat at a template dtype (a tinygrad dtype)."""
 
   def __init__(self, rng: random.Random, dt):
-    self.rng, self.dt = rng, dt
+    self.rng, self.template_dtype = rng, dt
     self.slots: list[tuple[TUOp, Slot]] = []
     self.bind: dict[str, TUOp] = {}
     self.consts: list[int] = []
@@ -75,12 +76,12 @@ class TgBuilder:
   def pick_dtype(self, allowed, hint):
     if allowed is None: return hint
     if hint in allowed: return hint
-    if self.dt in allowed: return self.dt
+    if self.template_dtype in allowed: return self.template_dtype
     ints = [d for d in allowed if d in TG_DTYPE]
     if not ints: raise NoInstance(f"dtypes {sorted(d.name for d in allowed)} have no integer meaning")
-    if tdt.weakint in ints and self.dt is tdt.weakint: return tdt.weakint
+    if tdt.weakint in ints and self.template_dtype is tdt.weakint: return tdt.weakint
     # the nearest width to the template's (int32 for uint32 where only signed ints match)
-    bits = 64 if self.dt is tdt.weakint else self.dt.itemsize * 8
+    bits = 64 if self.template_dtype is tdt.weakint else self.template_dtype.itemsize * 8
     return min(ints, key=lambda d: (abs((64 if d is tdt.weakint else d.itemsize * 8) - bits), d is tdt.weakint, d in tdt.uints, d.name))
 
   def const_value(self, dt) -> Any:
@@ -95,8 +96,8 @@ class TgBuilder:
       s = r.choice([s for _, s in self.slots if s.dtype.kind != "b"] or [s for _, s in self.slots])
       v = r.choice([s.lo, s.hi, s.hi + 1, s.lo - 1, -s.hi, -s.lo, s.hi - s.lo + 1, -s.hi - 1, s.hi // 2 + 1])
     elif r.random() < 0.15: v = r.randint(-1000, 1000)
-    else: v = r.choice(representative_consts(TG_DTYPE.get(self.dt, ts) if dt is tdt.weakint else ts))
-    v = int(truncate(v, TG_DTYPE.get(self.dt, ts) if dt is tdt.weakint else ts))
+    else: v = r.choice(representative_consts(TG_DTYPE.get(self.template_dtype, ts) if dt is tdt.weakint else ts))
+    v = int(truncate(v, TG_DTYPE.get(self.template_dtype, ts) if dt is tdt.weakint else ts))
     if v: self.consts.append(v)
     return v
 
@@ -119,7 +120,7 @@ class TgBuilder:
     if dt is tdt.bool:
       if r < 0.6: return self.new_slot(dt)
       if r < 0.75: return TUOp.const(self.rng.random() < 0.5, tdt.bool)
-      idt = self.dt if self.dt is not tdt.bool else tdt.int32
+      idt = self.template_dtype if self.template_dtype is not tdt.bool else tdt.int32
       return self.new_slot(idt) < self.leaf(idt)
     if dt not in TG_DTYPE: raise NoInstance(f"a leaf of {dt.name}")
     if r < 0.45: return self.new_slot(dt)
@@ -133,7 +134,7 @@ class TgBuilder:
     return self.new_slot(dt).alu(mod, c)
 
   def build(self, pat: UPat, hint=None) -> TUOp:
-    hint = self.dt if hint is None else hint
+    hint = self.template_dtype if hint is None else hint
     if pat.is_any: return self.build(self.rng.choice(list(pat.src[0])), hint)
     if pat.name is not None and pat.name in self.bind:
       u = self.bind[pat.name]
@@ -173,8 +174,8 @@ class TgBuilder:
       p = sp(i)
       return self.build(p, hint) if p is not None else self.leaf(hint)
     if op is TOps.CAST:
-      out = self.pick_dtype(pat.match_dtype, self.dt if self.rng.random() < 0.6 else self.rng.choice(CAST_DTYPES))
-      x = src(0, self.rng.choice(CAST_DTYPES) if self.rng.random() < 0.7 else self.dt)
+      out = self.pick_dtype(pat.match_dtype, self.template_dtype if self.rng.random() < 0.6 else self.rng.choice(CAST_DTYPES))
+      x = src(0, self.rng.choice(CAST_DTYPES) if self.rng.random() < 0.7 else self.template_dtype)
       if x.dtype is out: raise NoInstance("a CAST to its own dtype")
       return x.cast(out)
     if op is TOps.TRUNC: return TUOp(TOps.TRUNC, src=(src(0, dt),))
@@ -183,7 +184,7 @@ class TgBuilder:
       a = src(1, dt)
       return TUOp(TOps.WHERE, src=(c, a, src(2, a.dtype)))
     if op in TGroup.Comparison:
-      x = self.dt if self.dt is not tdt.bool and self.rng.random() < 0.8 else tdt.bool
+      x = self.template_dtype if self.template_dtype is not tdt.bool and self.rng.random() < 0.8 else tdt.bool
       a = src(0, x)
       return TUOp(op, src=(a, src(1, a.dtype if a.dtype is not tdt.weakint else x)))
     if op is TOps.MULACC:
@@ -198,7 +199,6 @@ class TgBuilder:
 
 def instantiate(pat: UPat, dt, rng: random.Random) -> TgInstance:
   """One instance of pat at template dtype dt, legal by tinygrad's own spec (spec_shared) at every value node."""
-  from tinygrad.uop.spec import spec_shared
   b = TgBuilder(rng, dt)
   root = b.build(pat)
   for u in root.toposort():

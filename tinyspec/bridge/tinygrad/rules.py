@@ -28,25 +28,33 @@ each result truncated to its dtype, weak operands committed to the consumer's dt
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import os
+import platform
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
 from tinygrad.dtype import Invalid
 from tinygrad.dtype import dtypes as tdt
+from tinygrad.helpers import Target
+from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.uop.ops import Ops as TOps
 from tinygrad.uop.ops import PatternMatcher, UPat
 from tinygrad.uop.ops import UOp as TUOp
+from tinygrad.uop.symbolic import commutative, div_and_mod_symbolic, sym, symbolic, symbolic_simple
 
 from tinyspec.bridge.tinygrad import compat
 from tinyspec.bridge.tinygrad.rule_terms import (INT_OPS, TG_DTYPE, TS_DTYPE, NoInstance, TgInstance, Unsupported, instantiate, render,
                                                  tinygrad_fold, tinygrad_value, to_tinyspec)
 from tinyspec.dtype import DType, dtypes
+from tinyspec.prove.cli import resolve_args
 from tinyspec.prove.overflow import overflows_at, shift_counts_defined, strictly_defined
-from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, evaluate_scalar
+from tinyspec.prove.prover import Counterexample, DtypeResult, Prover, canonical_slot, default_jobs, encoding_stats, evaluate_scalar
 from tinyspec.prove.prover import prove_rules as prove_all
 from tinyspec.prove.templates import Instance, Slot
 from tinyspec.uop import Ops, UOp, substitute
@@ -72,10 +80,6 @@ class TgRule:
 def _renderer():
   """The ctx of the decomposition rules that read one (fast division asks which dtypes it may widen to): tinygrad's C
   renderer for the CPU device of this machine."""
-  import platform
-
-  from tinygrad.helpers import Target
-  from tinygrad.renderer.cstyle import ClangRenderer
   arch = {"amd64": "x86_64", "aarch64": "arm64"}.get(m := platform.machine().lower(), m)
   return ClangRenderer(Target(device="CPU", renderer="CLANG", arch=f"{arch},native"))
 
@@ -83,8 +87,6 @@ def _renderer():
 def tables() -> list[tuple[str, PatternMatcher]]:
   """tinygrad's integer rule tables, in the order a rule is attributed to the first that holds it. The decomposition
   tables are the ones the codegen builds for a C renderer (every op available, fast division on)."""
-  from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
-  from tinygrad.uop.symbolic import commutative, div_and_mod_symbolic, symbolic, symbolic_simple, sym
   ops = tuple(sorted(TOps, key=lambda o: o.value))
   return [("symbolic_simple", symbolic_simple), ("commutative", commutative), ("div_and_mod_symbolic", div_and_mod_symbolic),
           ("symbolic", symbolic), ("sym", sym), ("decomp_simplify", get_simplifying_rewrite_patterns(ops)),
@@ -97,7 +99,6 @@ def _location(pat: UPat) -> tuple[str, int]:
 
 
 def tinygrad_rules() -> list[TgRule]:
-  import inspect
   seen: set[tuple[int, int]] = set()
   out: list[TgRule] = []
   for tname, pm in tables():
@@ -250,7 +251,7 @@ class _Pair:
   rhs: UOp
   slots: list[Slot]
   boxes: dict[tuple, Instance] = field(default_factory=dict)
-  tg: dict[tuple, TgInstance] = field(default_factory=dict)
+  instances: dict[tuple, TgInstance] = field(default_factory=dict)   # per box: the tinygrad instance proven there
   after: dict[tuple, TUOp] = field(default_factory=dict)
 
 
@@ -324,7 +325,7 @@ class TgProver:
       box = tuple((s.lo, s.hi) for s in slots)
       if box not in g.boxes:
         g.boxes[box] = Instance(lhs, slots)
-        g.tg[box], g.after[box] = inst, new
+        g.instances[box], g.after[box] = inst, new
     return groups
 
   def prove_dtype(self, r: TgRule, ts_dt: DType) -> TgDtypeResult:
@@ -367,8 +368,8 @@ class TgProver:
   def refutation(self, g: _Pair, cx: Counterexample, ts_dt: DType, kind: str) -> Refutation:
     vals = {s.k: v for s, v in cx.slots}
     box = tuple((s.lo, s.hi) for s, _ in cx.slots)
-    if box not in g.tg: box = next(iter(g.tg))
-    inst, after = g.tg[box], g.after[box]
+    if box not in g.instances: box = next(iter(g.instances))
+    inst, after = g.instances[box], g.after[box]
     consts = {canonical_slot(s): UOp.const(s.dtype, vals[s.k]) for s in g.slots}
     before_c, after_c = substitute(g.lhs, consts), substitute(g.rhs, consts)
     try: ts_l, ts_r = evaluate_scalar(before_c), evaluate_scalar(after_c)
@@ -422,9 +423,6 @@ def select(rules: Sequence[TgRule], glob: str | None) -> list[TgRule]:
 
 def prove_main(args) -> int:
   """`tinyspec prove --target tinygrad`: one line per rule, a summary per dtype; exit 1 when a rule is refuted."""
-  import sys
-  from tinyspec.prove.cli import resolve_args
-  from tinyspec.prove.prover import default_jobs, encoding_stats
   if (err := resolve_args(args)) is not None:
     print(f"tinyspec prove: {err}", file=sys.stderr)
     return 2

@@ -1,4 +1,4 @@
-"""tinygrad 0.14's bound Variables in tinyspec's DEFINE_VAR / BIND forms: the helpers the rules of table.py share.
+"""tinygrad 0.14's bound Variables in tinyspec's DEFINE_VAR / BIND forms: the helpers the translation rules share.
 
 tinygrad's forms, stage by stage (`Variable("i", 1, 10).bind(3)`):
 - tensor graph: the variable is a 0-d BUFFER of address space ALU whose ParamArg carries its name and
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from tinyspec.bridge.tinygrad.bound import bound_value, is_bound, is_variable
-from tinyspec.bridge.tinygrad.translate import Untranslatable
+from tinyspec.bridge.tinygrad.untranslatable import Untranslatable
 from tinyspec.dtype import dtypes
 from tinyspec.uop import UOp
 
