@@ -12,8 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.check.local_eval import LocalEval, free_ranges
 from fuzz.generate.safety import Analysis, Info, Unsafe, node_info, unsafe_reason
 from fuzz.generate.compositions import MAX_COMPOSE_SIZE
-from fuzz.generate.strategies import (ELEMENTWISE, MOVEMENT, TensorGen, case_for, cases, in_bounds, index_exprs, kernel_graphs,
-                                      operand_dtypes)
+from fuzz.generate.case import ELEMENTWISE, MOVEMENT
+from fuzz.generate.index_kernels import in_bounds
+from fuzz.generate.kinds import case_for
+from fuzz.generate.strategies import cases, index_exprs, kernel_graphs
+from fuzz.generate.tensor import TensorGen, operand_dtypes
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.semantics import evaluate
@@ -342,7 +345,7 @@ def test_generators_make_bounded_variables(many):
 
 # ---- frontend compositions ----
 def test_campaign_cases_include_every_frontend_composition():
-  from fuzz.generate.strategies import COMPOSITION_NAMES
+  from fuzz.generate.case import COMPOSITION_NAMES
   comps = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0, "kind:scatter": 0.0}) for i in range(160))
            if "kind:compose" in c.features]
   assert len(comps) > 100
@@ -370,7 +373,7 @@ def test_campaign_cases_include_every_frontend_composition():
 
 def test_compositions_leave_no_data_in_the_frontend():
   from fuzz.generate.compositions import composition_case
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   from tinyspec.frontend import Tensor, data_scope, inputs_of
   kept = Tensor([1, 2, 3])
   with data_scope():
@@ -384,7 +387,7 @@ def test_compositions_leave_no_data_in_the_frontend():
 
 def test_frontend_compositions_agree_exactly_on_the_cpu():
   from fuzz.generate.compositions import composition_case
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   from tinyspec.runtime import run
   cases = [composition_case(random.Random(f"compose-cpu:{i}"), default_weights()) for i in range(24)]
   for c in cases:
