@@ -286,6 +286,24 @@ def test_opaque_call_writes_are_analysed():
   assert "holding 0" in unsafe_reason(div, {901: np.array([1, 2, 3, 4], np.int32), 902: np.array([0, 1, 2, 3], np.int32)})
 
 
+def test_each_walk_keeps_what_it_learns():
+  # what a walk learns (what an opaque call writes, the values stored) is on its own Facts: a second walk of the same
+  # graph with other inputs starts from nothing and sees its own inputs' writes
+  out, src = UOp.buffer(dtypes.int32, 4, id=907), UOp.buffer(dtypes.int32, 4, id=908)
+  call = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld * UOp.const(dtypes.int32, 3)), out, src))
+  after = out.after(call)
+  first = Analysis({907: np.zeros(4, np.int32), 908: np.array([1, 2, 3, 4], np.int32)})
+  assert (first.info(after).lo, first.info(after).hi) == (0, 12) and call in first.facts.call_writes
+  second = Analysis({907: np.zeros(4, np.int32), 908: np.array([-5, 0, 0, 0], np.int32)})
+  assert second.facts is not first.facts and not second.facts.call_writes and not second.facts.values
+  assert (second.info(after).lo, second.info(after).hi) == (-15, 0)
+  # one generator run shares one Facts between the analyses of its scopes, and the next run has its own
+  gens = [TensorGen(random.Random(f"facts:{i}")) for i in range(2)]
+  for g in gens: g.case()
+  assert gens[0].facts is not gens[1].facts and gens[0].facts.values
+  assert gens[0].outer is not None and gens[0].outer.an.facts is gens[0].facts
+
+
 def test_unsafe_opaque_calls_are_rejected():
   out, src, other = (UOp.buffer(dtypes.int32, 4, id=i) for i in (903, 904, 905))
   ins = {903: np.zeros(4, np.int32), 904: np.arange(4, dtype=np.int32), 905: np.arange(4, dtype=np.int32)}
