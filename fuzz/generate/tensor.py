@@ -68,7 +68,6 @@ def _device(*us: UOp) -> Any:
   return next((d for u in us if (d := u.device) is not None), None)
 
 
-
 class TensorGen:
   """Builds one TENSOR graph, legal by construction, and its inputs, from a Random.
 
