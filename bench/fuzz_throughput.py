@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fuzz.engine.campaign import CampaignConfig, CaseRunner, run_campaign  # noqa: E402
 from fuzz.reduce.graph import node_count  # noqa: E402
-from fuzz.generate.strategies import case_for  # noqa: E402
+from fuzz.generate.kinds import case_for  # noqa: E402
 
 PHASES = ("generate", "lower", "spec", "evaluate", "compile", "run", "reduce")
 

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fuzz.generate.kernels import rmw_kernel_case  # noqa: E402
-from fuzz.generate.strategies import Case  # noqa: E402
+from fuzz.generate.case import Case  # noqa: E402
 from tinyspec.lower.kernel_map import kernel_calls  # noqa: E402
 from tinyspec.runtime import cpu  # noqa: E402
 from tinyspec.semantics import evaluate  # noqa: E402

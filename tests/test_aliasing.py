@@ -12,7 +12,8 @@ from fuzz.check.blame import local_change
 from fuzz.check.oracles import Checker, Config, lower_options
 from fuzz.generate.aliasing import aliasing_case
 from fuzz.generate.safety import unsafe_reason
-from fuzz.generate.strategies import ALIAS_FORMS, case_for, default_weights
+from fuzz.generate.case import ALIAS_FORMS, default_weights
+from fuzz.generate.kinds import case_for
 from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec import Ops, Stage, UOp, check
 from tinyspec.lower.base import LowerOptions

@@ -10,7 +10,7 @@ import pytest
 from fuzz.check.gradient_oracle import call_gradient_mismatches
 from fuzz.check.numeric_grad import local_mismatch, numeric_gradient_check
 from fuzz.check.oracles import Checker, Config
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec.autograd import full_like, pm_gradient
 from tinyspec.dtype import dtypes
 from tinyspec.rewrite import PatternMatcher
@@ -155,7 +155,7 @@ def test_a_wrong_rule_inside_a_call_is_seen_by_the_numeric_oracle_only(rules, na
 def test_the_checker_takes_the_rule_table_from_its_config():
   x = Leaves(6)
   root = UOp(Ops.SINK, src=(value_call(lambda p: p.alu(Ops.SIN), x((2, 3), -1.0, 1.0)),))
-  from fuzz.generate.strategies import Case
+  from fuzz.generate.case import Case
   case = Case(root, x.inputs, {"callify": "inline"}, index=0)
   assert Checker(Config()).gradient(case) is None
   f = Checker(Config(gradient_rules=SIN_AS_SIN)).gradient(case)
@@ -205,7 +205,7 @@ def test_a_tie_is_skipped_not_reported():
   import random
   from fuzz.check import numeric_grad
   from fuzz.generate.compositions import composition_case
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   c = composition_case(random.Random("g:18"), default_weights())
   assert {"compose:scan", "dtype:float32"} <= c.features
   got = numeric_grad.numeric_gradient_check(c.root, c.inputs, seed=0)

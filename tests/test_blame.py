@@ -18,7 +18,7 @@ from fuzz.corpus.store import bug_group, entry_name, same_bug
 from fuzz.engine.campaign import Campaign, CampaignConfig
 from fuzz.engine.runner import Found
 from fuzz.engine.targets import Reported
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from fuzz.testbed.mutants import MUTANTS, MUTANTS_BY_NAME, PASS_RULE
 from tinyspec import Stage
 from tinyspec.dtype import dtypes

@@ -18,7 +18,7 @@ import pytest
 
 from fuzz.corpus.store import entries, load_entry
 from fuzz.engine.campaign import CampaignConfig, run_campaign
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec.lower.base import Pass
 from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.runtime.procs import cpu_count

@@ -222,7 +222,7 @@ def test_a_value_of_constants_read_on_two_devices_is_computed_on_each():
 
 
 def test_generated_cases_with_copies_combine_values_of_one_device():
-  from fuzz.generate.strategies import case_for
+  from fuzz.generate.kinds import case_for
   seen = 0
   for i in range(60):
     c = case_for(5, i, {"step:copy": 0.6, "copy:back": 2.0})

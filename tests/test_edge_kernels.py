@@ -11,7 +11,8 @@ import pytest
 
 from fuzz.check.backend_blame import RENDERED_BY, probe, rendered_by
 from fuzz.check.oracles import Checker, Config
-from fuzz.generate.edge_kernels import CONSTRUCTS, EdgeKernelGen, edge_kernel_case
+from fuzz.generate.case import EDGE_CONSTRUCTS
+from fuzz.generate.edge_kernels import EdgeKernelGen, edge_kernel_case
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec.dtype import dtypes
@@ -42,14 +43,14 @@ def test_edge_cases_pass_the_screen_and_draw_every_construct() -> None:
     c = EdgeKernelGen(random.Random(s)).case()
     assert kernel_unsafe_reason(c.root, c.inputs) is None, s
     seen |= {f.split(":")[1] for f in c.features if f.startswith("edge:")}
-  assert seen == set(CONSTRUCTS)
+  assert seen == set(EDGE_CONSTRUCTS)
   # the inputs hold the points: a zero divisor, NaN, an infinity
   vals = [a for s in range(40) for a in edge_kernel_case(random.Random(s)).inputs.values()]
   assert any(a.dtype.kind == "f" and np.isnan(a).any() for a in vals) and any(a.dtype.kind == "f" and np.isinf(a).any() for a in vals)
 
 
 def test_a_construct_weight_of_zero_turns_it_off() -> None:
-  w = {f"edge:{k}": 0.0 for k in CONSTRUCTS} | {"edge:divmod": 1.0}
+  w = {f"edge:{k}": 0.0 for k in EDGE_CONSTRUCTS} | {"edge:divmod": 1.0}
   feats = {f for s in range(20) for f in edge_kernel_case(random.Random(s), w).features if f.startswith("edge:")}
   assert feats == {"edge:divmod"}
 

@@ -11,7 +11,7 @@ import pytest
 from fuzz.check.agree import compare, floats_agree
 from fuzz.check.oracles import Checker, Config
 from fuzz.generate.safety import Analysis, unsafe_reason
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops import DTYPE_CLASS, accepts
 from tinyspec.ops.scalar import cast_undefined

@@ -37,7 +37,7 @@ def test_same_seed_same_campaign_and_resume(tmp_path):
   assert sa["coverage"] == sb["coverage"] and sa["weights"] == sb["weights"] and sa["epoch_results"] == sb["epoch_results"]
   assert sa["coverage"]  # rules fired
   # steering moved some weights after the first epoch
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   assert sa["weights"] != default_weights()
 
 
@@ -104,7 +104,7 @@ def test_cli_repro_exit_codes(tmp_path, capsys):
   import numpy as np
 
   from fuzz.corpus.store import write_entry
-  from fuzz.generate.strategies import Case
+  from fuzz.generate.case import Case
   from tinyspec.dtype import dtypes
   from tinyspec.uop import Ops, UOp
   b = UOp.buffer(dtypes.float32, 4, id=600)

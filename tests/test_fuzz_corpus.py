@@ -9,7 +9,8 @@ import pytest
 from tinyspec.fileio import atomic_write
 from fuzz.corpus.store import entries, entry_name, load_entry, render_entry, same_bug, write_entry
 from fuzz.engine.targets import replay
-from fuzz.generate.strategies import Case, case_for
+from fuzz.generate.case import Case
+from fuzz.generate.kinds import case_for
 from tinyspec.dtype import dtypes
 from tinyspec.loadfile import InputError
 from tinyspec.uop import Ops, UOp

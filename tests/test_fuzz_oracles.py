@@ -7,7 +7,8 @@ import pytest
 from fuzz.check.blame import bisect, count_steps, creator, first_failing_step, local_change
 from fuzz.check.oracles import Checker, Config, compare, union_violations
 from fuzz.reduce.graph import node_count, reduce_case
-from fuzz.generate.strategies import Case, case_for
+from fuzz.generate.case import Case
+from fuzz.generate.kinds import case_for
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace

@@ -14,7 +14,7 @@ from fuzz.check.oracles import Checker, Config
 from fuzz.engine.changed_rules import changed_rules, prove_changed
 from fuzz.generate.int_kernels import int_kernel_case
 from fuzz.generate.opts import Spot, draw_opts, every_opt, kernel_spots, split_factor, tensor_spots
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec.dtype import dtypes
 from tinyspec.lower.pipeline import lower

@@ -19,7 +19,7 @@ from fuzz.reduce.isolated import run_isolated
 from fuzz.reduce.kernel import drop_range, shrink_buffers
 from fuzz.reduce.shapes import shape_moves
 from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import Pass
 from tinyspec.semantics import evaluate

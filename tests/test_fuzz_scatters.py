@@ -8,8 +8,9 @@ import pytest
 
 from fuzz.check.agree import compare
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
-from fuzz.generate.scatters import FORM_WEIGHTS, scatter_kernel_case
-from fuzz.generate.strategies import case_for
+from fuzz.generate.case import SCATTER_FORM_WEIGHTS
+from fuzz.generate.scatters import scatter_kernel_case
+from fuzz.generate.kinds import case_for
 from tinyspec import Stage, check
 from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.semantics.graph import evaluate
@@ -34,7 +35,7 @@ def test_cases_are_legal_screened_and_keep_their_meaning_through_the_passes():
     for name, r in stages.items(): assert compare(ref, evaluate(r, c.copy_inputs())) is None, (s, name)
     scattered += bool(_atomics(stages["linearize"]))
     feats |= c.features
-  assert {f"scatter:{f}" for f in FORM_WEIGHTS} | {"scatter:atomic:ADD", "scatter:atomic:MAX", "scatter:threads", "scatter:base"} <= feats
+  assert {f"scatter:{f}" for f in SCATTER_FORM_WEIGHTS} | {"scatter:atomic:ADD", "scatter:atomic:MAX", "scatter:threads", "scatter:base"} <= feats
   assert scattered >= 50  # one-hot sums over one row fold to a masked sum, not a scatter
 
 

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.check.agree import compare
 from fuzz.check.multi_twin import SHARD_DEVICES, multi_devices, one_device_twin, sharded_twin
 from fuzz.check.oracles import Checker, Config
-from fuzz.generate.shards import multi_case, multi_cases
-from fuzz.generate.strategies import case_for
+from fuzz.generate.shards import multi_case
+from fuzz.generate.strategies import multi_cases
+from fuzz.generate.kinds import case_for
 from fuzz.testbed.mutants import MUTANTS_BY_NAME
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes

@@ -18,7 +18,9 @@ from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.generate.edge_kernels import edge_kernel_case
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.safety import unsafe_reason
-from fuzz.generate.strategies import ELEMENTWISE, Case, case_for, operand_dtypes
+from fuzz.generate.case import ELEMENTWISE, Case
+from fuzz.generate.kinds import case_for
+from fuzz.generate.tensor import operand_dtypes
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.runtime.cpu import available_compilers

@@ -12,8 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.check.local_eval import LocalEval, free_ranges
 from fuzz.generate.safety import Analysis, Info, Unsafe, node_info, unsafe_reason
 from fuzz.generate.compositions import MAX_COMPOSE_SIZE
-from fuzz.generate.strategies import (ELEMENTWISE, MOVEMENT, TensorGen, case_for, cases, in_bounds, index_exprs, kernel_graphs,
-                                      operand_dtypes)
+from fuzz.generate.case import ELEMENTWISE, MOVEMENT
+from fuzz.generate.index_kernels import in_bounds
+from fuzz.generate.kinds import case_for
+from fuzz.generate.strategies import cases, index_exprs, kernel_graphs
+from fuzz.generate.tensor import TensorGen, operand_dtypes
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.semantics import evaluate
@@ -283,6 +286,24 @@ def test_opaque_call_writes_are_analysed():
   assert "holding 0" in unsafe_reason(div, {901: np.array([1, 2, 3, 4], np.int32), 902: np.array([0, 1, 2, 3], np.int32)})
 
 
+def test_each_walk_keeps_what_it_learns():
+  # what a walk learns (what an opaque call writes, the values stored) is on its own Facts: a second walk of the same
+  # graph with other inputs starts from nothing and sees its own inputs' writes
+  out, src = UOp.buffer(dtypes.int32, 4, id=907), UOp.buffer(dtypes.int32, 4, id=908)
+  call = UOp(Ops.CALL, src=(_kernel(lambda ld, own: ld * UOp.const(dtypes.int32, 3)), out, src))
+  after = out.after(call)
+  first = Analysis({907: np.zeros(4, np.int32), 908: np.array([1, 2, 3, 4], np.int32)})
+  assert (first.info(after).lo, first.info(after).hi) == (0, 12) and call in first.facts.call_writes
+  second = Analysis({907: np.zeros(4, np.int32), 908: np.array([-5, 0, 0, 0], np.int32)})
+  assert second.facts is not first.facts and not second.facts.call_writes and not second.facts.values
+  assert (second.info(after).lo, second.info(after).hi) == (-15, 0)
+  # one generator run shares one Facts between the analyses of its scopes, and the next run has its own
+  gens = [TensorGen(random.Random(f"facts:{i}")) for i in range(2)]
+  for g in gens: g.case()
+  assert gens[0].facts is not gens[1].facts and gens[0].facts.values
+  assert gens[0].outer is not None and gens[0].outer.an.facts is gens[0].facts
+
+
 def test_unsafe_opaque_calls_are_rejected():
   out, src, other = (UOp.buffer(dtypes.int32, 4, id=i) for i in (903, 904, 905))
   ins = {903: np.zeros(4, np.int32), 904: np.arange(4, dtype=np.int32), 905: np.arange(4, dtype=np.int32)}
@@ -342,7 +363,7 @@ def test_generators_make_bounded_variables(many):
 
 # ---- frontend compositions ----
 def test_campaign_cases_include_every_frontend_composition():
-  from fuzz.generate.strategies import COMPOSITION_NAMES
+  from fuzz.generate.case import COMPOSITION_NAMES
   comps = [c for c in (case_for(5, i, {"kind:compose": 0.9, "kind:alias": 0.0, "kind:scatter": 0.0}) for i in range(160))
            if "kind:compose" in c.features]
   assert len(comps) > 100
@@ -370,7 +391,7 @@ def test_campaign_cases_include_every_frontend_composition():
 
 def test_compositions_leave_no_data_in_the_frontend():
   from fuzz.generate.compositions import composition_case
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   from tinyspec.frontend import Tensor, data_scope, inputs_of
   kept = Tensor([1, 2, 3])
   with data_scope():
@@ -384,7 +405,7 @@ def test_compositions_leave_no_data_in_the_frontend():
 
 def test_frontend_compositions_agree_exactly_on_the_cpu():
   from fuzz.generate.compositions import composition_case
-  from fuzz.generate.strategies import default_weights
+  from fuzz.generate.case import default_weights
   from tinyspec.runtime import run
   cases = [composition_case(random.Random(f"compose-cpu:{i}"), default_weights()) for i in range(24)]
   for c in cases:

@@ -7,7 +7,7 @@ verdict on every graph the generator asks about, so the screen is kept to here, 
 from __future__ import annotations
 
 from fuzz.generate.safety import opaque_race
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec.dtype import dtypes
 from tinyspec.uop import Ops, UOp, is_opaque_call
 

@@ -16,9 +16,11 @@ from fuzz.engine.campaign import CampaignConfig, run_campaign
 from fuzz.engine.changed_rules import changed_rules
 from fuzz.engine.reference_target import replay_pipeline
 from fuzz.engine.symbolic import SymbolicTarget
-from fuzz.generate.int_kernels import int_kernel_case, int_kernels, wrap_points
+from fuzz.generate.int_kernels import int_kernel_case, wrap_points
+from fuzz.generate.strategies import int_kernels
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
-from fuzz.generate.strategies import INT_SHARE, case_for
+from fuzz.generate.case import INT_SHARE
+from fuzz.generate.kinds import case_for
 from fuzz.testbed.unsound import VARIANTS
 from tinyspec.lower.pipeline import PASSES
 from tinyspec.prove.prover import Prover, RuleRef

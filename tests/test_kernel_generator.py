@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.generate.kernels import rmw_kernel_case, rmw_kernels
+from fuzz.generate.kernels import rmw_kernel_case
+from fuzz.generate.strategies import rmw_kernels
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.check.kernel_seq import run_sequential
 from fuzz.check.oracles import Checker, Config
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec.dtype import dtypes
 from tinyspec.runtime import cpu
 from tinyspec.semantics import evaluate

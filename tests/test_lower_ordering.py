@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.generate.kernels import rmw_kernels
+from fuzz.generate.strategies import rmw_kernels
 from tinyspec.dtype import dtypes
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order, value_deps

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fuzz.generate.strategies import case_for, default_weights
+from fuzz.generate.case import default_weights
+from fuzz.generate.kinds import case_for
 from tinyspec.lower.kernel_map import kernel_calls
 from tinyspec.lower.pipeline import PASSES
 from tinyspec.lower.start import graph_level, start_index

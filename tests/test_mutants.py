@@ -14,7 +14,7 @@ import pytest
 from builders import sink
 
 from fuzz.check.oracles import compare
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from fuzz.testbed import seeded_bugs, unsound
 from fuzz.testbed.mutants import GRADIENT_RULE, MUTANTS, MUTANTS_BY_NAME, PASS_RULE, RENDERER, Mutant
 from tinyspec.dtype import dtypes

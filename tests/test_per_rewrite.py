@@ -10,7 +10,7 @@ from programs import ALL_PROGRAMS, MODES
 
 from fuzz.check.blame import run_steps
 from fuzz.check.oracles import Checker, Config, union_violations
-from fuzz.generate.strategies import case_for
+from fuzz.generate.kinds import case_for
 from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Trace
@@ -186,7 +186,7 @@ def _twostep_body_pass(calls: list[int]) -> Pass:
 
 
 def test_an_illegal_kernel_body_between_two_applications_is_found_and_blamed() -> None:
-  from fuzz.generate.strategies import Case
+  from fuzz.generate.case import Case
   calls: list[int] = []
   passes = [*passes_through("rangeify"), _twostep_body_pass(calls)]
   b = UOp.buffer(F32, 4, id=1711)

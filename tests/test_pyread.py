@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 
 from builders import buf, f32, sink, tensor_graphs
 from fuzz.corpus.store import entry_path, load_entry, render_entry, write_entry
-from fuzz.generate.strategies import Case, case_for
+from fuzz.generate.case import Case
+from fuzz.generate.kinds import case_for
 from tinyspec.dtype import DType, dtypes
 from tinyspec.loadfile import InputError
 from tinyspec.pyread import ReadError, read_graph, read_module

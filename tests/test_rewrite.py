@@ -212,7 +212,7 @@ def test_snapshots_are_the_rewrite_stopped_at_each_application() -> None:
 
 
 def test_snapshots_of_the_lowering_tables_on_generated_kernels() -> None:
-  from fuzz.generate.strategies import case_for
+  from fuzz.generate.kinds import case_for
   from tinyspec.lower.base import LowerOptions, Trace
   from tinyspec.lower.kernel_map import map_kernels
   from tinyspec.lower.simplify import pm_simplify

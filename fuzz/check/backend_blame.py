@@ -31,7 +31,7 @@ import numpy as np
 
 from fuzz.check.agree import compare, output_errors
 from fuzz.generate.int_kernels import wrap_points
-from fuzz.generate.strategies import edge_values, special_values
+from fuzz.generate.values import edge_values, special_values
 from tinyspec.dtype import DType, dtypes, holds_floats
 from tinyspec.lower.base import LowerOptions, Pass
 from tinyspec.lower.pipeline import run_pass

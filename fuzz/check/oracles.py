@@ -33,7 +33,7 @@ from fuzz.check.agree import compare, output_errors
 from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, crash_site, creator_on_path, local_change, run_steps
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.opts import every_opt, kernel_spots
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.rewrite import PatternMatcher
 from tinyspec.runtime.host import Skipped

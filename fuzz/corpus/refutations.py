@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from fuzz.corpus.store import write_entry
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.dtype import DType, dtypes
 from tinyspec.prove.prover import GATE_OPS, Counterexample, RuleRef, canonical_slot
 from tinyspec.uop import Ops, UOp, substitute

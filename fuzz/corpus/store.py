@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.fileio import atomic_write
 from tinyspec.loadfile import InputError
 from tinyspec.pyread import read_module

@@ -20,7 +20,7 @@ from fuzz.corpus.refutations import counterexample_case
 from fuzz.corpus.store import entry_path, placeholder_entry, render_entry, same_bug
 from fuzz.engine.runner import Found
 from fuzz.engine.targets import Reported
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.dtype import dtypes
 from tinyspec.prove.prover import Counterexample, Prover, RuleRef, RuleResult, in_scope
 from tinyspec.rewrite import PatternMatcher, Rule

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from fuzz.generate.strategies import default_weights
+from fuzz.generate.case import default_weights
 
 RARE = 2
 BOOST = 1.25

@@ -12,7 +12,8 @@ from fuzz.engine.coverage import Coverage, steer
 from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.reduce.graph import node_count, reduce_case
 from fuzz.reduce.isolated import reduce_crash
-from fuzz.generate.strategies import Case, case_for, default_weights
+from fuzz.generate.case import Case, default_weights
+from fuzz.generate.kinds import case_for
 
 EPOCH = 32
 

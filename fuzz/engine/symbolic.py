@@ -386,7 +386,7 @@ KIND = "symbolic"
 def entry_case(case: SymCase, assignment: dict[str, int] | None = None) -> Any:
   """The corpus form of a case (fuzz.generate.strategies.Case of KIND "symbolic"): the expression as the graph, the failing
   assignment as the inputs {leaf number: [value]}."""
-  from fuzz.generate.strategies import Case
+  from fuzz.generate.case import Case
   assignment = assignment or {}
   inputs = {leaf_number(lf.node): np.array([assignment[leaf_name(lf.node)]], dtype=np.int64)
             for lf in case.leaves if leaf_name(lf.node) in assignment}

@@ -25,7 +25,7 @@ import numpy as np
 from fuzz.check.tinygrad_oracles import TgFinding, TinygradChecker, quiet_stderr, tinygrad_namespace, tinyspec_namespace
 from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
 from fuzz.generate import tinygrad_programs as gen
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from fuzz.reduce.tinygrad_program import reduce_program
 from tinyspec.loadfile import InputError
 from tinyspec.runtime import procs

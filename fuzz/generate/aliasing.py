@@ -25,7 +25,8 @@ import random
 
 import numpy as np
 
-from fuzz.generate.strategies import ALIAS_FORMS, Case, lowering_options
+from fuzz.generate.case import ALIAS_FORMS, Case
+from fuzz.generate.draws import lowering_options
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import Ops, UOp
 

@@ -17,7 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from fuzz.generate.strategies import COMPOSITION_NAMES, Case, lowering_options
+from fuzz.generate.case import COMPOSITION_NAMES, Case
+from fuzz.generate.draws import lowering_options
 from tinyspec.dtype import DType, dtypes
 from tinyspec.frontend import Tensor, data_scope, function, inputs_of
 from tinyspec.uop import Ops, UOp, substitute

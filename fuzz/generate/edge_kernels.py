@@ -21,7 +21,7 @@ same name, so coverage steering can tune each):
 Every case passes fuzz.generate.kernel_safety, whose notion of what is defined is the op registry's
 (tinyspec.ops.scalar.left_open); built with the IR only: generating a case runs no pass.
 
-    @given(fuzz.generate.edge_kernels.edge_kernels())
+    @given(fuzz.generate.strategies.edge_kernels())
     def test_my_renderer(case): ...
 """
 from __future__ import annotations
@@ -31,23 +31,21 @@ import random
 from typing import Callable
 
 import numpy as np
-from hypothesis import strategies as st
 
+from fuzz.generate.case import EDGE_CONSTRUCT_WEIGHTS, Case
+from fuzz.generate.draws import side_random
 from fuzz.generate.int_kernels import wrap_points
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import Case, edge_values, side_random, special_values
+from fuzz.generate.values import edge_values, special_values
 from tinyspec.dtype import DType, dtypes, finfo
 from tinyspec.ops.classes import accepts
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.uop import Ops, UOp
 
 ATTEMPTS = 10      # draws before the last one is kept even when the screen rejects it (the oracles skip it then)
-# constructs, by weight: each a feature edge:<name> whose weight scales it
-CONSTRUCT_WEIGHTS: dict[str, float] = {"divmod": 1.0, "shift": 1.0, "cast": 1.0, "negzero": 1.0, "nan": 1.0, "math64": 1.0, "wrap": 1.0}
 # the chance that a construct is `small` instead, decided by a Random of its own (so a case that draws none is the case it
 # was before) and scaled by the weights edge:small and dtype:small (the small floats' weight in every generator)
 SMALL_SHARE = 0.08
-CONSTRUCTS = (*CONSTRUCT_WEIGHTS, "small")  # every construct, each a feature edge:<name>
 INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 SIGNED_WIDE = (dtypes.int32, dtypes.int64)
 # float64 values float32 rounds away: past its range, below its denormals, or of more digits than it keeps
@@ -177,8 +175,8 @@ class EdgeKernelGen:
     return c.where(a, self.load(dt, vals) if r.random() < 0.5 else UOp.const(dt, r.choice([-0.0, 1.0, -float(finfo(dt).max)])))
 
   def construct(self) -> UOp:
-    kinds = list(CONSTRUCT_WEIGHTS)
-    ws = [max(0.0, self.w.get(f"edge:{k}", CONSTRUCT_WEIGHTS[k])) for k in kinds]
+    kinds = list(EDGE_CONSTRUCT_WEIGHTS)
+    ws = [max(0.0, self.w.get(f"edge:{k}", EDGE_CONSTRUCT_WEIGHTS[k])) for k in kinds]
     kind = self.rng.choices(kinds, ws)[0] if sum(ws) > 0 else self.rng.choice(kinds)
     if self.srng.random() < SMALL_SHARE * self.w.get("edge:small", 1.0) * self.w.get("dtype:small", 1.0): kind = "small"
     self.features.add(f"edge:{kind}")
@@ -202,8 +200,3 @@ class EdgeKernelGen:
 def edge_kernel_case(rng: random.Random, weights: dict[str, float] | None = None) -> Case:
   """An edge kernel case (kind "kernel") the UB screen accepts: a draw it rejects is drawn again."""
   return first_screened(lambda _: EdgeKernelGen(rng, weights).case(), ATTEMPTS)
-
-
-def edge_kernels(weights: dict[str, float] | None = None) -> st.SearchStrategy[Case]:
-  """Hypothesis strategy of edge kernel cases (see edge_kernel_case)."""
-  return st.randoms(use_true_random=False).map(lambda r: edge_kernel_case(r, weights))

@@ -25,7 +25,7 @@ construction (divisors are nonzero constants, -1 only where the dividend cannot 
 width; ints wrap, which the IR defines), and fuzz.generate.kernel_safety screens each one; a rejected draw is drawn again.
 Built with the IR and the op registry's bounds only (UOp.vmin, vmax): generating a case runs no pass.
 
-    @given(fuzz.generate.int_kernels.int_kernels())
+    @given(fuzz.generate.strategies.int_kernels())
     def test_my_simplifier(case): ...
 """
 from __future__ import annotations
@@ -34,11 +34,11 @@ import math
 import random
 
 import numpy as np
-from hypothesis import strategies as st
 
+from fuzz.generate.case import Case
+from fuzz.generate.index_kernels import in_bounds
 from fuzz.generate.kernel_safety import first_screened
 from fuzz.generate.opts import kernel_opts
-from fuzz.generate.strategies import Case, in_bounds
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AxisType, Ops, UOp
 
@@ -352,8 +352,3 @@ def _i(v: int) -> UOp: return UOp.const(IDX, v)
 def int_kernel_case(rng: random.Random, dtype: DType | None = None) -> Case:
   """An integer kernel case (kind "kernel"), free of undefined behaviour: a draw the screen rejects is drawn again."""
   return first_screened(lambda _: IntKernelGen(rng, dtype).case(), ATTEMPTS)
-
-
-def int_kernels(dtype: DType | None = None) -> st.SearchStrategy[Case]:
-  """Hypothesis strategy of integer kernel cases (see int_kernel_case)."""
-  return st.randoms(use_true_random=False).map(lambda r: int_kernel_case(r, dtype))

@@ -13,7 +13,7 @@ ENDs list them (outer first); kernels touching one buffer are ordered by AFTER o
 behaviour and of float rounding (fuzz.generate.kernel_safety screens every case): ints wrap, divisors are nonzero constants,
 shift counts are masked, floats are short dyadic rationals combined so that a loop adds at most one written value.
 
-    @given(fuzz.generate.kernels.rmw_kernels())
+    @given(fuzz.generate.strategies.rmw_kernels())
     def test_my_kernel_pass(case): ...
 """
 from __future__ import annotations
@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 import random
 import numpy as np
-from hypothesis import strategies as st
 
-from fuzz.generate.opts import kernel_opts
+from fuzz.generate.case import IMAGE_SHARE, Case
+from fuzz.generate.draws import side_random
+from fuzz.generate.index_kernels import bind_variables, in_bounds, index_expr, new_variables, variable_values
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import IMAGE_SHARE, Case, bind_variables, in_bounds, index_expr, new_variables, side_random, variable_values
+from fuzz.generate.opts import kernel_opts
 from tinyspec.dtype import DType, dtypes
 from tinyspec.uop import AddrSpace, AxisType, Ops, UOp, storage_of
 
@@ -514,9 +515,3 @@ def rmw_kernel_case(rng: random.Random, dtype: DType | None = None) -> Case:
   """A KERNEL_GRAPH case of read-modify-write kernels (kind "kernel"), free of undefined behaviour and float rounding.
   Graphs the screen rejects are drawn again (from the same Random); after ATTEMPTS the case is drawn in int32."""
   return first_screened(lambda i: RmwGen(rng, dtype if i < ATTEMPTS else dtypes.int32).case(), ATTEMPTS + 1)
-
-
-def rmw_kernels(dtype: DType | None = None) -> st.SearchStrategy[Case]:
-  """Hypothesis strategy of read-modify-write kernel cases (see rmw_kernel_case)."""
-  return st.randoms(use_true_random=False).map(lambda r: rmw_kernel_case(r, dtype))
-

@@ -12,7 +12,7 @@ pass supports is drawn on both kinds of range: splits by factors that divide the
 (also the bound itself), unrolls of loops and of reductions, globals.
 
 Weights (features, steered by fuzz.engine.coverage like every generator choice): opt:split, opt:unroll, opt:global for
-the action, opt:on_reduce and opt:on_loop for the range it names.
+the action, opt:on_reduce and opt:on_loop for the range it names (defaults: fuzz.generate.case.OPT_WEIGHTS).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
+from fuzz.generate.case import OPT_WEIGHTS
 from tinyspec.uop import AxisType, Ops, UOp
 
-OPT_WEIGHTS: dict[str, float] = {"opt:split": 2.0, "opt:unroll": 1.5, "opt:global": 0.7, "opt:on_reduce": 1.0, "opt:on_loop": 1.0}
 DIVIDING = 0.75      # the share of splits whose factor divides the bound (the others test that a split is refused)
 BLIND = 0.1          # the share of actions on an axis no spot names (an opt that need not apply anywhere)
 MAX_ACTIONS = 3

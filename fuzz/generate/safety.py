@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -138,9 +138,21 @@ def array_info(dt: DType, arr: np.ndarray | None) -> Info:
   return Info(int(a.min()), int(a.max()), True, 0, True)
 
 
-def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dict[int, Any]) -> Info | None:
-  """The Info of u from its sources' Infos. Raises Unsafe when u's operands allow undefined behaviour."""
+@dataclass
+class Facts:
+  """What a walk over one graph has learned beyond each node's own Info, shared by the Analyses of its scopes (the outer
+  graph and every call body): the Info of each value met as a source (a STORE's value, reached again through its AFTER;
+  a BITCAST's operand, for a round trip), and per opaque CALL the Info of what it writes into each arg slot. A generator
+  run or a screen makes one; nothing outlives it."""
+  values: dict[UOp, Info] = field(default_factory=dict)
+  call_writes: dict[UOp, dict[int, Info]] = field(default_factory=dict)
+
+
+def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dict[int, Any], facts: Facts | None = None) -> Info | None:
+  """The Info of u from its sources' Infos (and the facts of the walk it is part of: none known when not given). Raises
+  Unsafe when u's operands allow undefined behaviour."""
   op, dt = u.op, u.dtype
+  if facts is None: facts = Facts()
   if op is Ops.CONST:
     v = u.arg
     if dt.is_float:
@@ -161,21 +173,17 @@ def node_info(u: UOp, s: list[Info | None], params: dict[int, Info], inputs: dic
     ret = s[0]
     for dep in u.src[1:]:
       for e in _stores(dep):
-        if e.op is Ops.STORE and (vi := value_info.get(e.src[1])) is not None: ret = _join(ret, vi)
+        if e.op is Ops.STORE and (vi := facts.values.get(e.src[1])) is not None: ret = _join(ret, vi)
         elif e.op is Ops.CALL:
           base = storage_base(u.src[0])
-          for slot, wi in call_writes.get(e, {}).items():
+          for slot, wi in facts.call_writes.get(e, {}).items():
             if storage_base(e.src[1 + slot]) is base: ret = _join(ret, wi)
     return ret
   if op in (Ops.STORE, Ops.GROUP, Ops.SINK, Ops.TUPLE, Ops.CALL): return None
   if op is Ops.GETTUPLE: return s[0]  # the walker puts the element's info here
   if op is Ops.REDUCE: return _reduce(u, s[0])
-  if op in GroupOp.Elementwise: return _alu(u, s)
+  if op in GroupOp.Elementwise: return _alu(u, s, facts)
   raise Unsafe(f"{op.name} is not analysed")
-
-
-value_info: dict[UOp, Info] = {}  # set by the walker while a graph is analysed (STORE values reached through AFTER)
-call_writes: dict[UOp, dict[int, Info]] = {}  # per opaque CALL: the Info of what it writes into each arg slot
 
 
 def _stores(dep: UOp) -> list[UOp]:
@@ -194,7 +202,7 @@ def storage_base(u: UOp) -> UOp:
   return u
 
 
-def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inputs: dict[int, Any]) -> dict[int, Info]:
+def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inputs: dict[int, Any], facts: Facts) -> dict[int, Info]:
   """The Info of what an opaque kernel body (a kernel SINK over PARAMs) stores into each arg slot, its args having these
   Infos. Raises Unsafe for an index that may fall outside its arg, two args on one storage, a read of a written arg at an element other than the one
   the same STORE writes, and any op the analysis does not know."""
@@ -239,8 +247,8 @@ def kernel_writes(body: UOp, args: list[UOp], arg_infos: list[Info | None], inpu
         info[u] = None
         continue
       if any(x is None for x in si): raise Unsafe(f"{u.op.name} of an index in an opaque kernel is not analysed")
-      for x, xi in zip(u.src, si): value_info[x] = xi  # type: ignore[assignment]
-      info[u] = node_info(u, si, {}, inputs)
+      for x, xi in zip(u.src, si): facts.values[x] = xi  # type: ignore[assignment]
+      info[u] = node_info(u, si, {}, inputs, facts)
     else: raise Unsafe(f"{u.op.name} in an opaque kernel is not analysed")
   return out
 
@@ -262,7 +270,7 @@ def _reduce(u: UOp, a: Info) -> Info:
   return _int(dt, lo, hi)
 
 
-def _alu(u: UOp, s: list[Info | None]) -> Info:
+def _alu(u: UOp, s: list[Info | None], facts: Facts) -> Info:
   op, dt = u.op, u.dtype
   a = s[0]
   sd = u.src[0].dtype
@@ -275,7 +283,7 @@ def _alu(u: UOp, s: list[Info | None]) -> Info:
       return _full(dt)
     if dt.is_float:
       inner = u.src[0]
-      if inner.op is Ops.BITCAST and inner.src[0].dtype is dt and (ii := value_info.get(inner.src[0])) is not None: return ii
+      if inner.op is Ops.BITCAST and inner.src[0].dtype is dt and (ii := facts.values.get(inner.src[0])) is not None: return ii
       raise Unsafe("bitcast of an int to a float (denormals, NaN)")
     if dt.is_bool or sd.is_bool: raise Unsafe("bitcast of bool")
     return a if dt.min <= a.lo and a.hi <= dt.max else _full(dt)
@@ -342,10 +350,12 @@ def _float_alu(u: UOp, s: list[Info | None]) -> Info:
 
 
 class Analysis:
-  """Infos of the nodes of one scope (the outer graph, or one call body bound to its args' Infos)."""
+  """Infos of the nodes of one scope (the outer graph, or one call body bound to its args' Infos); facts: those of the
+  walk the scope is part of (a new one when not given)."""
 
-  def __init__(self, inputs: dict[int, Any], params: dict[int, Info] | None = None):
+  def __init__(self, inputs: dict[int, Any], params: dict[int, Info] | None = None, facts: Facts | None = None):
     self.inputs, self.params = inputs, params or {}
+    self.facts = Facts() if facts is None else facts
     self.cache: dict[UOp, Info | None] = {}
 
   def info(self, root: UOp) -> Info | None:
@@ -362,7 +372,7 @@ class Analysis:
         continue
       if u.op is Ops.CALL:
         if is_opaque_call(u):
-          call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs)
+          self.facts.call_writes[u] = kernel_writes(u.src[0], list(u.src[1:]), [self.cache[x] for x in u.src[1:]], self.inputs, self.facts)
         self.cache[u] = None
         continue
       if u.op is Ops.GETTUPLE:
@@ -370,8 +380,8 @@ class Analysis:
         continue
       si = [self.cache[x] for x in u.src]
       for x, i in zip(u.src, si):
-        if i is not None: value_info[x] = i
-      self.cache[u] = node_info(u, si, self.params, self.inputs)
+        if i is not None: self.facts.values[x] = i
+      self.cache[u] = node_info(u, si, self.params, self.inputs, self.facts)
     return self.cache[root]
 
   def _gettuple(self, u: UOp) -> Info | None:
@@ -381,7 +391,7 @@ class Analysis:
     key = ("body", c)
     if key not in self.cache:  # type: ignore[comparison-overlap]
       args = [self.info(a) for a in c.src[1:]]
-      self.cache[key] = Analysis(self.inputs, {k: a for k, a in enumerate(args) if a is not None})  # type: ignore[index]
+      self.cache[key] = Analysis(self.inputs, {k: a for k, a in enumerate(args) if a is not None}, self.facts)  # type: ignore[index]
     return self.cache[key].info(c.src[0].src[u.arg])  # type: ignore[index, union-attr]
 
 
@@ -468,6 +478,3 @@ def unsafe_reason(root: UOp, inputs: dict[int, Any]) -> str | None:
     return str(e)
   except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
     return f"malformed: {type(e).__name__}: {e}"
-  finally:
-    value_info.clear()
-    call_writes.clear()

@@ -16,7 +16,7 @@ Values keep every order of a float sum exact: multiples of 1/4 in [-8, 8], at mo
 far inside float32's 24 bits; ints are drawn from the whole dtype, their sums wrap as the IR defines, the same in every
 order. Built with the IR only and screened by fuzz.generate.kernel_safety.
 
-    @given(fuzz.generate.scatters.scatters())
+    @given(fuzz.generate.strategies.scatters())
     def test_my_pass(case): ...
 """
 from __future__ import annotations
@@ -24,10 +24,9 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from hypothesis import strategies as st
 
+from fuzz.generate.case import SCATTER_FORM_WEIGHTS, Case
 from fuzz.generate.kernel_safety import first_screened
-from fuzz.generate.strategies import Case
 from tinyspec.dtype import DType, dtypes
 from tinyspec.ops.atomic import ATOMIC_DTYPES
 from tinyspec.uop import AxisType, Ops, RangeArg, UOp
@@ -35,7 +34,6 @@ from tinyspec.uop import AxisType, Ops, RangeArg, UOp
 MAX_ELEMENTS = 64    # elements of any buffer (the positions' values: positions * width)
 MAX_ROWS = 12
 MAX_WIDTH = 4
-FORM_WEIGHTS = {"onehot": 1.0, "atomic": 1.0}
 ATTEMPTS = 10        # draws before the last one is kept even when the screen rejects it (the oracles skip it then)
 IDX = dtypes.index
 
@@ -108,8 +106,8 @@ class ScatterGen:
     return body, inputs, bufs
 
   def case(self) -> Case:
-    forms = list(FORM_WEIGHTS)
-    ws = [max(0.0, self.w.get(f"scatter:{f}", FORM_WEIGHTS[f])) for f in forms]
+    forms = list(SCATTER_FORM_WEIGHTS)
+    ws = [max(0.0, self.w.get(f"scatter:{f}", SCATTER_FORM_WEIGHTS[f])) for f in forms]
     form = self.rng.choices(forms, ws)[0] if sum(ws) > 0 else self.rng.choice(forms)
     self.features.add(f"scatter:{form}")
     body, inputs, bufs = getattr(self, form)()
@@ -121,8 +119,3 @@ class ScatterGen:
 def scatter_kernel_case(rng: random.Random, weights: dict[str, float] | None = None) -> Case:
   """A scatter kernel case (kind "kernel") the UB screen accepts: a draw it rejects is drawn again."""
   return first_screened(lambda _: ScatterGen(rng, weights).case(), ATTEMPTS)
-
-
-def scatters(weights: dict[str, float] | None = None) -> st.SearchStrategy[Case]:
-  """Hypothesis strategy of scatter kernel cases (see scatter_kernel_case)."""
-  return st.randoms(use_true_random=False).map(lambda r: scatter_kernel_case(r, weights))

@@ -24,7 +24,7 @@ an order other than the one-device graph's: int sums wrap alike in every order, 
 fuzz.check.agree's tolerances (relative to the largest magnitude of an output). The unary ops are bounded (relu,
 negation, sigmoid, a clip), so no value grows past what a chain of products of small numbers gives.
 
-    @given(fuzz.generate.shards.multi_cases())
+    @given(fuzz.generate.strategies.multi_cases())
     def test_my_pass(case): ...
 """
 from __future__ import annotations
@@ -34,11 +34,11 @@ import random
 from typing import Callable
 
 import numpy as np
-from hypothesis import strategies as st
 
+from fuzz.generate.case import MULTI_STEP_WEIGHTS, Case
 from fuzz.generate.compositions import largest_value, numbered
+from fuzz.generate.draws import lowering_options
 from fuzz.generate.safety import unsafe_reason
-from fuzz.generate.strategies import Case, lowering_options
 from tinyspec.autograd import gradient
 from tinyspec.dtype import DType, dtypes
 from tinyspec.frontend import Tensor, data_scope, function
@@ -47,7 +47,6 @@ DEVICES = ("CPU:0", "CPU:1", "CPU:2")
 THREE_DEVICES = 0.25  # the share of cases over three devices (feature multi:devices3)
 MAX_ELEMENTS = 48     # elements of any value a step builds (an expand or a pad that would pass it is not taken)
 MAX_NODE = 64         # elements of any node of a case: the tensor generator's bound, which keeps evaluation cheap
-STEP_WEIGHTS: dict[str, float] = {"elementwise": 3.0, "reduce": 1.5, "view": 2.5, "matmul": 0.7, "to": 0.5, "call": 1.2}
 GRAD_SHARE = 0.3      # the share of float cases whose results include gradients (feature multi:grad)
 INT_SHARE = 0.25      # the share of int32 cases (exact in every order; no gradients)
 ATTEMPTS = 10         # draws before the last one is kept even when the UB screen rejects it
@@ -256,9 +255,9 @@ class ShardGen:
 
   def case(self) -> Case:
     for _ in range(self.rng.randint(1, 3)): self.pool.append(self.new_input())
-    steps = list(STEP_WEIGHTS)
+    steps = list(MULTI_STEP_WEIGHTS)
     for _ in range(self.rng.randint(1, 6)):
-      kind = self.rng.choices(steps, [max(0.0, self.w.get(f"multi:{k}", v)) for k, v in STEP_WEIGHTS.items()])[0]
+      kind = self.rng.choices(steps, [max(0.0, self.w.get(f"multi:{k}", v)) for k, v in MULTI_STEP_WEIGHTS.items()])[0]
       if kind == "matmul" and not self.dt.is_float: kind = "elementwise"
       self.features.add(f"multi:step:{kind}")
       getattr(self, f"step_{kind}")()
@@ -274,8 +273,3 @@ def multi_case(rng: random.Random, weights: dict[str, float] | None = None) -> C
     with data_scope(): c = ShardGen(rng, weights).case()
     if unsafe_reason(c.root, c.inputs) is None: break
   return c
-
-
-def multi_cases(weights: dict[str, float] | None = None) -> st.SearchStrategy[Case]:
-  """Hypothesis strategy of sharded tensor cases (see multi_case)."""
-  return st.randoms(use_true_random=False).map(lambda r: multi_case(r, weights))

@@ -28,7 +28,7 @@ import numpy as np
 from fuzz.reduce.kernel import kernel_moves
 from fuzz.reduce.shapes import arg_weight, shape_moves
 from fuzz.generate.safety import unsafe_reason
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.dtype import dtypes
 from tinyspec.spec import Stage, check
 from tinyspec.uop import Ops, UOp, is_value_call, substitute, walk

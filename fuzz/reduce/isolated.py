@@ -14,7 +14,7 @@ import time
 from typing import Callable
 
 from fuzz.reduce.graph import Reducer
-from fuzz.generate.strategies import Case
+from fuzz.generate.case import Case
 from tinyspec.runtime import procs
 from tinyspec.spec import Stage
 
