@@ -130,7 +130,7 @@ def _locals(chk: OpCheck, indent: str) -> list[str]:
   used, n = _uses(chk), chk.frame.n or 0
   out = [f"d{i} = s{i}.dtype" for i in range(n) if f"d{i}" in used]
   out += [x for x, name in (("dt = u.dtype", "dt"), ("a = u.arg", "a")) if name in used]
-  if chk.frame.device is None: out.append("dv = UNKNOWN")
+  if chk.frame.device is None and not any("dv = " in p for p in chk.parts): out.append("dv = UNKNOWN")
   return [indent + x for x in out]
 
 
@@ -279,7 +279,7 @@ WALK = """def run(x, stack, frames):
       uc = u._cache
       op = u.op
       try:
-        br, {slots} = plan[op._value_] if type(op) is Ops else NO_PLAN
+        br, {slots} = plan.get(id(op), NO_PLAN)
 {branches}
       except Exception: pass
       uc[k] = decide(u, x)
@@ -292,16 +292,15 @@ def build_walk(checks: list[OpCheck], fused: list[CheckFn | None], views: bool, 
                push_children: Callable) -> Callable:
   """The walk with checks written out: the ops of one code share a branch, tried in the order of their frames' ranks."""
   branches: dict[tuple[str, ...], int] = {}
-  plan: list[tuple] = [()] * len(fused)
+  plan: dict[int, tuple] = {}  # by id(op): a member of another Enum of an op's value is no op
   inline = [c for c in checks if c.frame.n is not None]
   width = max([1, *(len(c.sets) for c in inline)])
   for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)):
     br = branches.setdefault(tuple(branch_source(chk)), len(branches) + 1)
-    plan[chk.op.value] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
+    plan[id(chk.op)] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
   for chk in checks:
-    if chk.frame.n is None: plan[chk.op.value] = (_CALL, fused[chk.op.value], *[None] * (width - 1))
+    if chk.frame.n is None: plan[id(chk.op)] = (_CALL, fused[chk.op.value], *[None] * (width - 1))
   no_plan = (0, *[None] * width)
-  plan = [p or no_plan for p in plan]
   lines = [f"{'if' if i == 1 else 'elif'} br == {i}:\n" + "\n".join("  " + x for x in code) for code, i in branches.items()]
   lines.append(f"{'elif' if branches else 'if'} br == {_CALL} and (r := c0(u, k)) is not None:\n  uc[k] = r\n  continue")
   special = (" or op is BIND_OP" if binds else "") + (" or is_view_index(u)" if views else "")

@@ -28,7 +28,7 @@ def in_bounds(e: UOp, size: int, gate: UOp | None = None) -> smt.BoundsResult:
     if (known := gate_bounds(gate)) is None: return smt.BoundsResult("proved")  # never accessed
     lo, hi = bounds_given(e, known)
     if 0 <= lo and hi < size: return smt.BoundsResult("proved")
-  return smt.provein_bounds(e, size, gate)
+  return smt.prove_in_bounds(e, size, gate)
 
 
 def bounds_example(res: smt.BoundsResult) -> str:
