@@ -279,7 +279,7 @@ WALK = """def run(x, stack, frames):
       uc = u._cache
       op = u.op
       try:
-        br, {slots} = plan.get(id(op), NO_PLAN)
+        br, {slots} = plan[op._value_] if type(op) is Ops else NO_PLAN
 {branches}
       except Exception: pass
       uc[k] = decide(u, x)
@@ -292,15 +292,16 @@ def build_walk(checks: list[OpCheck], fused: list[CheckFn | None], views: bool, 
                push_children: Callable) -> Callable:
   """The walk with checks written out: the ops of one code share a branch, tried in the order of their frames' ranks."""
   branches: dict[tuple[str, ...], int] = {}
-  plan: dict[int, tuple] = {}  # by id(op): a member of another Enum of an op's value is no op
+  plan: list[tuple] = [()] * len(fused)  # by op value (only for an Ops: a member of another Enum may have an op's value)
   inline = [c for c in checks if c.frame.n is not None]
   width = max([1, *(len(c.sets) for c in inline)])
   for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)):
     br = branches.setdefault(tuple(branch_source(chk)), len(branches) + 1)
-    plan[id(chk.op)] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
+    plan[chk.op.value] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
   for chk in checks:
-    if chk.frame.n is None: plan[id(chk.op)] = (_CALL, fused[chk.op.value], *[None] * (width - 1))
+    if chk.frame.n is None: plan[chk.op.value] = (_CALL, fused[chk.op.value], *[None] * (width - 1))
   no_plan = (0, *[None] * width)
+  plan = [p or no_plan for p in plan]
   lines = [f"{'if' if i == 1 else 'elif'} br == {i}:\n" + "\n".join("  " + x for x in code) for code, i in branches.items()]
   lines.append(f"{'elif' if branches else 'if'} br == {_CALL} and (r := c0(u, k)) is not None:\n  uc[k] = r\n  continue")
   special = (" or op is BIND_OP" if binds else "") + (" or is_view_index(u)" if views else "")
