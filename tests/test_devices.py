@@ -117,11 +117,11 @@ def test_devices_are_compared_with_equality_whatever_their_type():
 
 
 def test_the_fused_accepts_of_combining_ops_cover_the_device_rule():
-  # a rule the fused test of an op does not declare takes the op off the fast path (spec/fast.py): the declared tuples
-  # include tensor.one_device, so binary ALUs and WHERE keep theirs
+  # a rule with no fast predicate takes the op off the fast path (spec/fast.py): tensor.one_device has one for binary
+  # ALUs and WHERE, so they keep theirs
   check(sink(buf(4, id=7145) + buf(4, id=7146)), Stage.TENSOR)
   for op in (Ops.ADD, Ops.CMPLT, Ops.WHERE, Ops.COPY):
-    assert engine.T_TOP.fused[op.value] is not None, op.name
+    assert engine.T_TOP.table.fused[op.value] is not None, op.name
 
 
 # ---- KERNEL_GRAPH: kgraph.one_device, kgraph.copy_device ----

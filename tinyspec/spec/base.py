@@ -4,7 +4,7 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Mapping
 
 from tinyspec.dtype import DType
 from tinyspec.uop import Ops, UOp
@@ -119,12 +119,49 @@ Finding = tuple[tuple[int, ...], UOp, str, str]  # (path relative to the checked
 RuleFn = Callable[[UOp, "Ctx"], "str | list[Finding] | None"]
 
 
+# ---- fast predicates: what a rule asks, as clauses a table compiles into the fused check of each op (spec/fast.py) ----
+
+@dataclass(frozen=True)
+class Code:
+  """A clause: an expression that holds, or (text of several lines) a block that runs on into the rest of the check at its
+  line "$" (a loop's else, an if). It reads the names of the op's frame (spec/frames.py) and consts."""
+  text: str
+  consts: tuple[tuple[str, Any], ...] = ()
+
+  @staticmethod
+  def of(text: str, **consts: Any) -> Code: return Code(text, tuple(sorted(consts.items())))
+
+
+@dataclass(frozen=True)
+class In:
+  """A clause: the object a frame name holds is one of ids (by id). Clauses In on one name are merged into one test."""
+  name: str
+  ids: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Same:
+  """A clause: a frame name holds the very object another does (`a is b`); b may name a const. The compiler reads In
+  clauses on a through b."""
+  a: str
+  b: str
+  consts: tuple[tuple[str, Any], ...] = ()
+
+
+Clause = Code | In | Same
+# A fast predicate: for an op the rule is listed for, clauses that together imply the rule holds (a sufficient condition, no
+# weaker than the rule), or None when there are none for that op: then a table leaves the op to the rules.
+FastFn = Callable[[Ops], "tuple[Clause, ...] | None"]
+
+
 @dataclass(frozen=True)
 class Rule:
-  """A named rule of the spec. `id` is stable (tests, corpus signatures and docs/spec.md refer to it)."""
+  """A named rule of the spec. `id` is stable (tests, corpus signatures and docs/spec.md refer to it); `fast`, its fast
+  predicate, when it has one."""
   id: str
   doc: str
   fn: RuleFn
+  fast: FastFn | None = None
 
   def __repr__(self) -> str: return f"Rule({self.id})"
 
@@ -132,11 +169,12 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, doc: str) -> Callable[[RuleFn], Rule]:
-  """Register a rule function under a stable id; `doc` is the one-line statement docs/spec.md expands."""
+def rule(id: str, doc: str, fast: FastFn | None = None) -> Callable[[RuleFn], Rule]:
+  """Register a rule function under a stable id; `doc` is the one-line statement docs/spec.md expands; `fast` its fast
+  predicate (see FastFn)."""
   def deco(fn: RuleFn) -> Rule:
     if id in RULES: raise ValueError(f"rule id {id!r} registered twice")
-    RULES[id] = r = Rule(id, doc, fn)
+    RULES[id] = r = Rule(id, doc, fn, fast)
     return r
   return deco
 
@@ -150,31 +188,6 @@ def forbid(id: str, doc: str, why: str) -> Rule:
 def declare(id: str, doc: str) -> str:
   """Register a rule id that is enforced by the walk itself rather than by a rule function."""
   return rule(id, doc)(lambda u, cx: None).id
-
-
-class Table(dict):
-  """A rule table: for each op, the rules a node of that op must pass. A dict that counts its changes, so what is
-  derived from it (the fused fast checks of engine.py) notices a rule swapped in later (as tests/test_spec_fast.py does)."""
-  version = 0
-
-  def _bump(self) -> None: self.version += 1
-  def __setitem__(self, k: Ops, v: tuple[Rule, ...]) -> None: super().__setitem__(k, v); self._bump()  # noqa: E702
-  def __delitem__(self, k: Ops) -> None: super().__delitem__(k); self._bump()  # noqa: E702
-  def update(self, *a: Any, **kw: Any) -> None: super().update(*a, **kw); self._bump()  # noqa: E702
-  def setdefault(self, k: Ops, d: Any = None) -> Any: r = super().setdefault(k, d); self._bump(); return r  # noqa: E702
-  def pop(self, *a: Any) -> Any: r = super().pop(*a); self._bump(); return r  # noqa: E702
-  def popitem(self) -> tuple[Ops, tuple[Rule, ...]]: r = super().popitem(); self._bump(); return r  # noqa: E702
-  def clear(self) -> None: super().clear(); self._bump()  # noqa: E702
-  def __ior__(self, o: Any) -> Table: r = super().__ior__(o); self._bump(); return r  # noqa: E702
-
-
-def table(*entries: tuple[Iterable[Ops] | Ops, Iterable[Rule]], base: dict | None = None) -> Table:
-  """A rule table: for each op, the rules a node of that op must pass. Later entries add to earlier ones."""
-  out: dict[Ops, list[Rule]] = {op: list(rs) for op, rs in (base or {}).items()}
-  for ops, rules in entries:
-    for op in ((ops,) if isinstance(ops, Ops) else ops):
-      out.setdefault(op, []).extend(rules)
-  return Table((op, tuple(rs)) for op, rs in out.items())
 
 
 class _HoldsBind:
@@ -196,19 +209,15 @@ class Ctx:
   body_stage: at KERNEL_GRAPH contexts, the stage every kernel body must be at (None: the stage its form says).
   view_ctx: where the tensor value x of a view INDEX(x, i0, ...) is checked (None: in this context itself).
   var_ctx: where the sources of a BIND (its DEFINE_VAR and CONST) are checked (None: in this context itself)."""
-  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "fused", "plan", "fused_version", "view_ctx",
-               "var_ctx")
+  __slots__ = ("name", "stage", "table", "top", "body_stage", "key", "lkey", "body_ctx", "view_ctx", "var_ctx", "run")
 
-  def __init__(self, name: str, stage: Stage, tbl: Table, top: bool = False, body_stage: Stage | None = None):
+  def __init__(self, name: str, stage: Stage, tbl: Mapping[Ops, tuple[Rule, ...]], top: bool = False, body_stage: Stage | None = None):
     self.name, self.stage, self.table, self.top, self.body_stage = name, stage, tbl, top, body_stage
     self.key, self.lkey = f"spec:{name}", f"spec:{name}:local"
     self.body_ctx: Callable[[UOp], Ctx] = lambda body: self
     self.view_ctx: Ctx | None = None
     self.var_ctx: Ctx | None = None
-    # fused accepts by op value (see spec/fast.py), valid for table version fused_version; the engine fills them in
-    self.fused: list = []
-    self.plan: list = []  # how the walk runs each fused accept (spec/fast.py plan_for)
-    self.fused_version = -1
+    self.run: Callable | None = None  # the walk of this context, compiled from its table (the engine sets it on first use)
 
   def __repr__(self) -> str: return f"Ctx({self.name})"
 

@@ -7,12 +7,9 @@ sits (inside a call body or not, which stage a call body is at) is carried by th
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
-from tinyspec.dtype import dtypes
 from tinyspec.spec.base import HOLDS_BIND, Ctx, Finding, PathLink, SpecError, Stage, Violation, declare, safe_str
-from tinyspec.spec.fast import BINARY, CALL, MIXED, NO_PLAN, PERMUTE, RESHAPE, SINGLE, UNKNOWN, fused_for, plan_for, same_device
 from tinyspec.spec.kernel import KERNEL_BUILD_TABLE, KERNEL_TABLE
 from tinyspec.spec.kgraph import KGRAPH_TABLE
 from tinyspec.spec.program import PROGRAM_TABLE
@@ -114,196 +111,35 @@ _use_fused = True
 
 
 def set_fused(on: bool) -> None:
-  """Turn the fused accepts of spec/fast.py on or off. Off, the rules alone decide every node (verdicts are the same;
-  tests compare the two paths)."""
+  """Turn the fused checks (spec/fast.py) on or off. Off, the rules alone decide every node (verdicts are the same; tests
+  compare the two paths)."""
   global _use_fused
   _use_fused = bool(on)
-  for x in CTXS: x.fused_version = -1
-
-
-def _refresh_fused() -> None:
-  for x in CTXS:
-    if x.table.version != x.fused_version:
-      x.fused = fused_for(x if _use_fused else None)
-      x.plan = plan_for(x.fused)
-      x.fused_version = x.table.version
+  for x in CTXS: x.run = None
 
 
 def clean(root: UOp, cx: Ctx) -> bool:
   """Whether the subgraph of root, checked in cx, has no findings. Iterative; cached per node and context.
 
-  A depth-first walk, deciding each node after its sources: the fused accept of its op (spec/fast.py) decides the
-  common legal node in one step; anything it cannot accept goes through the stage's rules. The walk runs in frames,
-  one context each: a CALL body (or the tensor value of a view INDEX) checked in another context gets a frame of its own, run
-  to the end before the node that holds it. A clean node's verdict is True when no BIND is under it, HOLDS_BIND when one is."""
+  A depth-first walk, deciding each node after its sources: the fused check of its op, compiled from cx's table
+  (spec/fast.py), decides the common legal node in one step; anything it cannot accept goes through the table's rules. The
+  walk runs in frames, one context each: a CALL body (or the tensor value of a view INDEX) checked in another context gets a
+  frame of its own, run to the end before the node that holds it. A clean node's verdict is True when no BIND is under
+  it, HOLDS_BIND when one is."""
   key = cx.key
   v = root._cache.get(key)
   if v is not None: return bool(v)
-  _refresh_fused()
   frames: list[tuple[Ctx, list]] = [(cx, [root])]
   while frames:
     x, stack = frames[-1]
-    if _run_frame(x, stack, frames): frames.pop()
+    if (run := x.run) is None: run = x.run = _walk(x)
+    if run(x, stack, frames): frames.pop()
   return bool(root._cache[key])
 
 
-_NO_NODE = object()  # no source is this
-
-
-def _run_frame(x: Ctx, stack: list, frames: list) -> bool:
-  """Decide the nodes of one frame's stack in x; False when it stopped to run a frame it added first (it resumes after).
-
-  The stack holds nodes to visit and lists of nodes to decide. A visit goes down from an undecided node while it has
-  exactly one undecided source (x + x has one: the same node twice), gathering the path; where the path ends on a node
-  whose sources are all decided, the path is decided at once, bottom up; where it ends on a node with more undecided
-  sources, or one checked in another context, the path goes on the stack to be decided after them. A chain costs one
-  list append per node, not a trip through the stack.
-
-  Decisions run with the fused tests of spec/fast.py's _single and _binary written out in the loop (and the shapes of
-  RESHAPE and PERMUTE), so the common node costs no Python call: on a fresh graph the calls, not the tests, were most
-  of the time. Each inline test is its fast.py function's, line for line. A node they do not accept goes through
-  _decide. A chain node's source is the node accepted just before it, so its verdict and shape are at hand, not read
-  back from its cache; so is its device, when known (tensor.one_device's test: a node of one source is on its source's
-  device, a binary's same_device gives its own), so that x + y on a chain of views reads no device from a cache.
-
-  No node is decided twice: what is pushed after a waiting path lies below the path's last node (its sources and what is
-  under them), so it never holds a node of that path, which all lie above that last node."""
-  k, plan = x.key, x.plan
-  views, binds = x.view_ctx is not None, x.var_ctx is not None
-  pop, push = stack.pop, stack.append
-  call, bind, uop, ops, boolean, prod, lst = Ops.CALL, Ops.BIND, UOp, Ops, dtypes.bool, math.prod, list
-  same_dev, unknown, mixed = same_device, UNKNOWN, MIXED
-  while stack:
-    path = pop()
-    if type(path) is not lst:  # a node to visit
-      u = path
-      if k in u._cache: continue
-      path = [u]
-      while True:  # down the path while one source is undecided
-        op = u.op
-        if op is call or (binds and op is bind) or (views and is_view_index(u)):  # a source checked in another context
-          push(path)
-          if _push_children(u, x, push, frames): return False  # run the body's frame first
-          path = None
-          break
-        src = u.src
-        if len(src) == 1:  # the common case, without the loop
-          s = src[0]
-          if (type(s) is not uop and not isinstance(s, uop)) or k in s._cache: break
-          u = s
-          path.append(u)
-          continue
-        if len(src) == 2:  # most ALUs, written out: the loop below costs more
-          a, b = src
-          a_open = (type(a) is uop or isinstance(a, uop)) and k not in a._cache
-          b_open = b is not a and (type(b) is uop or isinstance(b, uop)) and k not in b._cache
-          if a_open:
-            if b_open:  # two undecided sources: the path waits on the stack for both
-              push(path)
-              push(a)
-              push(b)
-              path = None
-              break
-            u = a
-          elif b_open: u = b
-          else: break  # every source decided: decide the path now
-          path.append(u)
-          continue
-        nxt = None
-        for s in src:
-          if (type(s) is uop or isinstance(s, uop)) and k not in s._cache and s is not nxt:
-            if nxt is not None:  # a second undecided source: the path waits on the stack for both
-              push(path)
-              for s in src:
-                if (type(s) is uop or isinstance(s, uop)) and k not in s._cache: push(s)
-              path = None
-              break
-            nxt = s
-        else:
-          if nxt is None: break  # every source decided: decide the path now
-          u = nxt
-          path.append(u)
-          continue
-        break
-      if path is None: continue
-    last, last_shape, last_dev = _NO_NODE, None, unknown  # the node accepted last on this path, its shape and device (if known)
-    for u in reversed(path):  # bottom up: each node's sources are decided
-      uc = u._cache
-      op = u.op
-      try:  # a form the fused test does not know raises here: the rules decide
-        form, p1, p2 = plan[op._value_] if type(op) is ops else NO_PLAN  # another Enum's member has a _value_ too
-        if form <= SINGLE:  # fast._single(shape_of, p2: kinds)
-          (s,) = u.src
-          if s is last: v, sh, dv = True, last_shape, last_dev  # one source: its device is the node's (COPY's test is called)
-          else:
-            sc = s._cache
-            v = sc[k]
-            sh = sc.get("shape")
-            dv = unknown
-          if v is True:
-            d = s.dtype
-            if u.dtype is d and id(d) in p2:
-              a = u.arg
-              if type(sh) is tuple:
-                if form == RESHAPE:  # fast._reshape
-                  if type(a) is tuple:
-                    n = 1
-                    for y in a:
-                      if type(y) is not int or y < 0: break
-                      n *= y
-                    else:
-                      if n == prod(sh):
-                        uc["shape"] = last_shape = a
-                        uc[k] = True
-                        last, last_dev = u, dv
-                        continue
-                elif form == PERMUTE:  # fast._permute, p1 its table of permutations
-                  if type(a) is tuple and len(a) == len(sh) and (get := p1.get(a)) is not None:
-                    for y in a:
-                      if type(y) is not int: break
-                    else:
-                      uc["shape"] = last_shape = get(sh)
-                      uc[k] = True
-                      last, last_dev = u, dv
-                      continue
-                elif (out := p1(a, sh)) is not None:
-                  uc["shape"] = last_shape = out
-                  uc[k] = True
-                  last, last_dev = u, dv
-                  continue
-          elif not v:
-            uc[k] = False
-            continue
-        elif form == BINARY:  # fast._binary(p1: kinds, p2: is a comparison, devices=True)
-          a, b = u.src
-          if a is last: va, sh, da = True, last_shape, last_dev
-          else:
-            ac = a._cache
-            va, sh, da = ac[k], ac.get("shape"), unknown
-          if b is last: vb, sb, db = True, last_shape, last_dev
-          else:
-            bc = b._cache
-            vb, sb, db = bc[k], bc.get("shape"), unknown
-          if va is True and vb is True:
-            d = a.dtype
-            if b.dtype is d and u.arg is None and id(d) in p1 and u.dtype is (boolean if p2 else d):
-              if type(sh) is tuple and (sh is sb or sh == sb):
-                # tensor.one_device: the same node twice agrees with itself; else same_dev gives u's device, or MIXED
-                dv = da if a is b else same_dev(u, a, b, da, db)
-                if dv is not mixed:
-                  uc["shape"] = last_shape = sh
-                  uc[k] = True
-                  last, last_dev = u, dv
-                  continue
-          elif not (va and vb):
-            uc[k] = False
-            continue
-        elif form == CALL and (r := p1(u, k)) is not None:
-          uc[k] = r
-          continue
-      except Exception: pass
-      uc[k] = _decide(u, x)
-  return True
+def _walk(x: Ctx) -> Callable:
+  """x's walk: its table's, for whether its view INDEXes and BINDs hold sources checked in another context."""
+  return x.table.compiled.walk(x.view_ctx is not None, x.var_ctx is not None, _decide, _push_children, fused=_use_fused)
 
 
 def _push_children(u: UOp, x: Ctx, push: Callable[[UOp], None], frames: list) -> bool:

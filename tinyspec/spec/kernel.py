@@ -6,12 +6,13 @@ import math
 from tinyspec import smt
 from tinyspec.dtype import dtypes
 from tinyspec.ops.atomic import atomic_error, commute
-from tinyspec.ops.intervals import bounds_given, gate_bounds
 from tinyspec.ops.scalar import shift_bits
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, cast_rule, device_str, dtype_passthrough, find_paths, group_effects,
+from tinyspec.spec.base import Code, Ctx, Finding, forbid, rule, safe_repr
+from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, arity, cast_rule, device_str, dtype_passthrough, find_paths, group_effects,
                                   image_storage_error, image_storage_rule, kernel_device_clash, is_view_index, reduce_dtype, shape_ok, storage_base,
                                   value_source, VOID_OPS, wellformed, var_dtype, what, where_cond)
+from tinyspec.spec.kernel_bounds import bounds_example, in_bounds, index_bounds, index_bounds_timeout, index_parts
+from tinyspec.spec.table import table
 from tinyspec.uop import AddrSpace, AxisType, GroupOp, Ops, UOp, open_ranges, walk
 
 KERNEL_OPS = frozenset({Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.REDUCE, Ops.STORE, Ops.ATOMIC, Ops.AFTER, Ops.GROUP, Ops.SINK, Ops.DEFINE_VAR}) \
@@ -44,8 +45,14 @@ def buffer_local(u: UOp, cx: Ctx) -> str | None:
 _SCALAR_SRCS = {Ops.REDUCE: (0,), Ops.STORE: (1, 2), Ops.ATOMIC: (1, 2), Ops.LOAD: (1, 2), Ops.INDEX: (1,), Ops.RANGE: (0,), Ops.SPECIAL: (0,)}
 
 
+def _fast_scalar(op: Ops) -> tuple[Code, ...] | None:
+  # an op of n value sources (an ALU, a cast) none of which is a storage op uses no storage as a value
+  if op not in GroupOp.ALU and op not in GroupOp.Cast: return None
+  return tuple(Code.of(f"s{i}.op not in STORAGE_OPS", STORAGE_OPS=STORAGE_OPS) for i in range(arity(op)))
+
+
 @rule("kernel.scalar_values", "Every value in a kernel has shape (): storage (PARAM, BUFFER, AFTER) is never used as a value, only addressed "
-      "by INDEX and read by LOAD.")
+      "by INDEX and read by LOAD.", fast=_fast_scalar)
 def scalar_values(u: UOp, cx: Ctx) -> list[Finding] | None:
   idxs = _SCALAR_SRCS.get(u.op, range(len(u.src)))
   # reported at the user, the place the storage was used as a value
@@ -147,69 +154,6 @@ def index_dtype(u: UOp, cx: Ctx) -> str | None:
   return f"INDEX is {u.dtype.name} into {b.dtype.name} storage; at {cx.sname} an INDEX has its storage's element dtype"
 
 
-def _index_parts(u: UOp) -> tuple[UOp, UOp, int, UOp | None] | None:
-  idx = u.src[0]
-  if idx.op is not Ops.INDEX or idx.arg is not None or wellformed(idx) or len(idx.src) != 2: return None
-  base = storage_base(idx.src[0])
-  e = idx.src[1]
-  if base is None or wellformed(base) or wellformed(e) or not e.dtype.is_int: return None
-  gate = u.src[2] if len(u.src) == 3 else None
-  if gate is not None and (wellformed(gate) or gate.dtype is not dtypes.bool): gate = None
-  return idx, e, base.arg.size, gate
-
-
-def _in_bounds(e: UOp, size: int, gate: UOp | None = None) -> smt.BoundsResult:
-  """Whether 0 <= e < size where gate holds: the interval bounds first (narrowed by the gate's comparisons with
-  constants), z3 when they cannot decide."""
-  if 0 <= e.vmin and e.vmax < size: return smt.BoundsResult("proved")
-  if gate is not None:
-    if (known := gate_bounds(gate)) is None: return smt.BoundsResult("proved")  # never accessed
-    lo, hi = bounds_given(e, known)
-    if 0 <= lo and hi < size: return smt.BoundsResult("proved")
-  return smt.prove_in_bounds(e, size, gate)
-
-
-def _example(res: smt.BoundsResult) -> str:
-  return ", ".join(f"{k}={v}" for k, v in sorted(res.example.items())) if res.example else "some values"
-
-
-def _bounds_result(u: UOp) -> tuple[smt.BoundsResult, UOp, UOp, int] | None:
-  """The in-bounds verdict of the INDEX a LOAD/STORE uses, cached on the LOAD/STORE, and on the INDEX per gate: a STORE
-  rebuilt over a new value (every step of a rewrite of the value it stores) asks the same question again."""
-  c = u._cache
-  if "spec:bounds" in c: return c["spec:bounds"]
-  parts = _index_parts(u)
-  ret = None
-  if parts is not None:
-    idx, e, size, gate = parts
-    key = ("spec:bounds", gate)
-    if (res := idx._cache.get(key)) is None: res = idx._cache[key] = _in_bounds(e, size, gate)
-    ret = (res, idx, e, size)
-  c["spec:bounds"] = ret
-  return ret
-
-
-@rule("kernel.index_bounds", "Every INDEX is proven within [0, size) of its storage wherever the gate of the LOAD, STORE or ATOMIC using it is true "
-      "(interval bounds first, z3 when they cannot decide).")
-def index_bounds(u: UOp, cx: Ctx) -> str | None:
-  r = _bounds_result(u)
-  if r is None or r[0].status != "violated": return None
-  res, idx, e, size = r
-  ex = _example(res)
-  got = f" gives index {res.value}" if res.value is not None else " goes out of bounds"
-  gated = " where its gate is true" if len(u.src) == 3 else ""
-  return (f"{u.op.name} through an INDEX that can leave [0, {size}): {ex}{got}{gated}; at {cx.sname} every INDEX is in bounds "
-          f"under the gate of the {u.op.name} using it")
-
-
-@rule("kernel.index_bounds_timeout", "When z3 cannot decide an in-bounds proof within smt.TIMEOUT_MS, the INDEX is unproven: a violation.")
-def index_bounds_timeout(u: UOp, cx: Ctx) -> str | None:
-  r = _bounds_result(u)
-  if r is None or r[0].status != "unknown": return None
-  return (f"the proof that the INDEX of this {u.op.name} stays in [0, {r[3]}) timed out after {smt.TIMEOUT_MS} ms (z3 gave unknown); "
-          f"at {cx.sname} every INDEX must be proven in bounds")
-
-
 # ---- thread ranges: GLOBAL RANGEs and SPECIALs run as parallel threads on a device, so their iterations must not share data ----
 def thread_ranges(body: UOp) -> list[UOp]:
   return [u for u in body_nodes(body) if u.op is Ops.SPECIAL or (u.op is Ops.RANGE and getattr(u.arg, "kind", None) is AxisType.GLOBAL)]
@@ -219,7 +163,7 @@ def _global_accesses(body: UOp) -> dict[UOp, list[tuple[UOp, UOp, UOp | None]]]:
   """Every LOAD, STORE and ATOMIC of global storage in body by the storage it addresses: (the access, index, gate)."""
   out: dict[UOp, list[tuple[UOp, UOp, UOp | None]]] = {}
   for u in body_nodes(body):
-    if u.op not in GroupOp.Access or (parts := _index_parts(u)) is None: continue
+    if u.op not in GroupOp.Access or (parts := index_parts(u)) is None: continue
     idx, e, _, gate = parts
     base = storage_base(idx.src[0])
     if base is not None and getattr(base.arg, "addrspace", None) is AddrSpace.GLOBAL: out.setdefault(base, []).append((u, e, gate))
@@ -468,8 +412,8 @@ def view_index_form(u: UOp, cx: Ctx) -> str | None:
 def view_index_bounds(u: UOp, cx: Ctx) -> str | None:
   if not is_view_index(u) or view_index_form.fn(u, cx) is not None: return None
   for ax, (e, d) in enumerate(zip(u.src[1:], u.src[0].shape)):
-    if wellformed(e) or (res := _in_bounds(e, d)).status == "proved": continue
-    why = "cannot be proven (z3 gave unknown)" if res.status == "unknown" else f"can leave it: {_example(res)}"
+    if wellformed(e) or (res := in_bounds(e, d)).status == "proved": continue
+    why = "cannot be proven (z3 gave unknown)" if res.status == "unknown" else f"can leave it: {bounds_example(res)}"
     return f"view INDEX axis {ax} of size {d}: the index {why}; at {cx.sname} every index of a view INDEX is within [0, dim) of its axis"
   return None
 

@@ -1,10 +1,11 @@
 """The KERNEL_GRAPH stage: a SINK of realized storage, kernel CALLs on storage args, order only through AFTER."""
 from __future__ import annotations
 
-from tinyspec.spec.base import Ctx, Finding, Stage, Table, forbid, rule, table
+from tinyspec.spec.base import Ctx, Finding, Stage, forbid, rule
 from tinyspec.spec.shared import (bind_form, bind_in_bounds, bind_one_value, device_str, dtype_passthrough, free_vars, image_storage_rule,
                                   kernel_device_clash,
                                   param_dtype, param_outside, param_size, param_slot, storage_base, var_dtype, what)
+from tinyspec.spec.table import Table, table
 from tinyspec.uop import AddrSpace, GroupOp, Ops, UOp, body_kind, is_precompiled_call, storage_of
 
 # a BIND's own sources (its DEFINE_VAR and CONST) are checked as kernel values (spec/engine.py): only the BIND stands in the graph

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, Rule, Table, forbid, rule, table
+from tinyspec.spec.base import Code, Ctx, Finding, Rule, forbid, rule
 from tinyspec.spec.kernel import KERNEL_TABLE, range_name, body_nodes
 from tinyspec.spec.kernel import op_allowed as kernel_op_allowed
 from tinyspec.spec.shared import find_paths, storage_base, what
 from tinyspec.ops.image import pixel_groups
+from tinyspec.spec.table import Table, table
 from tinyspec.uop import GroupOp, Ops, UOp, open_ranges
 
 
@@ -61,7 +62,8 @@ def image_store(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
-@rule("program.no_index_dtype", "No node of dtype `index` in a program: linearize gives every integer a concrete width (int32 or int64).")
+@rule("program.no_index_dtype", "No node of dtype `index` in a program: linearize gives every integer a concrete width (int32 or int64).",
+      fast=lambda op: (Code.of("dt is not INDEX_DT", INDEX_DT=dtypes.index),))
 def no_index_dtype(u: UOp, cx: Ctx) -> str | None:
   if u.dtype is not dtypes.index: return None
   return f"{u.op.name} has dtype index; at PROGRAM every integer has a concrete dtype (int32 or int64)"

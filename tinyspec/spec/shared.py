@@ -9,7 +9,7 @@ import numpy as np
 from tinyspec.dtype import DType, dtypes, round_float
 from tinyspec.ops.classes import accepts, class_name, class_summary, dtype_error, reduce_accepts, var_accepts
 from tinyspec.ops.image import image_dims_error
-from tinyspec.spec.base import Ctx, Finding, Rule, Stage, declare, link_path, rule, safe_repr
+from tinyspec.spec.base import Clause, Code, Ctx, Finding, In, Rule, Same, Stage, declare, link_path, rule, safe_repr
 from tinyspec.uop import (Malformed, AddrSpace, AxisType, BufferArg, GroupOp, Ops, ParamArg, RangeArg, SourceArg, UOp, VarArg, fold,
                           home_device, is_kernel_call, is_precompiled_call, is_value_call, union_of)
 
@@ -199,13 +199,13 @@ def image_storage_error(u: UOp, dims: Any) -> str | None:
 
 def image_storage_rule(id: str, doc: str) -> Rule:
   """Register a rule that storage (a BUFFER or PARAM) whose arg carries image dims is storage an image of them holds
-  (image_storage_error): the one check of an image arg, at each stage that names it."""
+  (image_storage_error): the one check of an image arg, at each stage that names it. Storage with no image passes."""
   def fn(u: UOp, cx: Ctx) -> str | None:
     dims = getattr(u.arg, "image", None)
     if dims is None or (why := image_storage_error(u, dims)) is None: return None
     name = f"BUFFER {u.arg.id}" if u.op is Ops.BUFFER else f"{u.op.name} slot {getattr(u.arg, 'slot', '?')}"
     return f"{name} with image {safe_repr(dims)}: {why}; at {cx.sname} an image {u.op.name} is float32 or float16 storage an image of its dims holds"
-  return rule(id, doc)(fn)
+  return rule(id, doc, fast=lambda op: (Code.of("a.image is None"),))(fn)
 
 
 def _var_arg_ok(a: Any) -> bool:
@@ -255,6 +255,7 @@ _ARG_RULES: dict[Ops, Callable[[UOp], str | None]] = {
 
 
 _KNOWN_IDS = frozenset(id(d) for d in dtypes.all)
+VALUE_IDS = frozenset(id(d) for d in dtypes.all if d is not dtypes.void)  # the value dtypes, by id (the fast predicates test identity)
 # per op: (min sources, max sources or None, arg check or None for "arg is None", is void)
 _WF: dict[Ops, tuple[int, int | None, Callable[[UOp], str | None] | None, bool]] = {
   op: (*SRC_COUNT.get(op, _ANY), _ARG_RULES.get(op), op in VOID_OPS) for op in Ops}
@@ -307,7 +308,18 @@ def _wellformed(u: UOp) -> tuple[Finding, ...]:
 
 # ---- values and dtypes shared by every stage that has values ----
 
-@rule("value.source", "Ops that compute on values (ALUs, views, REDUCE, CONTIGUOUS, DETACH, COPY) take values, never effects or containers.")
+def arity(op: Ops) -> int:
+  """The number of sources of an elementwise op, or of an op of one value source (a view, REDUCE, CONTIGUOUS...)."""
+  return 3 if op is Ops.WHERE else 2 if op in GroupOp.Binary else 1
+
+
+def _fast_values(op: Ops) -> tuple[Clause, ...]:
+  # a clean source of a value dtype (by identity) is a value: being well formed, it is no void op
+  return tuple(In(f"d{i}", VALUE_IDS) for i in range(1 if op is Ops.REDUCE else arity(op)))
+
+
+@rule("value.source", "Ops that compute on values (ALUs, views, REDUCE, CONTIGUOUS, DETACH, COPY) take values, never effects or containers.",
+      fast=_fast_values)
 def value_source(u: UOp, cx: Ctx) -> str | None:
   srcs = u.src[:1] if u.op is Ops.REDUCE else u.src
   void = dtypes.void
@@ -317,14 +329,22 @@ def value_source(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("value.dtype_passthrough", "Views, REDUCE, AFTER, CONTIGUOUS, DETACH and COPY have the dtype of their (first) source.")
+@rule("value.dtype_passthrough", "Views, REDUCE, AFTER, CONTIGUOUS, DETACH and COPY have the dtype of their (first) source.",
+      fast=lambda op: (Same("dt", "d0"),))
 def dtype_passthrough(u: UOp, cx: Ctx) -> str | None:
   s = u.src[0]
   if u.dtype is s.dtype or u.dtype == s.dtype: return None
   return f"{u.op.name} has dtype {u.dtype.name} but its source is {s.dtype.name}; at {cx.sname} {u.op.name} keeps its source's dtype"
 
 
-@rule("alu.dtype_match", "ALU sources share one dtype (WHERE: its two value sources); the result has that dtype, bool for comparisons.")
+def _fast_match(op: Ops) -> tuple[Clause, ...]:
+  first = 1 if op is Ops.WHERE else 0
+  out = [Same(f"d{i}", f"d{first}") for i in range(first + 1, arity(op))]
+  return (*out, Same("dt", "BOOL_DT", (("BOOL_DT", dtypes.bool),)) if op in GroupOp.Comparison else Same("dt", f"d{first}"))
+
+
+@rule("alu.dtype_match", "ALU sources share one dtype (WHERE: its two value sources); the result has that dtype, bool for comparisons.",
+      fast=_fast_match)
 def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
   op = u.op
   vals = u.src[1:] if op is Ops.WHERE else u.src
@@ -340,7 +360,19 @@ def alu_dtype_match(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("alu.dtype_class", f"Each ALU computes on the dtype class the op registry (tinyspec.ops.classes) gives it: {class_summary()}.")
+def taken(op: Ops) -> frozenset[int]:
+  """The dtypes (by id) alu.dtype_class lets op compute on, asked of the rule itself on one node per value dtype."""
+  out = set()
+  for d in dtypes.all:
+    if d is dtypes.void: continue
+    c = UOp(Ops.CONST, d, (), False if d.kind == "b" else 0.0 if d.kind == "f" else 0)
+    srcs = (UOp(Ops.CONST, dtypes.bool, (), False), c, c) if op is Ops.WHERE else (c,) * arity(op)
+    if alu_dtype_class.fn(UOp(op, dtypes.bool if op in GroupOp.Comparison else d, srcs), _PROBE) is None: out.add(id(d))
+  return frozenset(out)
+
+
+@rule("alu.dtype_class", f"Each ALU computes on the dtype class the op registry (tinyspec.ops.classes) gives it: {class_summary()}.",
+      fast=lambda op: (In(f"d{arity(op) - 1}", taken(op)),))
 def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
   op, dt = u.op, u.src[-1].dtype
   if accepts(op, dt) or dt is dtypes.void: return None  # a void source is value.source's to report
@@ -348,20 +380,31 @@ def alu_dtype_class(u: UOp, cx: Ctx) -> str | None:
   return f"{op.name} on {dt.name}; at {cx.sname} {op.name} takes {class_name(op)}"
 
 
-@rule("reduce.dtype", "A REDUCE combines values of any value dtype but the fp8 dtypes, which are storage only.")
+_PROBE = Ctx("probe", Stage.TENSOR, {})
+
+
+@rule("reduce.dtype", "A REDUCE combines values of any value dtype but the fp8 dtypes, which are storage only.",
+      fast=lambda op: (In("dt", frozenset(id(d) for d in dtypes.all if reduce_accepts(d))),))
 def reduce_dtype(u: UOp, cx: Ctx) -> str | None:
   dt = u.dtype
   if reduce_accepts(dt) or not isinstance(dt, DType) or dt.kind == "v": return None  # void is value.source's to report
   return f"REDUCE on {dt.name}; at {cx.sname} {dt.name} is storage only: cast it to a wider float before reducing"
 
 
-@rule("alu.where_cond", "The condition of WHERE (source 0) is bool.")
+@rule("alu.where_cond", "The condition of WHERE (source 0) is bool.", fast=lambda op: (Same("d0", "BOOL_DT", (("BOOL_DT", dtypes.bool),)),))
 def where_cond(u: UOp, cx: Ctx) -> str | None:
   c = u.src[0]
   return None if c.dtype is dtypes.bool else f"WHERE condition is {c.dtype.name}; at {cx.sname} a WHERE condition is bool"
 
 
-@rule("alu.cast", "CAST and BITCAST convert to and from value dtypes; BITCAST keeps the itemsize and takes neither bool nor index.")
+def _fast_cast(op: Ops) -> tuple[Clause, ...]:
+  if op is not Ops.BITCAST: return ()
+  ids = frozenset(id(d) for d in dtypes.all if accepts(Ops.BITCAST, d))
+  return In("dt", ids), In("d0", ids), Code.of("dt.itemsize == d0.itemsize")
+
+
+@rule("alu.cast", "CAST and BITCAST convert to and from value dtypes; BITCAST keeps the itemsize and takes neither bool nor index.",
+      fast=_fast_cast)
 def cast_rule(u: UOp, cx: Ctx) -> str | None:
   s = u.src[0]
   if u.op is Ops.BITCAST:
@@ -414,7 +457,9 @@ def _binds(u: UOp) -> frozenset:
               lambda x, srcs: frozenset((x,)) if x.op is Ops.BIND else union_of(srcs, "spec:binds"))
 
 
-@rule("bind.one_value", "One graph binds a variable (by name) to one value: two BINDs of one name with different values contradict.")
+# a fused check runs only on sources whose verdict is True, which says no BIND is under them: there is nothing to compare
+@rule("bind.one_value", "One graph binds a variable (by name) to one value: two BINDs of one name with different values contradict.",
+      fast=lambda op: ())
 def bind_one_value(u: UOp, cx: Ctx) -> list[Finding] | None:
   binds = _binds(u)
   if len(binds) < 2: return None

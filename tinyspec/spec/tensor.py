@@ -4,13 +4,15 @@ from __future__ import annotations
 import math
 
 from tinyspec.dtype import dtypes
-from tinyspec.spec.base import Ctx, Finding, forbid, rule, safe_repr, table
+from tinyspec.spec.base import Clause, Code, Ctx, Finding, In, forbid, rule, safe_repr
+from tinyspec.spec.devices import MIXED, one_device3, same_device
 from tinyspec.spec.gradient import backward_slots
 from tinyspec.spec.kgraph import one_device as kernel_call_device
-from tinyspec.spec.shared import (alu_dtype_class, alu_dtype_match, bind_form, bind_in_bounds, bind_one_value, cast_rule, device_str,
-                                  dtype_passthrough, find_paths, group_effects, image_storage_rule, is_effect, var_dtype,
+from tinyspec.spec.shared import (VALUE_IDS, alu_dtype_class, alu_dtype_match, arity, bind_form, bind_in_bounds, bind_one_value, cast_rule,
+                                  device_str, dtype_passthrough, find_paths, group_effects, image_storage_rule, is_effect, var_dtype,
                                   is_value, param_device, param_dtype, param_outside, param_size, param_slot, shape_ok, shape_str,
                                   srcs_shape_ok, storage_base, reduce_dtype, value_source, what, where_cond)
+from tinyspec.spec.table import table
 from tinyspec.uop import GroupOp, Ops, UOp, body_kind, device_conflict, is_precompiled_call, is_value_call, walk
 
 T_STORAGE = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.CONTIGUOUS})
@@ -33,8 +35,9 @@ no_program_ops = forbid("tensor.no_program_ops", "No LINEAR, PROGRAM or SOURCE i
                         "outside a CALL body; at TENSOR program ops appear only as the body of an opaque CALL")
 
 
+# what it asks is what the shape rule of a view asks (uop._movement_shape), which the frame of every view derives: nothing to add
 @rule("tensor.movement_arg", "A view's arg fits its source's shape: RESHAPE keeps the element count, PERMUTE is a permutation of the axes, "
-      "PAD and SHRINK give one (offset, size) per axis inside bounds, FLIP one bool per axis.")
+      "PAD and SHRINK give one (offset, size) per axis inside bounds, FLIP one bool per axis.", fast=lambda op: ())
 def movement_arg(u: UOp, cx: Ctx) -> str | None:
   s = u.src[0]
   if not shape_ok(s) or s.shape is None: return None
@@ -60,7 +63,8 @@ def movement_arg(u: UOp, cx: Ctx) -> str | None:
   return None
 
 
-@rule("tensor.elementwise_shape", "The sources of an elementwise op have identical shapes (no implicit broadcasting: EXPAND first).")
+@rule("tensor.elementwise_shape", "The sources of an elementwise op have identical shapes (no implicit broadcasting: EXPAND first).",
+      fast=lambda op: tuple(Code.of(f"sh{i} is sh0 or sh{i} == sh0") for i in range(1, arity(op))))
 def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
   if not srcs_shape_ok(u): return None
   shapes = [s.shape for s in u.src]
@@ -68,22 +72,32 @@ def elementwise_shape(u: UOp, cx: Ctx) -> str | None:
   return f"{u.op.name} of shapes {', '.join(map(str, shapes))}; at TENSOR elementwise sources have identical shapes (EXPAND/RESHAPE first)"
 
 
+def _fast_one_device(op: Ops) -> tuple[Clause, ...] | None:
+  if op is Ops.WHERE: return (Code.of("one_device3(u, s0, s1, s2)", one_device3=one_device3),)
+  if op not in GroupOp.Binary: return None
+  # the same node twice agrees with itself (x + x costs nothing); the node's device is learnt, for the users above it
+  return (Code.of("""dv = dv0 if s0 is s1 else same_device(u, s0, s1, dv0, dv1)
+if dv is not MIXED:
+  $""", same_device=same_device, MIXED=MIXED),)
+
+
 @rule("tensor.one_device", "The sources of an op that combines values (a binary ALU, WHERE, a STORE's target, value and gate) are on "
       "one device, those that have one (a CONST has none): COPY moves a value to another device first. An AFTER may wait for effects "
-      "on any device, and a CALL's args may be on several (its body, checked on its own, is held to this rule).")
+      "on any device, and a CALL's args may be on several (its body, checked on its own, is held to this rule).", fast=_fast_one_device)
 def one_device(u: UOp, cx: Ctx) -> str | None:
   if (clash := device_conflict(u.src)) is None: return None
   return (f"{u.op.name} combines values on {device_str(clash[0])} and {device_str(clash[1])} (COPY one first); at {cx.sname} the sources of "
           f"{'a STORE' if u.op is Ops.STORE else 'an elementwise op'} are on one device")
 
 
-@rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).")
+@rule("tensor.reduce_form", "At TENSOR a REDUCE is in tensor form: one source and arg (op, n).", fast=lambda op: (Code.of("type(a) is tuple"),))
 def reduce_form(u: UOp, cx: Ctx) -> str | None:
   if isinstance(u.arg, tuple): return None
   return f"REDUCE in range form (arg {safe_repr(u.arg)}, {len(u.src) - 1} range(s)); at TENSOR a REDUCE has arg (op, n) and reduces its first n axes"
 
 
-@rule("tensor.reduce_axes", "A tensor REDUCE (op, n) reduces at most as many axes as its source has.")
+@rule("tensor.reduce_axes", "A tensor REDUCE (op, n) reduces at most as many axes as its source has.",
+      fast=lambda op: (Code.of("type(a) is tuple and a[1] <= len(sh0)"),))
 def reduce_axes(u: UOp, cx: Ctx) -> str | None:
   if not isinstance(u.arg, tuple): return None
   s = u.src[0]
@@ -261,7 +275,9 @@ def after_deps(u: UOp, cx: Ctx) -> list[Finding] | None:
   return out or None
 
 
-@rule("tensor.sink_entry", "A tensor SINK holds values and effects (not TUPLEs, value CALLs or other containers).")
+# of each entry (d: its dtype): a clean entry of a value dtype is a value
+@rule("tensor.sink_entry", "A tensor SINK holds values and effects (not TUPLEs, value CALLs or other containers).",
+      fast=lambda op: (In("d", VALUE_IDS),))
 def sink_entry(u: UOp, cx: Ctx) -> list[Finding] | None:
   out = [((i,), s, "tensor.sink_entry", f"SINK entry {i} is {what(s)}; at TENSOR a SINK holds values and effects")
          for i, s in enumerate(u.src) if not (is_effect(s) or is_value(s) or s.op in _BANNED)]
