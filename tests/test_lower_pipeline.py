@@ -44,13 +44,13 @@ def test_a_pipeline_with_one_table_replaced_lowers_differently_and_leaves_the_re
   ref = lower(root, opts=())  # no opts: optimize, which re-simplifies with its own tables, leaves the kernels alone
   assert ref["simplify"] is not ref["rangeify"]  # the reference simplify folds something here
   passes = [p.with_table(PatternMatcher([], "pm_simplify")) if p.name == "simplify" else p for p in PASSES]
-  assert passes[PASSES.index(SIMPLIFY)].tables["pm_simplify"] is not pm_simplify
+  assert passes[PASSES.index(SIMPLIFY)].tables.pm_simplify is not pm_simplify
   out = lower(root, passes=passes, opts=())
   assert out["rangeify"] is ref["rangeify"]
   assert out["simplify"] is not ref["simplify"] and out["render"] is not ref["render"]
   # the replacement was an input of that one pipeline: the module's passes, their tables and the globals are unchanged
   assert pipeline_state(PASSES) == before and lower_globals() == globals_before
-  assert SIMPLIFY.tables["pm_simplify"] is pm_simplify
+  assert SIMPLIFY.tables.pm_simplify is pm_simplify
   again = lower(root, opts=())
   assert all(again[k] is ref[k] for k in ref)
 
@@ -60,7 +60,7 @@ def test_with_table_and_replace_rule_name_what_is_missing():
   with pytest.raises(KeyError, match="no rule"): SIMPLIFY.replace_rule("no_such_rule", lambda x: x)
   with pytest.raises(ValueError, match="needs a name"): Tables([PatternMatcher([])])
   p = SIMPLIFY.replace_rule("mod_below_divisor", lambda x, c: None)
-  assert p.tables["pm_simplify"] is not pm_simplify and p.tables["pm_pin_order"] is SIMPLIFY.tables["pm_pin_order"]
+  assert p.tables.pm_simplify is not pm_simplify and p.tables.pm_pin_order is SIMPLIFY.tables.pm_pin_order
   assert [r.name for r in p.rules()] == [r.name for r in SIMPLIFY.rules()]
 
 
