@@ -1,4 +1,4 @@
-"""callify (TENSOR -> TENSOR): resolve value calls.
+"""callify (TENSOR -> TENSOR): value calls inlined (or precompiled), GETTUPLE of a TUPLE folded.
 
 inline (default): GETTUPLE(CALL(TUPLE(v0, ...), a0, ...), i) becomes v_i with every PARAM slot k of the body
 replaced by a_k (flat: RESHAPE(a_k, (size,)) when a_k is not already of shape (size,)). The rewrite is bottom-up, so

@@ -1,4 +1,4 @@
-"""rangeify (TENSOR -> KERNEL, a kernel graph whose CALL bodies are kernel SINKs): realize, allocate, index.
+"""rangeify (TENSOR -> KERNEL): realize, allocate, index: a kernel graph whose CALL bodies are kernel SINKs.
 
 1. pm_prepare (rule table): DETACH is dropped, AFTER is moved under views (AFTER(view(x), d) -> view(AFTER(x, d))) so an
    AFTER always sits on storage and names one version of it, GETTUPLE of a bare TUPLE is folded.

@@ -1,4 +1,6 @@
-"""render (PROGRAM -> PROGRAM): PROGRAM(sink, linear) becomes PROGRAM(sink, linear, SOURCE(SourceArg(lang, name, text))).
+"""render (PROGRAM -> PROGRAM): PROGRAM(sink, linear) gets its SOURCE, the LINEAR rendered to C or OpenCL C.
+
+PROGRAM(sink, linear) becomes PROGRAM(sink, linear, SOURCE(SourceArg(lang, name, text))).
 
 options.backend picks the renderer (tinyspec.render.program.get_renderer: "c" or "opencl"). Function parameters
 follow the CALL's args in slot order; they are `restrict` unless two args are the same storage.

@@ -1,4 +1,4 @@
-"""simplify (KERNEL -> KERNEL): integer simplification rules, the ones `tinyspec prove` proves sound with z3.
+"""simplify (KERNEL -> KERNEL): integer simplification, by rules `tinyspec prove` proves sound with z3.
 
 Every rule is sound for `index` (unbounded) and for every fixed-width integer dtype under wrap-around and C's
 truncating IDIV and MOD, negative values included. Rules that only hold without overflow check, from the sources'
