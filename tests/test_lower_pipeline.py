@@ -127,7 +127,7 @@ def test_a_rule_applied_only_inside_a_nested_rewrite_is_observed_and_replaceable
   body = _placed_in_a_loop()
   depth: list[bool] = []
   trace = Trace()
-  trace.observer = lambda rule, before, after: depth.append((rule.name, trace._open > 1))
+  trace.observer = lambda rule, before, after: depth.append((rule.name, trace.depth > 1))
   ref = OPTIMIZE.run(body, SPLIT, trace)
   assert ref is not body and ("place_after", True) in depth and ("place_after", False) not in depth  # only ever nested
   assert trace.steps == len(depth)
@@ -155,14 +155,14 @@ def test_the_simplifier_quotient_is_simplified_with_the_pass_table_through_its_t
   x = body.src[0].src[1]
   trace = Trace()
   apps: list[tuple[str, bool]] = []
-  trace.observer = lambda rule, before, after: apps.append((rule.name, trace._open > 1))
+  trace.observer = lambda rule, before, after: apps.append((rule.name, trace.depth > 1))
   simplified = SIMPLIFY.run(body, LowerOptions(), trace)
   assert ("idiv_idiv", True) in apps and ("idiv_idiv", False) in apps and ("divmod_recombine", False) in apps
   assert simplified.src[0].src[0].src[1].src[0] is x.alu(Ops.IDIV, UOp.const(dtypes.index, 2))  # recombined to x // 2
   nested: list[UOp] = []
   orig = next(r.fn for r in pm_simplify.rules if r.name == "idiv_idiv")
   def watched(x: UOp, a: UOp, b: UOp) -> UOp | None:
-    if watching._open > 1: nested.append(x)
+    if watching.depth > 1: nested.append(x)
     return orig(x, a, b)
   watching = Trace()
   assert SIMPLIFY.replace_rule("idiv_idiv", watched).run(body, LowerOptions(), watching) is simplified and nested == [x]
@@ -177,13 +177,13 @@ def test_a_step_limit_counts_nested_applications_as_one_sequence(p, body, option
   # blame bisects over a pass's applications: the run stopped after k makes the first k of the full run, no more
   full: list = []
   trace = Trace()
-  trace.observer = lambda r, b, a: full.append((r.name, b, a, trace._open > 1))
+  trace.observer = lambda r, b, a: full.append((r.name, b, a, trace.depth > 1))
   p.run(body, options, trace)
   assert (inner, True) in {(name, nested) for name, _, _, nested in full}
   for k in range(len(full) + 1):
     got: list = []
     limited = Trace(max_steps=k)
-    limited.observer = lambda r, b, a, got=got, t=limited: got.append((r.name, b, a, t._open > 1))
+    limited.observer = lambda r, b, a, got=got, t=limited: got.append((r.name, b, a, t.depth > 1))
     p.run(body, options, limited)
     assert got == full[:k] and limited.steps == k, k
 

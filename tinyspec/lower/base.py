@@ -28,8 +28,8 @@ class Trace:
   max_steps: int | None = None
   steps: int = 0
   on_graph: Callable[[int, Callable[[], UOp], bool], None] | None = None
-  # rewrites of this trace in progress: one that starts while another runs was started by a rule, nested in it
-  _open: int = field(default=0, init=False, repr=False, compare=False)
+  # rewrites of this trace in progress (an observer reads it): 2 or more while a rule's nested rewrite applies its rules
+  depth: int = field(default=0, init=False, repr=False, compare=False)
   _limited: dict[int, _WithinLimit] = field(default_factory=dict, init=False, repr=False, compare=False)
 
   def rewrite(self, root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True, body: bool = False) -> UOp:
@@ -41,14 +41,14 @@ class Trace:
       if self.observer is not None: self.observer(rule, before, after)
     left = None if self.max_steps is None else self.max_steps - self.steps
     snap = None
-    if (on_graph := self.on_graph) is not None and not self._open:
+    if (on_graph := self.on_graph) is not None and not self.depth:
       on_graph(self.steps, lambda: root, body)
       def snap(current: Callable[[], UOp]) -> None: on_graph(self.steps, current, body)
     table: Any = pm
     if self.max_steps is not None and (table := self._limited.get(id(pm))) is None: table = self._limited[id(pm)] = _WithinLimit(pm, self)
-    self._open += 1
+    self.depth += 1
     try: return graph_rewrite(root, table, ctx, bottom_up, observer=obs, max_steps=left, snapshot=snap)
-    finally: self._open -= 1
+    finally: self.depth -= 1
 
   @property
   def exhausted(self) -> bool:
