@@ -90,7 +90,7 @@ def _raises_on_second(x: UOp) -> UOp | None:
 
 
 def _count_then_raise(root: UOp, options: LowerOptions, trace: Trace, tables) -> UOp:
-  out = trace.rewrite(root, tables["pm_bump"])
+  out = trace.rewrite(root, tables.pm_bump)
   if any(u.op is Ops.CONST and u.arg == 13 for u in out.toposort()): raise RuntimeError("the pass cannot take a 13")
   return out
 
@@ -101,7 +101,7 @@ def _bump(x: UOp) -> UOp | None: return x.replace(arg=x.arg + 10) if x.arg < 10 
 def test_a_crash_is_blamed_on_the_application_during_which_it_happened() -> None:
   root = sink(*(UOp.const(dtypes.int32, v) for v in (1, 2, 3)))
   lo = LowerOptions()
-  in_rule = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda g, o, t, tb: t.rewrite(g, tb["pm_bump"]),
+  in_rule = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda g, o, t, tb: t.rewrite(g, tb.pm_bump),
                  (PatternMatcher([("bump_or_raise", UPat(Ops.CONST, name="x"), _raises_on_second)], name="pm_bump"),))
   b = crash_blame(in_rule, root, lo, ValueError)
   assert b is not None and b.rule == "bump_or_raise"

@@ -51,7 +51,7 @@ PM = PatternMatcher([
   ("add_zero", UPat(Ops.ADD, src=[UPat.var("x"), UPat.const(dtypes.int32, 0)]), lambda x: x),
   ("mul_one", UPat(Ops.MUL, src=[UPat.var("x"), UPat.const(dtypes.int32, 1)]), _fold_mul_one_wrong),
 ], "toy")
-TOY = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables["toy"]), (PM,))
+TOY = Pass("toy", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables.toy), (PM,))
 
 
 def _toy_graph():
@@ -113,7 +113,7 @@ def test_per_rewrite_mode_sees_an_intermediate_graph():
     ("neg_to_range", UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: UOp(Ops.SUB, x.dtype, (x, UOp(Ops.RANGE, dtypes.index, (marker,), None)))),
     ("drop_range", UPat(Ops.SUB, src=(UPat.var("x"), UPat(Ops.RANGE))), lambda x: x.alu(Ops.MUL, UOp.const(x.dtype, -1))),
   ], "twostep")
-  p = Pass("twostep", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables["twostep"]), (pm,))
+  p = Pass("twostep", Stage.TENSOR, Stage.TENSOR, lambda root, options, trace, tables: trace.rewrite(root, tables.twostep), (pm,))
   b = UOp.buffer(dtypes.int32, 1, id=804).reshape(())
   case = Case(UOp(Ops.SINK, src=(b.alu(Ops.NEG),)), {804: np.array([3], np.int32)}, {})
   assert Checker(Config(passes=[p], metamorphic=False)).check(case) == []

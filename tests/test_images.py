@@ -12,6 +12,7 @@ from tinyspec import Stage, check
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor
 from tinyspec.frontend.tensor import inputs_of
+from tinyspec.lower.base import Tables
 from tinyspec.lower.linearize import fold_image, linearize_body, pm_lower_index
 from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.pyread import read_graph
@@ -134,8 +135,7 @@ def test_kernel_image_one_form():
 
 def _program(body: UOp, fold: bool = True) -> UOp:
   unfolded = PatternMatcher([r for r in pm_lower_index.rules if r.name != "fold_image"], "pm_lower_index")
-  tables = {"pm_lower_index": pm_lower_index if fold else unfolded}
-  return linearize_body(body, "k", tables)
+  return linearize_body(body, "k", Tables([pm_lower_index if fold else unfolded]))
 
 
 def test_program_folds_the_view_and_no_view_is_left():

@@ -181,7 +181,7 @@ def _twostep_body_pass(calls: list[int]) -> Pass:
   ], "twostep_body")
   def run(root, options, trace, tables):
     calls.append(1)
-    return map_kernels(root, lambda call, body: trace.rewrite(body, tables["twostep_body"], body=True))
+    return map_kernels(root, lambda call, body: trace.rewrite(body, tables.twostep_body, body=True))
   return Pass("twostep_body", Stage.KERNEL, Stage.KERNEL, run, (pm,))
 
 

@@ -1,4 +1,4 @@
-"""callify (TENSOR -> TENSOR): resolve value calls.
+"""callify (TENSOR -> TENSOR): value calls inlined (or precompiled), GETTUPLE of a TUPLE folded.
 
 inline (default): GETTUPLE(CALL(TUPLE(v0, ...), a0, ...), i) becomes v_i with every PARAM slot k of the body
 replaced by a_k (flat: RESHAPE(a_k, (size,)) when a_k is not already of shape (size,)). The rewrite is bottom-up, so
@@ -177,12 +177,12 @@ pm_precompile = PatternMatcher([
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  fold = tables["pm_fold_tuple"]
-  if options.callify == "inline": return trace.rewrite(root, tables["pm_inline"] + fold, bottom_up=True)
+  fold = tables.pm_fold_tuple
+  if options.callify == "inline": return trace.rewrite(root, tables.pm_inline + fold, bottom_up=True)
   if options.callify == "precompile":
     # top-down, so the rule meets each call of the input as it is: RacedArgs decided on those nodes
-    root = trace.rewrite(root, tables["pm_snapshot"], RacedArgs(root), bottom_up=False)
-    return trace.rewrite(root, tables["pm_precompile"] + fold, bottom_up=True)
+    root = trace.rewrite(root, tables.pm_snapshot, RacedArgs(root), bottom_up=False)
+    return trace.rewrite(root, tables.pm_precompile + fold, bottom_up=True)
   raise ValueError(f"unknown callify mode {options.callify!r}; expected 'inline' or 'precompile'")
 
 

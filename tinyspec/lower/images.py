@@ -87,7 +87,7 @@ pm_images = PatternMatcher([
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  pm = tables["pm_images"]
+  pm = tables.pm_images
   def one(call: UOp | None, body: UOp) -> UOp:
     # with the option off only an image BUFFER arg asks for an image: most lowerings look at no kernel's insides here
     if not options.images and (call is None or not any(storage_of(a).op is Ops.BUFFER and storage_of(a).arg.image for a in call.src[1:])): return body

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
@@ -82,9 +81,9 @@ def _kernel_name(call: UOp | None, i: int) -> str:
   return f"{re.sub(r'[^A-Za-z0-9_]', '_', base)}_{i}"
 
 
-def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], options: LowerOptions | None = None,
+def linearize_body(body: UOp, name: str, tables: Tables, options: LowerOptions | None = None,
                    trace: Trace | None = None) -> UOp:
-  """PROGRAM(sink, LINEAR(...)) for one kernel SINK, `index` lowered with tables["pm_lower_index"] (LINEARIZE.tables);
+  """PROGRAM(sink, LINEAR(...)) for one kernel SINK, `index` lowered with tables.pm_lower_index (LINEARIZE.tables);
   the partly lowered kernel SINK when trace's step limit stops it first."""
   if body.op is not Ops.SINK: raise LinearizeError(f"linearize takes a kernel SINK, not {body.op.name}")
   if any(u.op is Ops.REDUCE for u in body.toposort()): raise LinearizeError("kernel still holds a REDUCE; run lower_reduce first")
@@ -92,7 +91,7 @@ def linearize_body(body: UOp, name: str, tables: Mapping[str, PatternMatcher], o
   except LoopOrderError as e: raise LinearizeError(str(e)) from e
   idt = index_dtype_for(body, options.int_dtype if options else None)
   trace = trace or Trace()
-  body = trace.rewrite(body, tables["pm_lower_index"], idt, body=True)
+  body = trace.rewrite(body, tables.pm_lower_index, idt, body=True)
   if trace.exhausted and not _lowered(body): return body
   try: order = schedule(body)
   except LoopOrderError as e: raise LinearizeError(str(e)) from e

@@ -42,7 +42,7 @@ pm_lower_reduce = PatternMatcher([
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  pm = tables["pm_lower_reduce"]
+  pm = tables.pm_lower_reduce
   return map_kernels(root, lambda call, body: trace.rewrite(body, pm, body=True))
 
 

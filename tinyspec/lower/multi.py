@@ -37,8 +37,8 @@ import math
 from typing import Sequence
 
 from tinyspec.dtype import dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
-from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace, nested_rewrite
+from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.spec.gradient import GRAD_SUFFIX
 from tinyspec.uop import GroupOp, Ops, ParamArg, UOp, shard_blocks, substitute, walk
@@ -206,18 +206,18 @@ def _shard_param(u: UOp, a: UOp) -> UOp:
                    a.arg)
 
 
-def sharded_outputs(call: UOp, pm: PatternMatcher) -> tuple[UOp, ...] | None:
-  """The outputs of the call's TUPLE rewritten by pm with every whole-arg read standing for a MULTI of per-device
-  PARAMs, or None when the body reads a PARAM another way (so it cannot be split)."""
+def sharded_outputs(call: UOp) -> tuple[UOp, ...] | None:
+  """The outputs of the call's TUPLE rewritten by pm_multi (a nested rewrite: the pass's table) with every whole-arg
+  read standing for a MULTI of per-device PARAMs, or None when the body reads a PARAM another way (so it cannot be split)."""
   body, args = call.src[0], call.src[1:]
   own = lambda u: () if _param_view(u, args) else (u.src[1:] if u.op is Ops.CALL else u.src)  # noqa: E731
   nodes = walk((body,), own)
   if any(u.op is Ops.PARAM for u in nodes): return None
   mapping = {u: _shard_param(u, args[u.src[0].arg.slot]) for u in nodes if _param_view(u, args)}
-  return tuple(graph_rewrite(substitute(o, mapping, into_calls=False), pm, pm) for o in body.src)
+  return tuple(nested_rewrite(substitute(o, mapping, into_calls=False), pm_multi) for o in body.src)
 
 
-def _per_shard_calls(call: UOp, pm: PatternMatcher) -> tuple[list[UOp], tuple[UOp, ...]] | None:
+def _per_shard_calls(call: UOp) -> tuple[list[UOp], tuple[UOp, ...]] | None:
   """The per-device calls of a value call whose args are MULTIs over one device tuple and whose body is elementwise
   along their sharded axes, with the body's outputs as MULTIs; None when it is not."""
   ms = [a for a in call.src[1:] if a.op is Ops.MULTI]
@@ -226,7 +226,7 @@ def _per_shard_calls(call: UOp, pm: PatternMatcher) -> tuple[list[UOp], tuple[UO
   # a device-less arg (a constant, a gradient seed of ones) is copied to every device, as a replicated MULTI
   call = call.replace(src=(call.src[0], *(a if a.op is Ops.MULTI else UOp.multi([a.copy_to(d) for d in devs], None) for a in call.src[1:])))
   args = call.src[1:]
-  try: outs = sharded_outputs(call, pm)
+  try: outs = sharded_outputs(call)
   except MultiError: return None
   if outs is None: return None
   if isinstance(call.arg, str) and call.arg.endswith(GRAD_SUFFIX):  # slot k is the flat gradient of arg k: split as arg k is
@@ -241,8 +241,8 @@ def _per_shard_calls(call: UOp, pm: PatternMatcher) -> tuple[list[UOp], tuple[UO
   return calls, outs
 
 
-def multi_call(ctx: PatternMatcher, g: UOp, call: UOp) -> UOp:
-  if (split := _per_shard_calls(call, ctx)) is not None:
+def multi_call(g: UOp, call: UOp) -> UOp:
+  if (split := _per_shard_calls(call)) is not None:
     calls, outs = split
     return UOp.multi([c.gettuple(g.arg) for c in calls], outs[g.arg].arg)
   devs = devices(next(a for a in call.src[1:] if a.op is Ops.MULTI))
@@ -266,8 +266,7 @@ pm_multi = PatternMatcher([
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   if not any(u.op is Ops.MULTI for u in root.toposort()): return root  # the common case: one device, nothing to do
-  pm = tables["pm_multi"]
-  out = trace.rewrite(root, pm, pm, bottom_up=True)  # ctx: the table, which a call's body is split with
+  out = trace.rewrite(root, tables.pm_multi, bottom_up=True)
   if not trace.exhausted: _no_multi_left(out)
   return out
 

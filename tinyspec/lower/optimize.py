@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Mapping
 
-from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace, nested_rewrite, running
 from tinyspec.lower.kernel_map import map_kernels, max_axis
 from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
 from tinyspec.lower.simplify import pm_simplify, simplify_body
-from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
+from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.spec.kernel import iteration_conflicts
 from tinyspec.uop import AxisType, Ops, RangeArg, UOp, substitute, walk
@@ -85,8 +84,9 @@ pm_place = PatternMatcher([("place_after", UPat(Ops.AFTER, name="u"), _place)], 
 def replace_range(x: UOp, r: UOp, value: UOp, placed: tuple[UOp, ...]) -> UOp:
   """x with the range r gone: storage placed in r (an AFTER dependency) is placed in `placed` instead, or is bare
   storage when nothing is left to wait for; every other use of r, a value, becomes `value`. An AFTER's dependencies
-  are effects and ranges, never values, so r cannot simply be substituted there."""
-  return substitute(graph_rewrite(x, pm_place, (r, placed)), {r: value})
+  are effects and ranges, never values, so r cannot simply be substituted there. Called by the split and unroll rules:
+  the placing is a nested rewrite, with the pass's pm_place."""
+  return substitute(nested_rewrite(x, pm_place, (r, placed)), {r: value})
 
 
 # ---- split ----
@@ -194,22 +194,22 @@ def _encloses_global(body: UOp, r: UOp) -> bool:
   return False
 
 
-def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Mapping[str, PatternMatcher]) -> UOp:
-  """body with one opt applied (with tables "split", "unroll", "global"), or body itself when the opt does not apply."""
+def apply_opt(body: UOp, opt: tuple, trace: Trace, tables: Tables) -> UOp:
+  """body with one opt applied (with tables.pm_split, pm_unroll or pm_global), or body itself when the opt does not apply."""
   kind, axis = opt[0], opt[1]
   if (r := _find_range(body, axis)) is None or (n := _bound(r)) is None: return body
   if kind == "split":
     f = opt[2]
     if not (1 < f < n and n % f == 0): return body
-    return trace.rewrite(body, tables["pm_split"], OptCtx(axis, f, max_axis(body) + 1), body=True)
+    return trace.rewrite(body, tables.pm_split, OptCtx(axis, f, max_axis(body) + 1), body=True)
   if kind == "unroll":
     if not 1 <= n <= UNROLL_LIMIT or _encloses_global(body, r): return body
-    return trace.rewrite(body, tables["pm_unroll"], OptCtx(axis, new_axis=max_axis(body) + 1), body=True)
+    return trace.rewrite(body, tables.pm_unroll, OptCtx(axis, new_axis=max_axis(body) + 1), body=True)
   if kind == "global":
     nglobal = sum(1 for u in body.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.GLOBAL)
     if r.arg.kind is not AxisType.LOOP or nglobal >= MAX_GLOBALS or not _encloses_kernel(body, r): return body
     if iteration_conflicts(body, r): return body  # a loop whose iterations share data stays a loop
-    return trace.rewrite(body, tables["pm_global"], OptCtx(axis), body=True)
+    return trace.rewrite(body, tables.pm_global, OptCtx(axis), body=True)
   raise ValueError(f"unknown opt {opt!r}")
 
 
@@ -226,13 +226,15 @@ def heuristic_opts(body: UOp) -> list[tuple]:
   return opts
 
 
-def optimize_body(body: UOp, opts: list[tuple] | None, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:
+def optimize_body(body: UOp, opts: list[tuple] | None, tables: Tables, trace: Trace | None = None) -> UOp:
   """One kernel body with opts (as validate_opts gives them; None: the heuristic's) applied, then simplified (with
-  the tables of simplify_body). tables: a pass's Tables holding both sets (OPTIMIZE.tables)."""
+  the tables of simplify_body). tables: a pass's Tables holding both sets and pm_place (OPTIMIZE.tables); the rules'
+  nested rewrites use them too."""
   trace = trace or Trace()
   start = body
-  for opt in heuristic_opts(body) if opts is None else opts:
-    body = apply_opt(body, opt, trace, tables)
+  with running(trace, tables):
+    for opt in heuristic_opts(body) if opts is None else opts:
+      body = apply_opt(body, opt, trace, tables)
   # unrolled copies hold constant indices: fold them now rather than render them
   return body if body is start else simplify_body(body, tables, trace)
 
@@ -243,4 +245,4 @@ def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   return map_kernels(root, lambda call, body: optimize_body(body, opts, tables, trace))
 
 
-OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, run, (pm_split, pm_unroll, pm_global, pm_pin_order, pm_simplify, pm_unpin_order))
+OPTIMIZE = Pass("optimize", Stage.KERNEL, Stage.KERNEL, run, (pm_split, pm_unroll, pm_place, pm_global, pm_pin_order, pm_simplify, pm_unpin_order))

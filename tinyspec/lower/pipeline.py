@@ -4,6 +4,7 @@ Each pass rewrites with the tables it holds (Pass.tables), so another pipeline (
 of passes handed to `lower(passes=...)`, e.g. one pass replaced by `pass_.with_table(table)`; PASSES is never changed."""
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 from tinyspec.lower.base import LowerOptions, Pass, Trace
@@ -21,6 +22,17 @@ from tinyspec.spec import SpecError, verify
 from tinyspec.uop import UOp
 
 PASSES: list[Pass] = [MULTI, CALLIFY, RANGEIFY, SIMPLIFY, SCATTER, OPTIMIZE, LOWER_REDUCE, IMAGES, LINEARIZE, RENDER]
+
+
+def describe_passes(passes: list[Pass] | None = None) -> str:
+  """One line per pass (PASSES by default), in order: its name, its stages and the summary its module's docstring opens
+  with ("name (IN -> OUT): summary"). tinyspec.lower's docstring lists the passes so, kept equal by a test."""
+  lines = []
+  for p in PASSES if passes is None else passes:
+    head = ((inspect.getmodule(p.fn) or p.fn).__doc__ or "").strip().split("\n", 1)[0]
+    stages = f"{p.stage_in.name} -> {p.stage_out.name}"
+    lines.append(f"{p.name:<13} {stages:<19} {head.split('): ', 1)[-1]}")
+  return "\n".join(lines)
 
 
 def passes_through(name: str, passes: list[Pass] | None = None) -> list[Pass]:

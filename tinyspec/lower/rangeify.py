@@ -1,4 +1,4 @@
-"""rangeify (TENSOR -> KERNEL, a kernel graph whose CALL bodies are kernel SINKs): realize, allocate, index.
+"""rangeify (TENSOR -> KERNEL): realize, allocate, index: a kernel graph whose CALL bodies are kernel SINKs.
 
 1. pm_prepare (rule table): DETACH is dropped, AFTER is moved under views (AFTER(view(x), d) -> view(AFTER(x, d))) so an
    AFTER always sits on storage and names one version of it, GETTUPLE of a bare TUPLE is folded.
@@ -47,7 +47,7 @@ from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
 from tinyspec.lower.callify import tuple_element
 from tinyspec.lower.indexing import VIEW, pm_indexing, flatten, iconst, vindex
 from tinyspec.lower.schedule import Kernel, Read, Schedule
-from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
+from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.spec import Stage
 from tinyspec.spec.shared import free_vars
 from tinyspec.uop import AxisType, GroupOp, Ops, UOp, graph_binds, is_precompiled_call, is_value_call, next_buffer_id, storage_of, walk
@@ -263,7 +263,7 @@ class _Builder:
       st = UOp(Ops.INDEX, p0.dtype, (p0, flatten(ro, shape))).store(val)
     loops = [r for r in ro if r.op is Ops.RANGE]
     sink = UOp(Ops.SINK, dtypes.void, (st.end(*loops) if loops else st,))
-    body = self.trace.rewrite(sink, self.tables["pm_indexing"], KernelCtx(leaves, tuple(args)), bottom_up=False, body=True)
+    body = self.trace.rewrite(sink, self.tables.pm_indexing, KernelCtx(leaves, tuple(args)), bottom_up=False, body=True)
     if inplace and _pointwise(body, p0) is False:
       # the value reads what this kernel overwrites at other elements: read a copy of the old contents instead
       for leaf in inplace:
@@ -320,7 +320,7 @@ def _pointwise(body: UOp, p0: UOp) -> bool | None:
 
 def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, out_params: list[UOp] | None = None,
                 ids: dict | None = None, views: bool = True) -> UOp:
-  """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables["pm_indexing"]. With out_params,
+  """The kernel graph of a prepared tensor SINK, its kernel bodies indexed with tables.pm_indexing. With out_params,
   entry i is written into out_params[i]. ids maps what needs a fresh BUFFER to its id (kept by the caller to give the
   same ids when the same graph is lowered again). views False binds every read arg as storage at once."""
   if sink.op is not Ops.SINK: raise ValueError(f"rangeify needs a SINK root, got {sink.op.name}")
@@ -331,14 +331,14 @@ def lower_graph(sink: UOp, options: LowerOptions, trace: Trace, tables: Tables, 
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
-  prepare = tables["pm_prepare"]
+  prepare = tables.pm_prepare
   prepared = trace.rewrite(root, prepare, bottom_up=True)
   # stopped by a step limit before the prepare table is done, the graph is a tensor graph the schedule may not take yet (a GETTUPLE
-  # of a TUPLE): it is the pass's result as it stands
-  if trace.exhausted and graph_rewrite(prepared, prepare) is not prepared: return prepared
+  # of a TUPLE): it is the pass's result as it stands (asked of every node, not by a rewrite: no rule is applied)
+  if trace.exhausted and any(prepare.rewrite(u) is not None for u in prepared.toposort()): return prepared
   # stopped inside a kernel body, the trace is exhausted and this leaves the view args as they are (legal at TENSOR)
   graph = lower_graph(prepared, options, trace, tables, ids=_BUFFER_IDS.setdefault(root, {}))
-  return trace.rewrite(graph, tables["pm_call_args"], bottom_up=True)
+  return trace.rewrite(graph, tables.pm_call_args, bottom_up=True)
 
 
 RANGEIFY = Pass("rangeify", Stage.TENSOR, Stage.KERNEL, run, (pm_prepare, pm_indexing, pm_call_args))

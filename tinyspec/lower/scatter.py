@@ -271,10 +271,10 @@ def _simplified(root: UOp, pm: PatternMatcher | None, trace: Trace, tables: Tabl
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:
   if options.scatter not in ("atomic", "dense"): raise ValueError(f"scatter option {options.scatter!r} is not 'atomic' or 'dense'")
   if options.scatter == "dense": return root
-  root = _simplified(root, tables["pm_count"], trace, tables)
-  inlined = trace.rewrite(root, tables["pm_inline"])
+  root = _simplified(root, tables.pm_count, trace, tables)
+  inlined = trace.rewrite(root, tables.pm_inline)
   if inlined is not root: root = _simplified(inlined, None, trace, tables)
-  return trace.rewrite(root, tables["pm_scatter"])
+  return trace.rewrite(root, tables.pm_scatter)
 
 
 SCATTER = Pass("scatter", Stage.KERNEL, Stage.KERNEL, run, (pm_count, pm_inline, pm_scatter, pm_pin_order, pm_simplify, pm_unpin_order))

@@ -1,4 +1,4 @@
-"""simplify (KERNEL -> KERNEL): integer simplification rules, the ones `tinyspec prove` proves sound with z3.
+"""simplify (KERNEL -> KERNEL): integer simplification, by rules `tinyspec prove` proves sound with z3.
 
 Every rule is sound for `index` (unbounded) and for every fixed-width integer dtype under wrap-around and C's
 truncating IDIV and MOD, negative values included. Rules that only hold without overflow check, from the sources'
@@ -13,21 +13,22 @@ The rules, table by table, in the order pm_simplify tries them on a node:
   compare         comparisons: constants moved across, factors divided out (lower/compare.py)
   where, max      WHERE of bool constants, nested WHERE on one condition, max of max (lower/select.py)
   combine_terms   local reassociation of constants and like terms
-  sums            every sum written one way: like terms collected, x % c + (x // c) * c recombined (lower/sums.py)
+  recombine       x % c + (x // c) * c recombined, the quotient also as this table simplifies it
+  sums            every sum written one way, like terms collected (lower/sums.py)
   gates           LOAD and STORE gates that are constant
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace
+from tinyspec.lower.base import LowerOptions, Pass, Tables, Trace, nested_rewrite, running
 from tinyspec.lower.compare import pm_compare
 from tinyspec.lower.divmod import pm_divmod
 from tinyspec.lower.kernel_map import map_kernels
 from tinyspec.lower.ordering import pm_pin_order, pm_unpin_order
 from tinyspec.lower.select import pm_max, pm_where
-from tinyspec.lower.sums import INTS, fits, pm_sums
+from tinyspec.lower.sums import INTS, build, fits, lin, pm_sums, residue
 from tinyspec.ops import accepts, scalar
 from tinyspec.ops.intervals import raw_interval
 from tinyspec.ops.scalar import DIV_OVERFLOW, SIGNED_OVERFLOW, c_undefined, cdiv
@@ -169,6 +170,44 @@ def idiv_neg_one(x: UOp) -> UOp | None:
   return x.alu(Ops.NEG) if x.dtype.kind != "u" else None
 
 
+# ---- x % c + (x // c) * c recombined ----
+# Here, with the table: finding the quotient as a simplified sum holds it takes a rewrite with this very table (inside a
+# pass run, the pass's own pm_simplify through its Trace: lower.base.nested_rewrite).
+def divmod_recombine(x: UOp) -> UOp | None:
+  """In a sum, m*(y % c) + m*c*(y // c) is m*y (C's division identity, whatever y's sign), y // c also in the form the
+  simplifier gives it; and m*(y % c) + m*c*((y // c) % d) is m*(y % (c*d)) (c, d > 0, c*d representable). Tried where the
+  sum's last term is a MOD or IDIV: a pair in a longer sum is met at the prefix that ends with its later term."""
+  t = x.src[1]
+  if t.op is Ops.MUL or t.op is Ops.NEG: t = t.src[0]
+  if t.op is not Ops.MOD and t.op is not Ops.IDIV: return None
+  a = lin(x)
+  if a is None or len(a.terms) < 2: return None
+  dt = x.dtype
+  for b, m in a.terms.items():
+    if b.op is not Ops.MOD or b.src[1].op is not Ops.CONST or b.src[1].arg <= 0: continue
+    y, c = b.src
+    terms = {t: k for t, k in a.terms.items() if t is not b}
+    q = UOp(Ops.IDIV, dt, (y, c))
+    ly, step = lin(y), residue(dt, m * c.arg)
+    # the quotient as the sum holds it: y // c itself, or what the simplifier made of it (split, merged, shifted), whose
+    # terms all come scaled by m*c: looked for only when some term is
+    if not step or not any(k % step == 0 for k in terms.values()): continue
+    for cand in dict.fromkeys((q, nested_rewrite(q, pm_simplify))):
+      lq = lin(cand)
+      if ly is None or lq is None or not lq.terms or any(terms.get(t) != residue(dt, m * c.arg * k) for t, k in lq.terms.items()): continue
+      for t in lq.terms: del terms[t]
+      for t, k in ly.terms.items(): terms[t] = terms.get(t, 0) + m * k
+      return build(terms, a.const - m * c.arg * lq.const + m * ly.const, dt)
+    for t, k in terms.items():
+      if t.op is Ops.MOD and t.src[0] is q and t.src[1].op is Ops.CONST and t.src[1].arg > 0 and k == residue(dt, m * c.arg) \
+         and fits(dt, c.arg * t.src[1].arg, c.arg * t.src[1].arg):
+        del terms[t]
+        wide = y.alu(Ops.MOD, UOp.const(dt, c.arg * t.src[1].arg))
+        terms[wide] = terms.get(wide, 0) + m
+        return build(terms, a.const, dt)
+  return None
+
+
 # ---- rule tables ----
 _x, _y = UPat.var("x", INTS), UPat.var("y", INTS)
 _c1, _c2 = UPat.cvar("c1", INTS), UPat.cvar("c2", INTS)
@@ -251,6 +290,16 @@ pm_combine_terms = PatternMatcher([
   ("combine_self", UPat(Ops.ADD, src=(_x, _x)), lambda x: x * _c(x, 2) if _not_const(x) else None),
 ], name="pm_combine_terms")
 
+_qy, _qc = UPat.var("y", INTS), UPat.cvar("c", INTS)
+pm_recombine = PatternMatcher([
+  ("divmod_recombine", UPat((Ops.ADD, Ops.SUB), dtype=INTS, name="x"), divmod_recombine,
+   (UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_qy, _qc)), UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_qy, _qc)), _qc])]),
+    UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(_qy, _qc)), UPat.cvar("m", INTS)]),
+                       UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_qy, _qc)), UPat.cvar("k", INTS)])]),
+    UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_qy, _qc)),
+                       UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_qy, _qc)), UPat.cvar("d", INTS))), _qc])]))),
+], name="pm_recombine")
+
 pm_gates = PatternMatcher([
   ("load_gate_true", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, True))), lambda i, alt: i.load()),
   ("load_gate_false", UPat(Ops.LOAD, src=(UPat.var("i"), UPat.var("alt"), UPat.const(dtypes.bool, False))), lambda i, alt: alt),
@@ -258,16 +307,18 @@ pm_gates = PatternMatcher([
 ], name="pm_gates")
 
 pm_simplify = PatternMatcher([r for pm in (pm_fold_constants, pm_identities, pm_bounds, pm_divmod, pm_compare, pm_where, pm_max, pm_combine_terms,
-                                          pm_sums, pm_gates) for r in pm.rules], "pm_simplify")
+                                          pm_recombine, pm_sums, pm_gates) for r in pm.rules], "pm_simplify")
 
 
-def simplify_body(body: UOp, tables: Mapping[str, PatternMatcher], trace: Trace | None = None) -> UOp:
-  """One kernel body (or any integer expression) simplified to a fixed point with tables["pm_simplify"], every store
-  kept after the effects its value read through (tables "pin_order" and "unpin_order", lower.ordering): folding may
-  drop the loads that carried that order. tables: a pass's Tables holding those three (SIMPLIFY.tables)."""
+def simplify_body(body: UOp, tables: Tables, trace: Trace | None = None) -> UOp:
+  """One kernel body (or any integer expression) simplified to a fixed point with tables.pm_simplify, every store
+  kept after the effects its value read through (tables.pm_pin_order and pm_unpin_order, lower.ordering): folding may
+  drop the loads that carried that order. tables: a pass's Tables holding those three (SIMPLIFY.tables); the rules'
+  nested rewrites use them too."""
   trace = trace or Trace()
-  pinned = trace.rewrite(body, tables["pm_pin_order"], body=True)
-  return trace.rewrite(trace.rewrite(pinned, tables["pm_simplify"], body=True), tables["pm_unpin_order"], body=True)
+  with running(trace, tables):
+    pinned = trace.rewrite(body, tables.pm_pin_order, body=True)
+    return trace.rewrite(trace.rewrite(pinned, tables.pm_simplify, body=True), tables.pm_unpin_order, body=True)
 
 
 def run(root: UOp, options: LowerOptions, trace: Trace, tables: Tables) -> UOp:

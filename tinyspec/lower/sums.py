@@ -21,7 +21,7 @@ keeps the work per node bounded and long chains of additions linear.
 from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
-from tinyspec.rewrite import PatternMatcher, UPat, graph_rewrite
+from tinyspec.rewrite import PatternMatcher, UPat
 from tinyspec.uop import Ops, UOp
 
 INTS = frozenset({*dtypes.ints, dtypes.index})
@@ -253,56 +253,7 @@ def canonical(x: UOp) -> UOp | None:
   return new
 
 
-# ---- the rules ----
-def _simplified(u: UOp) -> UOp:
-  """u simplified by the whole simplify table (imported here: the table is built from this module's rules)."""
-  from tinyspec.lower.simplify import pm_simplify
-  return graph_rewrite(u, pm_simplify)
-
-
-def divmod_recombine(x: UOp) -> UOp | None:
-  """In a sum, m*(y % c) + m*c*(y // c) is m*y (C's division identity, whatever y's sign), y // c also in the form the
-  simplifier gives it; and m*(y % c) + m*c*((y // c) % d) is m*(y % (c*d)) (c, d > 0, c*d representable). Tried where the
-  sum's last term is a MOD or IDIV: a pair in a longer sum is met at the prefix that ends with its later term."""
-  t = x.src[1]
-  if t.op is Ops.MUL or t.op is Ops.NEG: t = t.src[0]
-  if t.op is not Ops.MOD and t.op is not Ops.IDIV: return None
-  a = lin(x)
-  if a is None or len(a.terms) < 2: return None
-  dt = x.dtype
-  for b, m in a.terms.items():
-    if b.op is not Ops.MOD or b.src[1].op is not Ops.CONST or b.src[1].arg <= 0: continue
-    y, c = b.src
-    terms = {t: k for t, k in a.terms.items() if t is not b}
-    q = UOp(Ops.IDIV, dt, (y, c))
-    ly, step = lin(y), residue(dt, m * c.arg)
-    # the quotient as the sum holds it: y // c itself, or what the simplifier made of it (split, merged, shifted), whose
-    # terms all come scaled by m*c: looked for only when some term is
-    if not step or not any(k % step == 0 for k in terms.values()): continue
-    for cand in dict.fromkeys((q, _simplified(q))):
-      lq = lin(cand)
-      if ly is None or lq is None or not lq.terms or any(terms.get(t) != residue(dt, m * c.arg * k) for t, k in lq.terms.items()): continue
-      for t in lq.terms: del terms[t]
-      for t, k in ly.terms.items(): terms[t] = terms.get(t, 0) + m * k
-      return build(terms, a.const - m * c.arg * lq.const + m * ly.const, dt)
-    for t, k in terms.items():
-      if t.op is Ops.MOD and t.src[0] is q and t.src[1].op is Ops.CONST and t.src[1].arg > 0 and k == residue(dt, m * c.arg) \
-         and fits(dt, c.arg * t.src[1].arg, c.arg * t.src[1].arg):
-        del terms[t]
-        wide = y.alu(Ops.MOD, UOp.const(dt, c.arg * t.src[1].arg))
-        terms[wide] = terms.get(wide, 0) + m
-        return build(terms, a.const, dt)
-  return None
-
-
-_y, _c = UPat.var("y", INTS), UPat.cvar("c", INTS)
-
+# ---- the rule ----
 pm_sums = PatternMatcher([
-  ("divmod_recombine", UPat((Ops.ADD, Ops.SUB), dtype=INTS, name="x"), divmod_recombine,
-   (UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_y, _c)), UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_y, _c)), _c])]),
-    UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(_y, _c)), UPat.cvar("m", INTS)]),
-                       UPat(Ops.MUL, src=[UPat(Ops.IDIV, src=(_y, _c)), UPat.cvar("k", INTS)])]),
-    UPat(Ops.ADD, src=[UPat(Ops.MOD, src=(_y, _c)),
-                       UPat(Ops.MUL, src=[UPat(Ops.MOD, src=(UPat(Ops.IDIV, src=(_y, _c)), UPat.cvar("d", INTS))), _c])]))),
   ("sum_canonical", UPat((Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL), dtype=INTS, name="x"), canonical),
 ], name="pm_sums")

@@ -344,105 +344,130 @@ class CStyleRenderer:
     check_identifier(name)
     self.helpers: dict[str, str] = {}
     self.atomics = {(u.arg, self.atomic_dtype(u)) for u in linear if u.op is Ops.ATOMIC}  # the prelude may need them
-    parallel = parallel_ranges(linear, self.parallel_min_work) if self.parallel_pragma else {}
-    names: dict[UOp, str] = {}
-    lines: list[str] = []
-    depth = 1
-    counters: dict[str, int] = {}
-    nglobal = 0
-
-    def fresh(prefix: str) -> str:
-      counters[prefix] = counters.get(prefix, 0) + 1
-      return f"{prefix}{counters[prefix] - 1}"
-
-    def emit(line: str) -> None: lines.append("  " * depth + line)
-
-    def storage(u: UOp) -> str:
-      u = storage_of(u)
-      if u not in names: raise RenderError(f"{u.op.name} is used as storage before it is declared")
-      return names[u]
-
-    def ptr(idx: UOp) -> tuple[str, str | None]:
-      if idx.op is not Ops.INDEX: raise RenderError(f"LOAD/STORE of a {idx.op.name}, not an INDEX")
-      gate = names[idx.src[2]] if len(idx.src) == 3 else None
-      return f"{storage(idx.src[0])}[{names[idx.src[1]]}]", gate
-
-    def small_arg(idx: UOp) -> DType | None:
-      """The small float dtype of kernel argument storage idx indexes, when it is one (a declared buffer holds floats)."""
-      base = storage_of(idx.src[0]) if idx.op is Ops.INDEX else None
-      return base.dtype if base is not None and base.op is Ops.PARAM and base.dtype.is_small_float else None
-
-    def both(g1: str | None, g2: str | None) -> str | None:
-      return g1 if g2 is None else g2 if g1 is None else f"({g1} && {g2})"
-
-    for u in linear:
-      op = u.op
-      if op is Ops.PARAM:
-        names[u] = f"data{int_field(u, 'slot', 0)}"
-      elif op is Ops.CONST:
-        names[u] = self.render_const(u.arg, u.dtype)
-      elif op is Ops.DEFINE_VAR:
-        names[u] = var_symbol(u.arg.name)
-      elif op is Ops.BUFFER:
-        if u.arg.addrspace is AddrSpace.GLOBAL: raise RenderError("a GLOBAL BUFFER inside a kernel body; kernels reach global storage through PARAMs")
-        names[u] = fresh("acc")
-        emit(self.render_local_buffer(names[u], u))
-      elif op is Ops.AFTER:
-        names[u] = storage(u) if u.src[0].op in (Ops.PARAM, Ops.BUFFER, Ops.AFTER) else names[u.src[0]]
-      elif op is Ops.INDEX:
-        names[u] = "<index>"
-      elif op is Ops.RANGE:
-        names[u] = fresh("ridx")
-        if u in parallel: emit(self.render_parallel([names[b] for b in parallel[u]]))
-        emit(self.render_range(u, names[u], names[u.src[0]], nglobal if u.arg.kind is AxisType.GLOBAL else -1))
-        if u.arg.kind is AxisType.GLOBAL: nglobal += 1
-        depth += 1
-      elif op is Ops.END:
-        for _ in u.src[1:]:
-          depth -= 1
-          emit("}")
-      elif op is Ops.LOAD:
-        p, gate = ptr(u.src[0])
-        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
-        alt = names[u.src[1]] if len(u.src) == 3 else self.render_const(0, u.dtype)
-        if (sdt := small_arg(u.src[0])) is not None: p = self.load_expr(storage(u.src[0].src[0]), names[u.src[0].src[1]], sdt)
-        p = self.render_load_expr(u.src[0], p, names)
-        expr = p if gate is None else f"({gate} ? {p} : {alt})"
-        names[u] = fresh("val")
-        emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
-      elif op is Ops.STORE:
-        p, gate = ptr(u.src[0])
-        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
-        sdt = small_arg(u.src[0])
-        stmt = f"{p} = {names[u.src[1]]};" if sdt is None else self.store_stmt(storage(u.src[0].src[0]), names[u.src[0].src[1]], names[u.src[1]], sdt)
-        if (stmt := self.render_store(u, stmt, names)) is not None: emit(stmt if gate is None else f"if ({gate}) {stmt}")
-      elif op is Ops.ATOMIC:
-        p, gate = ptr(u.src[0])
-        if len(u.src) == 3: gate = both(gate, names[u.src[2]])
-        stmt = self.render_atomic(u.arg, self.atomic_dtype(u), f"&{p}", names[u.src[1]], storage_of(u.src[0].src[0]).op is Ops.PARAM)
-        emit(stmt if gate is None else f"if ({gate}) {{ {stmt} }}")
-      elif op in GroupOp.ALU or op in GroupOp.Cast:
-        s = [names[x] for x in u.src]
-        if op is Ops.CAST: expr = self.render_cast(s[0], u.src[0].dtype, u.dtype)
-        elif op is Ops.BITCAST: expr = self.render_bitcast(s[0], u.src[0].dtype, u.dtype)
-        else:
-          expr = self.render_alu(u, s)
-          # WHERE selects a value of the dtype; every other op's float result is rounded to it
-          if u.dtype.is_small_float and op is not Ops.WHERE: expr = self.round_small_float(expr, u.dtype)
-        names[u] = fresh("alu")
-        emit(f"{self.type_name(u.dtype)} {names[u]} = {expr};")
-      elif op in (Ops.GROUP, Ops.SINK, Ops.LINEAR, Ops.SOURCE):
-        pass
-      else:
-        raise self.unsupported(u)
-    if depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({depth - 1} loop(s) left open)")
+    body = KernelBody(self, parallel_ranges(linear, self.parallel_min_work) if self.parallel_pragma else {})
+    for u in linear: body.write(u)
+    if body.depth != 1: raise RenderError(f"RANGEs and ENDs do not pair up ({body.depth - 1} loop(s) left open)")
     sig = self.signature(name, [self.var_decl(p.var, p.dtype) if p.var is not None and p.dtype is not None else
                                 self.storage_decl(k, p) for k, p in enumerate(params)])
-    helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{body}\n#endif" for fn, body in self.helpers.items()]
-    return "\n".join([*self.prelude(), *helpers, sig + " {", *lines, "}", ""])
+    helpers = [f"#ifndef TS_HELPER_{fn.upper()}\n#define TS_HELPER_{fn.upper()}\n{text}\n#endif" for fn, text in self.helpers.items()]
+    return "\n".join([*self.prelude(), *helpers, sig + " {", *body.lines, "}", ""])
 
   def unsupported(self, u: UOp) -> RenderError:
     return RenderError(f"{self.lang} renderer has no rendering for {u.op.name} ({u.dtype.name})")
+
+
+class KernelBody:
+  """The statements of one kernel function, written node by node of its LINEAR in a renderer's language: the name each
+  node goes by, the lines so far, the loops open. `write` picks the writer of the node's op from _WRITERS."""
+
+  def __init__(self, r: CStyleRenderer, parallel: dict[UOp, list[UOp]]):
+    self.r, self.parallel = r, parallel
+    self.names: dict[UOp, str] = {}
+    self.lines: list[str] = []
+    self.depth = 1
+    self.counters: dict[str, int] = {}
+    self.nglobal = 0
+
+  def write(self, u: UOp) -> None:
+    if (writer := _WRITERS.get(u.op)) is None: raise self.r.unsupported(u)
+    writer(self, u)
+
+  def fresh(self, prefix: str) -> str:
+    self.counters[prefix] = self.counters.get(prefix, 0) + 1
+    return f"{prefix}{self.counters[prefix] - 1}"
+
+  def emit(self, line: str) -> None: self.lines.append("  " * self.depth + line)
+
+  def storage(self, u: UOp) -> str:
+    u = storage_of(u)
+    if u not in self.names: raise RenderError(f"{u.op.name} is used as storage before it is declared")
+    return self.names[u]
+
+  def ptr(self, idx: UOp) -> tuple[str, str | None]:
+    if idx.op is not Ops.INDEX: raise RenderError(f"LOAD/STORE of a {idx.op.name}, not an INDEX")
+    gate = self.names[idx.src[2]] if len(idx.src) == 3 else None
+    return f"{self.storage(idx.src[0])}[{self.names[idx.src[1]]}]", gate
+
+  def gated_ptr(self, u: UOp) -> tuple[str, str | None]:
+    """The pointer of a LOAD, STORE or ATOMIC, and its gate: the INDEX's and the node's own, both when both are there."""
+    p, gate = self.ptr(u.src[0])
+    if len(u.src) == 3: gate = self.names[u.src[2]] if gate is None else f"({gate} && {self.names[u.src[2]]})"
+    return p, gate
+
+  @staticmethod
+  def small_arg(idx: UOp) -> DType | None:
+    """The small float dtype of kernel argument storage idx indexes, when it is one (a declared buffer holds floats)."""
+    base = storage_of(idx.src[0]) if idx.op is Ops.INDEX else None
+    return base.dtype if base is not None and base.op is Ops.PARAM and base.dtype.is_small_float else None
+
+  # ---- the writers, one per op ----
+  def name_param(self, u: UOp) -> None: self.names[u] = f"data{int_field(u, 'slot', 0)}"
+  def name_const(self, u: UOp) -> None: self.names[u] = self.r.render_const(u.arg, u.dtype)
+  def name_var(self, u: UOp) -> None: self.names[u] = var_symbol(u.arg.name)
+  def name_index(self, u: UOp) -> None: self.names[u] = "<index>"
+  def skip(self, u: UOp) -> None: pass
+
+  def buffer(self, u: UOp) -> None:
+    if u.arg.addrspace is AddrSpace.GLOBAL: raise RenderError("a GLOBAL BUFFER inside a kernel body; kernels reach global storage through PARAMs")
+    self.names[u] = self.fresh("acc")
+    self.emit(self.r.render_local_buffer(self.names[u], u))
+
+  def after(self, u: UOp) -> None:
+    self.names[u] = self.storage(u) if u.src[0].op in (Ops.PARAM, Ops.BUFFER, Ops.AFTER) else self.names[u.src[0]]
+
+  def open_loop(self, u: UOp) -> None:
+    self.names[u] = self.fresh("ridx")
+    if u in self.parallel: self.emit(self.r.render_parallel([self.names[b] for b in self.parallel[u]]))
+    glob = u.arg.kind is AxisType.GLOBAL
+    self.emit(self.r.render_range(u, self.names[u], self.names[u.src[0]], self.nglobal if glob else -1))
+    if glob: self.nglobal += 1
+    self.depth += 1
+
+  def close_loops(self, u: UOp) -> None:
+    for _ in u.src[1:]:
+      self.depth -= 1
+      self.emit("}")
+
+  def load(self, u: UOp) -> None:
+    p, gate = self.gated_ptr(u)
+    alt = self.names[u.src[1]] if len(u.src) == 3 else self.r.render_const(0, u.dtype)
+    if (sdt := self.small_arg(u.src[0])) is not None: p = self.r.load_expr(self.storage(u.src[0].src[0]), self.names[u.src[0].src[1]], sdt)
+    p = self.r.render_load_expr(u.src[0], p, self.names)
+    expr = p if gate is None else f"({gate} ? {p} : {alt})"
+    self.names[u] = self.fresh("val")
+    self.emit(f"{self.r.type_name(u.dtype)} {self.names[u]} = {expr};")
+
+  def store(self, u: UOp) -> None:
+    p, gate = self.gated_ptr(u)
+    sdt, names, idx = self.small_arg(u.src[0]), self.names, u.src[0]
+    stmt = f"{p} = {names[u.src[1]]};" if sdt is None else self.r.store_stmt(self.storage(idx.src[0]), names[idx.src[1]], names[u.src[1]], sdt)
+    if (stmt := self.r.render_store(u, stmt, names)) is not None: self.emit(stmt if gate is None else f"if ({gate}) {stmt}")
+
+  def atomic(self, u: UOp) -> None:
+    p, gate = self.gated_ptr(u)
+    stmt = self.r.render_atomic(u.arg, self.r.atomic_dtype(u), f"&{p}", self.names[u.src[1]], storage_of(u.src[0].src[0]).op is Ops.PARAM)
+    self.emit(stmt if gate is None else f"if ({gate}) {{ {stmt} }}")
+
+  def alu(self, u: UOp) -> None:
+    op, r = u.op, self.r
+    s = [self.names[x] for x in u.src]
+    if op is Ops.CAST: expr = r.render_cast(s[0], u.src[0].dtype, u.dtype)
+    elif op is Ops.BITCAST: expr = r.render_bitcast(s[0], u.src[0].dtype, u.dtype)
+    else:
+      expr = r.render_alu(u, s)
+      # WHERE selects a value of the dtype; every other op's float result is rounded to it
+      if u.dtype.is_small_float and op is not Ops.WHERE: expr = r.round_small_float(expr, u.dtype)
+    self.names[u] = self.fresh("alu")
+    self.emit(f"{r.type_name(u.dtype)} {self.names[u]} = {expr};")
+
+
+_WRITERS: dict[Ops, Callable[[KernelBody, UOp], None]] = {
+  Ops.PARAM: KernelBody.name_param, Ops.CONST: KernelBody.name_const, Ops.DEFINE_VAR: KernelBody.name_var, Ops.INDEX: KernelBody.name_index,
+  Ops.BUFFER: KernelBody.buffer, Ops.AFTER: KernelBody.after, Ops.RANGE: KernelBody.open_loop, Ops.END: KernelBody.close_loops,
+  Ops.LOAD: KernelBody.load, Ops.STORE: KernelBody.store, Ops.ATOMIC: KernelBody.atomic,
+  **{op: KernelBody.alu for op in GroupOp.ALU | GroupOp.Cast},
+  **{op: KernelBody.skip for op in (Ops.GROUP, Ops.SINK, Ops.LINEAR, Ops.SOURCE)},
+}
 
 
 def narrows_from_double(src: DType) -> bool:

@@ -1,19 +1,13 @@
 """A PROGRAM's source in a renderer's language: the renderer of a backend, the kernel's parameters, the SOURCE node.
 
-The renderers register themselves by backend name (tinyspec.render.cstyle.register) when their module is imported;
-get_renderer imports the module of a known backend on first use.
+The renderers register themselves by backend name (tinyspec.render.cstyle.register) when their module is imported,
+which the package does (tinyspec/render/__init__.py): get_renderer finds every known backend there.
 """
 from __future__ import annotations
-
-import importlib
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.render.cstyle import RENDERERS, CStyleRenderer, KernelParam, check_identifier, int_field
 from tinyspec.uop import GroupOp, Ops, SourceArg, UOp, storage_of
-
-# modules that register a renderer on import, by backend name
-RENDERER_MODULES = {"c": "tinyspec.render.c", "opencl": "tinyspec.render.opencl"}
-
 
 def kernel_source(renderer: CStyleRenderer, call: UOp | None, prg: UOp) -> tuple[str, str]:
   """(entry name, source text) of a PROGRAM(sink, LINEAR) in renderer's language, one parameter per arg of call."""
@@ -22,13 +16,9 @@ def kernel_source(renderer: CStyleRenderer, call: UOp | None, prg: UOp) -> tuple
 
 
 def get_renderer(backend: str) -> CStyleRenderer:
-  """The renderer of backend; ValueError naming the known backends when there is none. A backend module registers
-  its CStyleRenderer (tinyspec.render.cstyle.register) when imported."""
-  if backend not in RENDERERS and backend in RENDERER_MODULES:
-    try: importlib.import_module(RENDERER_MODULES[backend])
-    except ImportError as e: raise ValueError(f"renderer for backend {backend!r} cannot be loaded: {e}") from e
+  """The renderer of backend; ValueError naming the known backends when there is none."""
   if backend in RENDERERS: return RENDERERS[backend]()
-  raise ValueError(f"no renderer for backend {backend!r}; known: {', '.join(sorted(set(RENDERERS) | set(RENDERER_MODULES)))}")
+  raise ValueError(f"no renderer for backend {backend!r}; known: {', '.join(sorted(RENDERERS))}")
 
 
 def var_param_dtype(arg: UOp, linear: tuple[UOp, ...]) -> DType:
