@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign  # noqa: E402
+from fuzz.engine.campaign import run_campaign  # noqa: E402
+from fuzz.engine.config import CampaignConfig  # noqa: E402
 
 OUT = Path(__file__).with_suffix(".txt")
 

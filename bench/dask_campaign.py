@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign  # noqa: E402
+from fuzz.engine.campaign import run_campaign  # noqa: E402
+from fuzz.engine.config import CampaignConfig  # noqa: E402
 from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline  # noqa: E402
 
 

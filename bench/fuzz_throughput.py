@@ -26,7 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.engine.campaign import CampaignConfig, CaseRunner, run_campaign  # noqa: E402
+from fuzz.engine.campaign import run_campaign  # noqa: E402
+from fuzz.engine.config import CampaignConfig  # noqa: E402
+from fuzz.engine.runner import CaseRunner  # noqa: E402
 from fuzz.reduce.graph import node_count  # noqa: E402
 from fuzz.generate.kinds import case_for  # noqa: E402
 

@@ -30,9 +30,11 @@ from typing import Any, Sequence
 
 from fuzz.check.oracles import Checker
 from fuzz.corpus.store import load_entry
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.engine.reference_target import ReferenceSession, ReferenceTarget
-from fuzz.engine.targets import Reported, replay
+from fuzz.engine.summary import Reported
+from fuzz.engine.targets import replay
 from fuzz.reduce.graph import node_count
 from fuzz.testbed.mutants import GRADIENT_RULE, MUTANTS, MUTANTS_BY_NAME, PASS_RULE, RENDERER, Mutant
 from tinyspec.runtime.cpu import fastest_compiler

@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the corruptions, chains and process h
 
 KILL_SCRIPT = """
 import sys
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 target = sys.argv[3]
 if target == "reference":
   from fuzz.testbed.seeded_bugs import broken_pipeline
@@ -147,7 +148,8 @@ def kills(n: int, target: str, seed: int = 3) -> dict:
 
 def hang() -> dict:
   from fuzz.corpus.store import load_entry
-  from fuzz.engine.campaign import CampaignConfig, run_campaign
+  from fuzz.engine.campaign import run_campaign
+  from fuzz.engine.config import CampaignConfig
   from test_campaign_faults import _hang_kernels, _with_render
   with tempfile.TemporaryDirectory() as d:
     cfg = CampaignConfig(seconds=25, seed=0, workers=1, corpus=d, passes=_with_render(_hang_kernels), backends=("reference", "cpu"), cc="tcc",

@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from fuzz.engine.symbolic import ExprGen, Leaf, SymbolicChecker, SymCase, leaves_of  # noqa: E402
+from fuzz.check.symbolic import SymbolicChecker  # noqa: E402
+from fuzz.generate.symbolic import ExprGen, Leaf, SymCase, leaves_of  # noqa: E402
 from symbolic_cases import cases  # noqa: E402
 from tinyspec.dtype import dtypes  # noqa: E402
 from tinyspec.lower.simplify import pm_simplify  # noqa: E402

@@ -15,9 +15,10 @@ from fuzz.check.local_eval import rewrite_changes_value
 from fuzz.check.numeric_grad import as_float64, numeric_gradient_check, table_mismatch
 from fuzz.check.oracles import Checker, Config, lower_options
 from fuzz.corpus.store import bug_group, entry_name, same_bug
-from fuzz.engine.campaign import Campaign, CampaignConfig
+from fuzz.engine.campaign import Campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.engine.runner import Found
-from fuzz.engine.targets import Reported
+from fuzz.engine.summary import Reported
 from fuzz.generate.kinds import case_for
 from fuzz.testbed.mutants import MUTANTS, MUTANTS_BY_NAME, PASS_RULE
 from tinyspec import Stage

@@ -17,7 +17,8 @@ from typing import Callable
 import pytest
 
 from fuzz.corpus.store import entries, load_entry
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.generate.kinds import case_for
 from tinyspec.lower.base import Pass
 from tinyspec.rewrite import PatternMatcher, UPat
@@ -91,7 +92,8 @@ def test_sigkill_of_the_campaign_leaves_no_process_behind(tmp_path, workers):
 BUSY_SCRIPT = """
 import sys, time
 from dataclasses import replace
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from tinyspec.lower.base import Pass
 from tinyspec.lower.pipeline import PASSES
 from tinyspec.spec import Stage
@@ -330,7 +332,8 @@ def test_a_state_file_of_the_wrong_types_is_refused_in_one_line(tmp_path):
 
 KILL_SCRIPT = """
 import sys
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.testbed.seeded_bugs import broken_pipeline
 cfg = CampaignConfig(seconds=600, seed=int(sys.argv[2]), workers=2, corpus=sys.argv[1], passes=broken_pipeline("mod_off_by_one"),
                      reduce_seconds=5, status_every=1.0, weights={"kind:kernel": 0.5})
@@ -447,7 +450,8 @@ def test_a_crashing_opencl_kernel_is_a_finding_with_workers_0(tmp_path, opencl):
 SWALLOW_SCRIPT = """
 import sys, time
 from dataclasses import replace
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from tinyspec.lower.pipeline import PASSES
 # a pass that loses ^C as a weakref callback does (Python drops an exception raised inside one): the first time it
 # runs it says so and sleeps until the interrupt comes, which then goes nowhere

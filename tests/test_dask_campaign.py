@@ -17,7 +17,8 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from fuzz.engine import dask_runner  # noqa: E402
-from fuzz.engine.campaign import CampaignConfig, ConfigError, run_campaign  # noqa: E402
+from fuzz.engine.campaign import run_campaign  # noqa: E402
+from fuzz.engine.config import CampaignConfig, ConfigError  # noqa: E402
 from fuzz.testbed.seeded_bugs import broken_pipeline  # noqa: E402
 from tinyspec.cli import main  # noqa: E402
 from tinyspec.lower.base import Pass  # noqa: E402

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from builders import interrupt_after_first_status
-from fuzz.engine.campaign import EPOCH, CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
+from fuzz.engine.reference_target import EPOCH
 from fuzz.corpus.store import entries, load_entry
 from tinyspec.cli import main
 from tinyspec.lower.base import Pass

@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.corpus.store import load_entry
 from fuzz.engine.targets import replay
 from fuzz.reduce.graph import node_count

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fuzz.check.oracles import Checker, Config
-from fuzz.engine.changed_rules import changed_rules, prove_changed
+from fuzz.check.changed_rules import changed_rules, prove_changed
 from fuzz.generate.int_kernels import int_kernel_case
 from fuzz.generate.opts import Spot, draw_opts, every_opt, kernel_spots, split_factor, tensor_spots
 from fuzz.generate.kinds import case_for

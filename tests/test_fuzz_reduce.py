@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.corpus.store import load_entry, same_bug
 from fuzz.check.oracles import Checker, Config
 from fuzz.reduce.graph import Reducer, node_count

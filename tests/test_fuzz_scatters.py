@@ -72,7 +72,8 @@ SCATTER_WEIGHTS = {"kind:scatter": 0.9}
 
 def test_a_campaign_on_scatter_cases_finds_nothing_in_the_reference_and_finds_a_broken_scatter(tmp_path):
   import io
-  from fuzz.engine.campaign import CampaignConfig, run_campaign
+  from fuzz.engine.campaign import run_campaign
+  from fuzz.engine.config import CampaignConfig
   from fuzz.testbed.mutants import MUTANTS_BY_NAME
   # bounded by cases, not time; the seconds are a backstop
   ref = run_campaign(CampaignConfig(seconds=600, seed=3, workers=0, corpus=str(tmp_path / "ref"), max_cases=24, weights=SCATTER_WEIGHTS,

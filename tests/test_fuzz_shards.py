@@ -128,7 +128,8 @@ def test_the_one_device_twin_oracle_reports_a_difference():
 
 
 def test_a_campaign_on_sharded_cases_finds_nothing_in_the_real_pipeline(tmp_path):
-  from fuzz.engine.campaign import CampaignConfig, run_campaign
+  from fuzz.engine.campaign import run_campaign
+  from fuzz.engine.config import CampaignConfig
   # bounded by cases, not time; the seconds are a backstop
   s = run_campaign(CampaignConfig(seconds=600, seed=5, workers=0, corpus=str(tmp_path / "c"), max_cases=24, per_rewrite=False,
                                   weights={**NO_KERNELS, "kind:multi": 0.9}), io.StringIO())

@@ -14,7 +14,8 @@ from fuzz.check.agree import compare, output_errors, tolerance
 from fuzz.check.gradient_oracle import call_gradient_mismatches
 from fuzz.check.oracles import Checker, Config
 from fuzz.corpus.store import load_entry, write_entry
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.generate.edge_kernels import edge_kernel_case
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.safety import unsafe_reason

@@ -15,7 +15,8 @@ pytest.importorskip("tinygrad", reason="the tinygrad extra is not installed (pip
 from fuzz.check.exact_ints import overflows_signed, run_exact  # noqa: E402
 from fuzz.check.tinygrad_oracles import TinygradChecker, tinygrad_outputs, tinyspec_outputs  # noqa: E402
 from fuzz.corpus.store import entry_name, load_entry  # noqa: E402
-from fuzz.engine.campaign import CampaignConfig, run_campaign  # noqa: E402
+from fuzz.engine.campaign import run_campaign  # noqa: E402
+from fuzz.engine.config import CampaignConfig  # noqa: E402
 from fuzz.engine.targets import replay  # noqa: E402
 from fuzz.engine.tinygrad_target import TinygradSession, TinygradTarget  # noqa: E402
 from fuzz.generate.tinygrad_programs import Input, Line, Program, check_program, program_for, source  # noqa: E402

@@ -1,5 +1,5 @@
 """Integer rules fuzzed where they live: integer kernel cases in the reference campaign (fuzz.generate.int_kernels), and
-the rules a campaign's pipeline swapped in proven or refuted at its start (fuzz.engine.changed_rules)."""
+the rules a campaign's pipeline swapped in proven or refuted at its start (fuzz.check.changed_rules)."""
 from __future__ import annotations
 
 import io
@@ -10,12 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.check.oracles import Checker, Config
+from fuzz.check.changed_rules import changed_rules
 from fuzz.corpus.refutations import counterexample_case
 from fuzz.corpus.store import load_entry
-from fuzz.engine.campaign import CampaignConfig, run_campaign
-from fuzz.engine.changed_rules import changed_rules
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.engine.reference_target import replay_pipeline
-from fuzz.engine.symbolic import SymbolicTarget
+from fuzz.engine.symbolic_target import SymbolicTarget
 from fuzz.generate.int_kernels import int_kernel_case, wrap_points
 from fuzz.generate.strategies import int_kernels
 from fuzz.generate.kernel_safety import kernel_unsafe_reason

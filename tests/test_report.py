@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.report.writer import header_of
 from fuzz.report.html import nice_ticks, rates
 from fuzz.testbed.seeded_bugs import BUGS_BY_NAME, broken_pipeline

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.corpus.store import load_entry, write_entry
 from fuzz.check.oracles import lower_options
 from fuzz.report.pictures import draw_entry, replay_findings

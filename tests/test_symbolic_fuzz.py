@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 
 from builders import interrupt_after_first_status
-from fuzz.engine.campaign import CampaignConfig, run_campaign
+from fuzz.engine.campaign import run_campaign
+from fuzz.engine.config import CampaignConfig
 from fuzz.corpus.store import entries, load_entry
 from fuzz.engine.targets import replay
-from fuzz.engine.symbolic import (IDX, Leaf, SymbolicChecker, SymbolicTarget, SymCase, _leaf_name, case_for, from_entry_case, leaves_of,
-                           replay_case)
+from fuzz.check.symbolic import SymbolicChecker, replay_case
+from fuzz.corpus.symbolic import from_entry_case
+from fuzz.engine.symbolic_target import SymbolicTarget
+from fuzz.generate.symbolic import IDX, Leaf, SymCase, case_for, leaf_name, leaves_of
 from fuzz.testbed.unsound import VARIANTS
 from tinyspec.uop import substitute
 from tinyspec.semantics import evaluate
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _at(expr: UOp, leaves: list[Leaf], assignment: dict[str, int]) -> int:
   """expr's value by the reference evaluator, its leaves replaced by the assignment's constants."""
-  sub = {lf.node: UOp.const(IDX, assignment[_leaf_name(lf.node)]) for lf in leaves}
+  sub = {lf.node: UOp.const(IDX, assignment[leaf_name(lf.node)]) for lf in leaves}
   return int(np.asarray(evaluate(substitute(expr, sub))).reshape(()))
 
 
@@ -69,7 +72,7 @@ def test_unsound_variant_is_found_blamed_shrunk_and_stored(variant, tmp_path):
   assert row is not None, "the entry stores the failing assignment"
   # the stored assignment really separates the stored expression from what the unsound table makes of it
   simplified, _ = SymbolicChecker(variant.matcher()).simplify(case.expr)
-  a = {_leaf_name(k): int(v[0]) for k, v in row.items()}
+  a = {leaf_name(k): int(v[0]) for k, v in row.items()}
   assert _at(case.expr, case.leaves, a) != _at(simplified, case.leaves, a)
   # the entry fails under the unsound table and replays clean under the real one
   assert replay_case(entry.case, entry.signature, variant.matcher())[0]
@@ -118,10 +121,10 @@ def test_leaves_are_read_back_from_the_expression():
 def test_cli_symbolic_campaign_with_corpus_report_and_workers(tmp_path, monkeypatch, capsys):
   """`tinyspec fuzz --symbolic --corpus D --report R --workers 2` with an unsound rule in the simplifier: the finding is
   a corpus entry that `tinyspec repro` replays, the report lists it, and a second run resumes past the cases done."""
-  import fuzz.engine.symbolic
+  import fuzz.check.symbolic
   from tinyspec.cli import main
   variant = next(v for v in VARIANTS if v.name == "mod_below_divisor_off_by_one")
-  monkeypatch.setattr(fuzz.engine.symbolic, "simplify_table", variant.matcher)  # the workers fork with it
+  monkeypatch.setattr(fuzz.check.symbolic, "simplify_table", variant.matcher)  # the workers fork with it
   d, r = tmp_path / "corpus", tmp_path / "report"
   argv = ["fuzz", "--symbolic", "--seconds", "60", "--max-cases", "64", "--corpus", str(d), "--report", str(r), "--workers", "2"]
   assert main(argv) == 1

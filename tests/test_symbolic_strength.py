@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fuzz.engine.symbolic import SymbolicChecker, SymCase, leaves_of
+from fuzz.check.symbolic import SymbolicChecker
+from fuzz.generate.symbolic import SymCase, leaves_of
 from tinyspec.dtype import dtypes
 from tinyspec.lower.simplify import pm_simplify
 from tinyspec.ops.intervals import interval

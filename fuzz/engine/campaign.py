@@ -1,6 +1,6 @@
 """The campaign engine: number cases, run them on a target in worker processes, store and report findings.
 
-One engine for every target (fuzz.engine.targets: the reference pipeline, the symbolic simplifier; `--target NAME`). Cases
+One engine for every target (fuzz.engine.targets: the reference pipeline, the symbolic simplifier, tinygrad; `--target NAME`). Cases
 are numbered; case i of seed s is drawn by the target from (s, i) and the weights of its epoch (target.epoch cases),
 which depend only on the coverage of earlier epochs, so the same seed and code give the same cases. The state file
 in the corpus directory (target, seed, next case, the current epoch, coverage, weights, findings) is rewritten
@@ -11,8 +11,9 @@ at the start) and is the only process that writes it: runners (fuzz.engine.runne
 which is written before the finding is reported, and later its reduced entry. So a SIGKILL at any moment loses no
 finding already reported, and the entry kept for a signature is the one of its lowest case number.
 
-Workers are forked child processes that die with the campaign (tinyspec.runtime.procs: parent-death signal, their
-own process group, which the campaign kills on every way out; no copy of the campaign's pipe ends or lock). There are
+A campaign runs as a sequence of named phases (Campaign.run): setup, proofs, cases, end, inside what it holds while it
+runs (Running: the corpus lock, the signal handlers, its report, the cluster its cases run on). Its settings are
+fuzz.engine.config's. Workers are forked child processes that die with the campaign (fuzz.engine.workers). There are
 at most as many as the CPUs and the case budget can use. Every kernel runs in a kernel host (tinyspec.runtime.host),
 a clean interpreter of its own, so a crashing kernel is a finding of its case even with --workers 0. Each step of a
 case has a deadline (case_timeout; a reduction its budget): a worker past it is killed within a few seconds, the
@@ -34,136 +35,39 @@ import math
 import multiprocessing as mp
 import signal
 import sys
+import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, replace
-from multiprocessing.connection import wait
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Iterator, TextIO
 
+from fuzz.check.changed_rules import BUDGET_SECONDS, RuleResult, describe, prove_changed, refutation_entry, replays_through
 from fuzz.corpus.store import bug_group, entries, entry_path
+from fuzz.engine.config import CampaignConfig, ConfigError, validate
 from fuzz.engine.corpus_dir import CorpusLock, remove_stale_temp_files
 from fuzz.engine.coverage import Coverage
-from fuzz.engine.reference_target import EPOCH
-from fuzz.engine.runner import BATCH, IDLE, CaseRunner, Found, Progress, worker_main
-from fuzz.engine.targets import Reported, Summary, Target, get_target
+from fuzz.engine.dask_runner import ClusterLost, DaskBatches, connect
+from fuzz.engine.protocol import DEFAULT_TARGET, Target
+from fuzz.engine.runner import GRACE, IDLE, Found
+from fuzz.engine.summary import Reported, Summary
+from fuzz.engine.targets import get_target
+from fuzz.engine.workers import CrashReducer, LocalWorkers
+from fuzz.report.writer import CampaignReport, for_campaign
 from tinyspec.fileio import atomic_write
 from tinyspec.runtime import procs
 
-__all__ = ["EPOCH", "CampaignConfig", "Campaign", "CaseRunner", "ConfigError", "Reported", "StateError", "Summary", "Target", "run_campaign",
-           "validate"]
-
-GRACE = 3.0   # seconds past a deadline before a worker is killed (it may be reporting a kernel's hang itself)
-TICK = 0.25   # seconds between looks at the workers' deadlines
-
-
-@dataclass
-class CampaignConfig:
-  seconds: float = 60.0
-  seed: int = 0
-  workers: int = 1                      # 0: run cases in this process (kernels still run in a child; no Python-hang guard)
-  corpus: str = "corpus"
-  backends: tuple[str, ...] = ("reference",)
-  per_rewrite: bool = True  # the spec after every rule application (False: after every pass)
-  max_cases: int | None = None          # stop after this many cases (in total, resumed ones included)
-  case_timeout: float = 30.0            # seconds a step of a case (its check, its kernels) may take before it is a hang
-  reduce_seconds: float = 60.0          # budget of one reduction
-  passes: Sequence | None = None        # None: the reference pipeline
-  resume: bool = True
-  status_every: float = 10.0            # seconds between plain status lines when not on a terminal
-  stop_on_finding: bool = False
-  batch: int = 16                       # cases per job when CPU kernels are compiled together
-  cc: str | None = None                 # C compiler of the cpu backend (None: the runtime's default)
-  stop_when: Callable[[Reported], bool] | None = None  # stop once a finding satisfies this
-  weights: dict[str, float] | None = None  # generator weights to start from (fuzz.generate.strategies.default_weights names)
-  report: str | None = None             # a directory for the HTML report (fuzz.report.writer), kept up to date as the campaign runs
-  target: str | Target = "reference"    # what is fuzzed: a name of fuzz.engine.targets.TARGET_NAMES, or a Target
-  prove_changed: bool = True            # prove the rules the pipeline swapped in before the first case (fuzz.engine.changed_rules)
-  scheduler: str | None = None          # a Dask scheduler's address: the cases run on its cluster (fuzz.engine.dask_runner), not here
-
-
-class ConfigError(ValueError):
-  """A campaign setting that cannot be used; the message names it."""
-
-
-def validate(cfg: CampaignConfig) -> None:
-  """ConfigError naming the first limit of cfg that is not a usable number."""
-  def number(name: str, v: Any, positive: bool) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
-      raise ConfigError(f"{name} must be a finite number {'above' if positive else 'of at least'} 0, not {v!r}")
-  number("--seconds", cfg.seconds, True)
-  number("--case-timeout", cfg.case_timeout, True)
-  number("reduce_seconds", cfg.reduce_seconds, False)
-  for name, v, low in (("--workers", cfg.workers, 0), ("--seed", cfg.seed, 0), ("batch", cfg.batch, 1)):
-    if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ConfigError(f"{name} must be a whole number of at least {low}, not {v!r}")
-  if cfg.max_cases is not None and (isinstance(cfg.max_cases, bool) or not isinstance(cfg.max_cases, int) or cfg.max_cases < 0):
-    raise ConfigError(f"--max-cases must be a whole number of at least 0, not {cfg.max_cases!r}")
-  if cfg.scheduler is not None and (not isinstance(cfg.scheduler, str) or not cfg.scheduler.strip()):
-    raise ConfigError(f"--scheduler must be a Dask scheduler's address (tcp://HOST:8786), not {cfg.scheduler!r}")
+START_CASE = -1        # the case number of a finding made before any case ran (a rule refuted in the proofs phase)
 
 
 def state_name(target: Target, seed: int) -> str:
   """The state file of a campaign: one per target and seed in a corpus directory."""
-  return f".fuzz-state-{seed}.json" if target.name == "reference" else f".fuzz-state-{target.name}-{seed}.json"
+  return f".fuzz-state-{seed}.json" if target.name == DEFAULT_TARGET else f".fuzz-state-{target.name}-{seed}.json"
 
 
 class StateError(ValueError):
   """A state file that is not a campaign's state; the message names the file and what is wrong."""
-
-
-# ---- processes of the campaign ----
-class _Worker:
-  """A worker process, its pipe, its progress slot and the batch it runs."""
-
-  def __init__(self, cfg: CampaignConfig, ctx: Any, existing: frozenset[str]):
-    self.progress = ctx.RawValue(Progress)
-    self.progress.step(IDLE, 0.0)
-    self.conn, child = ctx.Pipe()
-    procs.parent_only(self.conn)  # later workers close their copies of it
-    self.proc = procs.start(ctx, worker_main, (cfg, child, self.progress, existing), name="fuzz-worker")
-    child.close()
-    self.batch: list[int] | None = None
-    self.weights: dict = {}
-    self.checked = False
-
-  def send(self, batch: list[int], weights: dict, best: dict, stop_at: float) -> None:
-    self.batch, self.weights, self.checked = batch, weights, False
-    self.progress.step(batch[0] if len(batch) == 1 else BATCH, 1e9, where="start")  # the worker sets the real limit
-    self.conn.send((batch, weights, best, stop_at))
-
-  def overdue(self, now: float) -> bool:
-    return self.progress.overdue(now, GRACE)
-
-  def kill(self) -> str:
-    """Kill it and everything it started; how it ended (signalN, exitN)."""
-    procs.forget(self.conn)
-    try: self.conn.close()
-    except OSError: pass
-    return procs.how_it_ended(procs.kill_tree(self.proc))
-
-
-def _reducer_main(cfg: CampaignConfig, path: str, signature: tuple[str, str, str], why: str, message: str, seconds: float, conn: Any) -> None:
-  """A crash reducer: the unreduced entry read back (as data), reduced in children of its own, its text sent back."""
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
-  from fuzz.corpus.store import load_entry
-  session = get_target(cfg.target).session(cfg)
-  small = session.shrink_crash(load_entry(path).case, why, seconds)
-  conn.send((session.size(small), session.crash_entry(small, signature, message)))
-
-
-class _Reducer:
-  def __init__(self, ctx: Any, cfg: CampaignConfig, r: Reported, why: str, seconds: float):
-    self.reported, self.deadline = r, time.monotonic() + seconds + GRACE
-    self.conn, child = ctx.Pipe()
-    procs.parent_only(self.conn)
-    self.proc = procs.start(ctx, _reducer_main, (cfg, r.path, r.signature, why, r.message, seconds, child), name="fuzz-reducer")
-    child.close()
-
-  def kill(self) -> None:
-    procs.forget(self.conn)
-    try: self.conn.close()
-    except OSError: pass
-    procs.kill_tree(self.proc)
 
 
 class _Stop(BaseException):
@@ -171,8 +75,69 @@ class _Stop(BaseException):
   case takes it for the case's own failure)."""
 
 
+class Running:
+  """What a campaign holds while it runs, taken on entering and given back on leaving however it ends: the corpus lock
+  (one campaign per directory; holding it, the temp files of interrupted writes are removed), the handlers of ^C,
+  SIGTERM and SIGHUP (they end the campaign with its summary), its HTML report, and, for the proofs and cases
+  phases, the cluster its cases run on (cluster())."""
+
+  SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+  def __init__(self, campaign: Campaign):
+    self.campaign = campaign
+    self.lock: CorpusLock | None = None
+    self.handlers: dict[int, Any] = {}
+
+  def __enter__(self) -> Running:
+    c, cfg = self.campaign, self.campaign.cfg
+    try: self.lock = CorpusLock(cfg.corpus).acquire()  # CorpusBusy when another campaign holds it
+    except OSError as e: raise ConfigError(f"--corpus {cfg.corpus} cannot be locked: {e.strerror or e}") from None
+    try:
+      self._catch_signals()
+      remove_stale_temp_files(cfg.corpus, cfg.report, Path(cfg.report) / "pictures" if cfg.report else None)
+      c.html_report = for_campaign(c) if cfg.report else None
+    except BaseException:
+      self.__exit__()
+      raise
+    return self
+
+  def __exit__(self, *exc: Any) -> None:
+    for s, h in self.handlers.items(): signal.signal(s, h)
+    self.handlers = {}
+    if self.lock is not None: self.lock.release()
+    self.lock = None
+
+  def _catch_signals(self) -> None:
+    """^C, SIGTERM and SIGHUP end the campaign (only the main thread may handle signals: elsewhere they are left as they are)."""
+    c = self.campaign
+    c.stopping = False
+    if threading.current_thread() is not threading.main_thread(): return
+    def stop(signum: int, frame: Any) -> None:
+      # the flag outlives the exception, which Python drops when it is raised inside a weakref callback (the UOp
+      # intern table's, during a collection) and a guarded step may catch: time_left() reads it, so the campaign
+      # ends after the batch it is in at the latest
+      c.stopping = True
+      raise KeyboardInterrupt if signum == signal.SIGINT else _Stop()
+    self.handlers = {s: signal.getsignal(s) for s in self.SIGNALS}
+    for s in self.SIGNALS: signal.signal(s, stop)
+
+  @contextmanager
+  def cluster(self) -> Iterator[DaskBatches | LocalWorkers]:
+    """Where the cases run, chosen here alone: the Dask cluster of --scheduler (reached now: a scheduler that cannot
+    be reached is said before the proofs), else local worker processes or this process. Left, however the phases
+    end: the crash reducers still running killed, the cluster closed."""
+    c = self.campaign
+    cluster: DaskBatches | LocalWorkers = DaskBatches(connect(c.cfg.scheduler), c.cfg, c.existing) if c.cfg.scheduler else LocalWorkers()
+    try: yield cluster
+    finally:
+      for r in c.reducers: r.kill()
+      c.reducers = []
+      cluster.close()
+
+
 # ---- the campaign ----
 class Campaign:
+  """A campaign's state, its handling of findings and its phases (run)."""
   stopping = False  # set by ^C, SIGTERM or SIGHUP while the campaign runs
 
   def __init__(self, cfg: CampaignConfig, out: TextIO | None = None):
@@ -203,9 +168,10 @@ class Campaign:
     self.suspects: list[int] = []
     self.retry: deque[int] = deque()
     self.running: set[int] = set()
-    self.reducers: list[_Reducer] = []
+    self.reducers: list[CrashReducer] = []
     self.start_failures = 0
-    self.html_report = None
+    self.html_report: CampaignReport | None = None
+    self.stop_at = 0.0
     self.last_status = self.last_report = 0.0
     self.report_due = False
     if cfg.resume: self.load_state()
@@ -253,7 +219,7 @@ class Campaign:
          "epoch_results": {str(k): [sorted(v[0]), v[1]] for k, v in self.epoch_results.items()},
          "coverage": self.coverage.to_json(), "weights": self.weights, "cases": self.prior_cases + self.cases,
          "signatures": sorted(list(s) for s in self.known), "phase": dict(self.phase)}
-    if self.target.name != "reference": s.update(target=self.target.name, counts=dict(self.counts))
+    if self.target.name != DEFAULT_TARGET: s.update(target=self.target.name, counts=dict(self.counts))
     atomic_write(self.state_path, json.dumps(s, indent=1, sort_keys=True))
 
   # ---- case numbering ----
@@ -341,7 +307,7 @@ class Campaign:
   def status_text(self, elapsed: float) -> str:
     fired = len(set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f})
     rate = self.cases / elapsed if elapsed > 0 else 0.0
-    name = "fuzz" if self.target.name == "reference" else f"fuzz {self.target.name}"
+    name = "fuzz" if self.target.name == DEFAULT_TARGET else f"fuzz {self.target.name}"
     return (f"{name}: {elapsed:6.0f}s  {self.prior_cases + self.cases} cases ({rate:.1f}/s)  "
             f"rules {fired}/{len(self.rules)}  findings {len(self.findings)}")
 
@@ -362,63 +328,39 @@ class Campaign:
       self.html_report.update(self, elapsed, status)
       self.last_report, self.report_due = elapsed, False
 
-  # ---- run ----
+  # ---- run: the phases, in order ----
   def run(self) -> Summary:
-    cfg = self.cfg
-    try: lock = CorpusLock(cfg.corpus).acquire()  # CorpusBusy when another campaign holds it
-    except OSError as e: raise ConfigError(f"--corpus {cfg.corpus} cannot be locked: {e.strerror or e}") from None
-    import threading
-    main = threading.current_thread() is threading.main_thread()
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} if main else {}
-    self.stopping = False
-    def stop(signum: int, frame: Any) -> None:
-      # the flag outlives the exception, which Python drops when it is raised inside a weakref callback (the UOp
-      # intern table's, during a collection) and a guarded step may catch: time_left() reads it, so the campaign
-      # ends after the batch it is in at the latest
-      self.stopping = True
-      raise KeyboardInterrupt if signum == signal.SIGINT else _Stop()
-    for s in old: signal.signal(s, stop)
-    try:
-      remove_stale_temp_files(cfg.corpus, cfg.report, Path(cfg.report) / "pictures" if cfg.report else None)
-      self.existing = frozenset(p.name for p in entries(cfg.corpus))
-      self.running = set()
-      self.last_status = 0.0
-      self.last_report, self.report_due = 0.0, False
-      if cfg.report:
-        from fuzz.report.writer import for_campaign
-        self.html_report = for_campaign(self)
-      self.keep_report(0.0, force=True)
-      t0 = time.monotonic()
-      self.stop_at = t0 + cfg.seconds
+    """The campaign's phases, in order, inside what it holds while it runs."""
+    with Running(self) as running:
+      t0 = self.setup()
       interrupted = False
-      cluster = None
       try:
-        cluster = self._open_cluster()  # before the proofs: a scheduler that cannot be reached is said at once
-        if cfg.prove_changed: self.prove_changed_rules()
-        self._run_cases(t0, cluster)
+        with running.cluster() as cluster:
+          if self.cfg.prove_changed: self.proofs()
+          cluster.run(self, t0)  # the cases
         interrupted = self.stopping
       except (KeyboardInterrupt, _Stop):
         interrupted = True
-      finally:
-        for r in self.reducers: r.kill()
-        self.reducers = []
-        if cluster is not None: cluster.close()
-      elapsed = time.monotonic() - t0
-      self.save_state()
-      self.clear_status()
-      self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
-    finally:
-      for s, h in old.items(): signal.signal(s, h)
-      lock.release()
-    cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
-    backends = self.target.describe(cfg)[0]
-    checked = ", ".join(f"cpu ({cfg.cc or 'the runtime default compiler'})" if b == "cpu" else b for b in backends)
-    return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
-                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts), checked)
+      except ClusterLost as e:  # the campaign ends as on ^C: its state saved, its summary printed
+        self.clear_status()
+        print(f"fuzz: {e}", file=sys.stderr, flush=True)
+        interrupted = True
+      elapsed = self.end(t0, interrupted)
+    return self.summary(elapsed, interrupted)
 
-  def prove_changed_rules(self) -> None:
+  def setup(self) -> float:
+    """The corpus's entries as the campaign starts (what is not new), the report's first page; the start time."""
+    self.existing = frozenset(p.name for p in entries(self.cfg.corpus))
+    self.running = set()
+    self.last_status = 0.0
+    self.last_report, self.report_due = 0.0, False
+    self.keep_report(0.0, force=True)
+    t0 = time.monotonic()
+    self.stop_at = t0 + self.cfg.seconds
+    return t0
+
+  def proofs(self) -> None:
     """The rules the target's pipeline swapped in, proven before any case runs: a refuted one is a finding at once."""
-    from fuzz.engine.changed_rules import BUDGET_SECONDS, describe, prove_changed, refutation_found, replays_through
     changed = getattr(self.target, "changed_rules", None)  # a target of another author's may not have one: nothing to prove
     refs = changed(self.cfg) if changed is not None else []
     if not refs: return
@@ -429,9 +371,33 @@ class Campaign:
     # a target that stores kernel entries runs the counterexample kernels through its pipeline, to keep one that fails there
     replays = replays_through(self.cfg.passes) if "kernel" in self.target.kinds and any(r.status == "refuted" for r in proved.results) else None
     for res in proved.results:
-      if res.status == "refuted": self.found(refutation_found(res, self.cfg.corpus, self.existing, replays))
+      if res.status == "refuted": self.found(self.refuted(res, replays))
     self.phase["prove"] += time.perf_counter() - t
 
+  def refuted(self, res: RuleResult, replays: Any) -> Found:
+    """A refuted rule as a finding made before any case ran."""
+    ref = refutation_entry(res, replays)
+    path = entry_path(self.cfg.corpus, ref.signature)
+    return Found(Reported(ref.signature, str(path), path.name not in self.existing, START_CASE, ref.nodes, ref.message, found_nodes=ref.nodes),
+                 ref.text)
+
+  def end(self, t0: float, interrupted: bool) -> float:
+    """The state saved, the report's last page; the seconds the campaign ran."""
+    elapsed = time.monotonic() - t0
+    self.save_state()
+    self.clear_status()
+    self.keep_report(elapsed, "interrupted" if interrupted else "finished", force=True)
+    return elapsed
+
+  def summary(self, elapsed: float, interrupted: bool) -> Summary:
+    cfg = self.cfg
+    cov = set(self.coverage.fired) | {k for _, f in self.epoch_results.values() for k in f}
+    backends = self.target.describe(cfg)[0]
+    checked = ", ".join(f"cpu ({cfg.cc or 'the runtime default compiler'})" if b == "cpu" else b for b in backends)
+    return Summary(cfg.seed, self.cases, elapsed, self.findings, len(self.rules), sorted(cov),
+                   [r for r in self.rules if r not in cov], dict(self.phase), interrupted, self.target.name, dict(self.counts), checked)
+
+  # ---- budget ----
   def time_left(self) -> bool:
     cfg = self.cfg
     if self.stopping: return False  # ^C, SIGTERM or SIGHUP
@@ -456,141 +422,6 @@ class Campaign:
       if jobs < n: n, why = max(1, jobs), "the jobs the case budget leaves"
     if n < asked: print(f"fuzz: {n} worker(s), not {asked}: no more than {why}", file=sys.stderr, flush=True)
     return n
-
-  def _open_cluster(self) -> Any:
-    """The batches of a Dask cluster (fuzz.engine.dask_runner.DaskBatches) with --scheduler, else None."""
-    if not self.cfg.scheduler: return None
-    from fuzz.engine.dask_runner import DaskBatches, connect
-    return DaskBatches(connect(self.cfg.scheduler), self.cfg, self.existing)
-
-  def _run_cases(self, t0: float, cluster: Any) -> None:
-    """Where the cases run, chosen here alone: on the Dask cluster, in worker processes, or in this process."""
-    if cluster is not None: return self._run_dask(t0, cluster)
-    n = self.worker_count()
-    if n <= 0: self._run_inline(t0)
-    else: self._run_workers(t0, n)
-
-  def _run_inline(self, t0: float) -> None:
-    runner = CaseRunner(self.cfg, self.existing)
-    # a target whose own code runs kernels in the checking process (tinygrad) checks each case in a child instead
-    if hasattr(runner.session, "isolate"): runner.session.isolate()
-    try:
-      while self.time_left():
-        batch = self.next_batch(self.batch_size())
-        if not batch: break
-        self.running.update(batch)
-        runner.run_batch(batch, self.weights, self.handle, dict(self.best), self.stop_at)
-        self.running.difference_update(batch)
-        self.status(time.monotonic() - t0)
-    finally:
-      if hasattr(runner.session, "close"): runner.session.close()
-
-  def _run_workers(self, t0: float, n: int) -> None:
-    cfg = self.cfg
-    ctx = mp.get_context("fork")  # a worker keeps the target as this process holds it (a changed rule table)
-    workers: list[_Worker] = []
-    try:
-      workers = [_Worker(cfg, ctx, self.existing) for _ in range(n)]
-      while True:
-        for w in workers:
-          if w.batch is None and self.time_left() and (batch := self.next_batch(self.batch_size())):
-            self.running.update(batch)
-            w.send(batch, self.weights, dict(self.best), self.stop_at)
-        busy = [w for w in workers if w.batch is not None]
-        self._collect_reducers()
-        now = time.monotonic()
-        if not busy and not (self.reducers and now < self.stop_at): break
-        if now > self.stop_at + GRACE:  # the time is up: what still runs is killed; its cases run again on resume
-          for w in busy: self._abandon(w)
-          break
-        ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy] + [r.conn for r in self.reducers], timeout=TICK)
-        now = time.monotonic()
-        for k, w in enumerate(workers):
-          if w.batch is None: continue
-          if w.conn in ready and self._receive(w): continue
-          dead = not w.proc.is_alive()
-          if dead or w.overdue(now):
-            self._lost(w, "timeout" if not dead else None)
-            workers[k] = _Worker(cfg, ctx, self.existing)
-        self.status(now - t0)
-    finally:
-      for w in workers:
-        try: w.conn.send(None)
-        except Exception: pass
-      for w in workers: w.kill()
-
-  def _run_dask(self, t0: float, cluster: Any) -> None:
-    """Batches on the cluster, as many in flight as it has room for; their messages handled as a local worker's."""
-    from fuzz.engine.dask_runner import ClusterLost
-    try:
-      while True:
-        self._submit(cluster)
-        self._collect_reducers()
-        now = time.monotonic()
-        if not cluster.pending and not (self.reducers and now < self.stop_at): break
-        if now > self.stop_at + GRACE: break  # the time is up: what still runs is dropped; its cases run again on resume
-        for b, msgs in cluster.finished(TICK):
-          if msgs is None: self._given_up(b.indices, b.weights, b.alone)
-          for msg in msgs or ():
-            if msg[0] == "hung":  # a step outlived its deadline on the worker (fuzz.engine.dask_runner: the worker is restarted)
-              _, index, reducing, where = msg
-              checked = any(m[0] == "checked" for m in msgs)
-              self.lost_batch(b.indices, b.weights, checked, index, reducing, where, "timeout")
-            else: self.handle(msg)
-          self.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
-        self.status(time.monotonic() - t0)
-    except ClusterLost as e:  # the campaign ends as on ^C: its state saved, its summary printed
-      self.clear_status()
-      print(f"fuzz: {e}", file=sys.stderr, flush=True)
-      raise _Stop() from None
-    finally:
-      for b in cluster.cancel(): self.running.difference_update(b.indices)
-
-  def _submit(self, cluster: Any) -> None:
-    """New batches while the cluster has room. A case suspected of killing workers runs alone on the whole cluster:
-    Dask gives up every batch on a worker that died, those only queued there too, so only a case run alone is known to
-    be the one."""
-    while self.time_left():
-      alone = bool(self.suspects)
-      if not cluster.free(alone): return
-      if not (batch := self.next_batch(self.batch_size())): return
-      self.running.update(batch)
-      cluster.submit(batch, self.weights, dict(self.best), self.stop_at, alone)
-
-  def _given_up(self, batch: list[int], weights: dict, alone: bool) -> None:
-    """A batch Dask gave up on, the workers running it having died again and again: each of its cases runs alone
-    next, and a case run alone that still kills them is a crash finding."""
-    if alone: self.worker_crash(batch[0], weights, "killed-worker", "check")
-    else: self.suspects.extend(batch)
-
-  def _receive(self, w: _Worker) -> bool:
-    """Handle what the worker sent; False when its pipe broke (it died)."""
-    try:
-      while w.conn.poll():
-        msg = w.conn.recv()
-        if msg[0] == "done":
-          w.batch = None
-          return True
-        if msg[0] == "checked": w.checked = True
-        self.handle(msg)
-    except (EOFError, OSError):
-      return False
-    return True
-
-  def _abandon(self, w: _Worker) -> None:
-    w.kill()
-    if w.batch and not w.checked:
-      for i in w.batch: self.running.discard(i)
-    w.batch = None
-
-  def _lost(self, w: _Worker, why: str | None) -> None:
-    """A worker died (why None: how it ended decides) or outlived its step's deadline (why "timeout")."""
-    p = w.progress
-    index, reducing, where = int(p.index), bool(p.reducing), p.place
-    batch, weights, checked = w.batch or [], w.weights, w.checked
-    end = w.kill()
-    w.batch = None
-    self.lost_batch(batch, weights, checked, index, reducing, where, why or end)
 
   def lost_batch(self, batch: list[int], weights: dict, checked: bool, index: int, reducing: bool, where: str, why: str) -> None:
     """A batch whose runner died or hung (why "timeout") at a step of case index (IDLE: before it started, BATCH: a
@@ -628,9 +459,10 @@ class Campaign:
     if count: self.finish({"index": index, "features": sorted(s.features(case)), "fired": {}})
     seconds = min(self.cfg.reduce_seconds, self.stop_at - time.monotonic() - GRACE)
     if r.new and self.best.get(bug_group(sig)) == index and self.target.reduces_crashes and seconds >= 1.0 and where != "reduce":
-      self.reducers.append(_Reducer(mp.get_context("fork"), self.cfg, r, why, seconds))
+      self.reducers.append(CrashReducer(mp.get_context("fork"), self.cfg, r, why, seconds))
 
-  def _collect_reducers(self) -> None:
+  def collect_reducers(self) -> None:
+    """The crash reducers that are done (or past their deadline): the reduced entry of each written when its finding still holds it."""
     now, keep = time.monotonic(), []
     for red in self.reducers:
       got = None

@@ -7,11 +7,21 @@ import re
 import sys
 from pathlib import Path
 
+from fuzz.corpus.store import Entry, load_entry
+from fuzz.engine.campaign import StateError, run_campaign
+from fuzz.engine.config import CampaignConfig, ConfigError, validate
+from fuzz.engine.corpus_dir import CorpusBusy
+from fuzz.engine.targets import TARGET_NAMES, TARGETS, replay, target_for_kind
+from fuzz.report.pictures import draw_entry
+from fuzz.report.standalone import standalone_script
+from tinyspec import viz
 from tinyspec.cliargs import number
-from tinyspec.runtime import procs
+from tinyspec.fileio import atomic_write
+from tinyspec.loadfile import InputError
+from tinyspec.runtime import cpu, procs
+from tinyspec.runtime.host import shared
 
 BACKENDS = ("reference", "cpu", "opencl")
-TARGET_NAMES = ("reference", "symbolic", "tinygrad")  # fuzz.engine.targets.TARGET_NAMES, without importing the fuzzer to build the parser
 
 
 def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +44,7 @@ def add_fuzz_arguments(p: argparse.ArgumentParser) -> None:
   mode.add_argument("--per-pass", dest="per_rewrite", action="store_const", const=False,
                     help="check the spec only after every pass (faster, sees less)")
   p.add_argument("--weights", type=parse_weights, default=None, metavar="NAME=W,...",
-                 help="generator weights to start from, by feature name (fuzz.generate.strategies.default_weights and the kind:* "
+                 help="generator weights to start from, by feature name (fuzz.generate.case.default_weights and the kind:* "
                  "shares: dtype:small=8,kind:edge=0.3,edge:small=4 weights the small floats up)")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--case-timeout", type=float, default=30.0, help="seconds before a case counts as a hang (default 30)")
@@ -78,17 +88,15 @@ def target_of(args: argparse.Namespace) -> tuple[str | None, str]:
 
 def fuzz_main(args: argparse.Namespace) -> int:
   """A campaign of the chosen target (fuzz.engine.targets) on the one engine (fuzz.engine.campaign)."""
-  from fuzz.engine.campaign import CampaignConfig, run_campaign
-  from fuzz.engine.targets import get_target
   name, why = target_of(args)
   if name is None:
     print(f"tinyspec fuzz: {why}", file=sys.stderr)
     return 2
-  try: backends = parse_backends(args.backends or ("reference,cpu" if name == "reference" else "reference"))
+  kind = TARGETS[name]
+  try: backends = parse_backends(args.backends or ("reference,cpu" if kind.pipeline_options else "reference"))
   except argparse.ArgumentTypeError as e:
     print(f"tinyspec fuzz: {e}", file=sys.stderr)
     return 2
-  from tinyspec.runtime import cpu
   cc = getattr(args, "cc", None)
   if cc is not None and cc not in cpu.available_compilers():
     print(f"tinyspec fuzz: --cc {cc}: not a C compiler found on PATH (found: {', '.join(cpu.available_compilers()) or 'none'})",
@@ -102,24 +110,13 @@ def fuzz_main(args: argparse.Namespace) -> int:
   if args.workers < 0:
     print("tinyspec fuzz: --workers must be 0 or more", file=sys.stderr)
     return 2
-  options = {}
-  if name == "symbolic":
-    depth, z3_timeout_ms = getattr(args, "depth", 4), getattr(args, "z3_timeout_ms", 300)
-    if depth < 1:
-      print("tinyspec fuzz: --depth must be at least 1", file=sys.stderr)
-      return 2
-    if backends != ("reference",) or args.per_rewrite is not None:
-      print("tinyspec fuzz: --backends, --per-rewrite and --per-pass are options of the reference target, not of symbolic", file=sys.stderr)
-      return 2
-    options = {"depth": depth, "z3_timeout_ms": z3_timeout_ms}
-  if name == "tinygrad":
-    if backends != ("reference",) or args.per_rewrite is not None:
-      print("tinyspec fuzz: --backends, --per-rewrite and --per-pass are options of the reference target, not of tinygrad", file=sys.stderr)
-      return 2
-    from fuzz.engine.tinygrad_target import unavailable
-    if (why := unavailable()) is not None:
-      print(f"tinyspec fuzz: --target tinygrad: {why}", file=sys.stderr)
-      return 2
+  try:
+    if not kind.pipeline_options and (backends != ("reference",) or args.per_rewrite is not None):
+      raise ConfigError(f"--backends, --per-rewrite and --per-pass are options of the reference target, not of {name}")
+    target = kind.from_args(args)
+  except ConfigError as e:
+    print(f"tinyspec fuzz: {e}", file=sys.stderr)
+    return 2
   seconds = args.hours * 3600 if args.hours is not None else (args.seconds if args.seconds is not None else 60.0)
   if args.report:
     try: Path(args.report).mkdir(parents=True, exist_ok=True)
@@ -127,18 +124,14 @@ def fuzz_main(args: argparse.Namespace) -> int:
       print(f"tinyspec fuzz: cannot keep the report in {args.report}: {e}", file=sys.stderr)
       return 2
   if "opencl" in backends:
-    from tinyspec.runtime.host import shared  # asked in the kernel host: this process never opens OpenCL itself
-    ok, why = shared().available("opencl")
+    ok, why = shared().available("opencl")  # asked in the kernel host: this process never opens OpenCL itself
     if not ok:
       print(f"tinyspec fuzz: opencl backend unavailable: {why}; continuing without it", file=sys.stderr)
       backends = tuple(b for b in backends if b != "opencl")
-  from fuzz.engine.campaign import ConfigError, StateError, validate
-  from fuzz.engine.corpus_dir import CorpusBusy
   cfg = CampaignConfig(seconds=seconds, seed=args.seed, workers=args.workers, corpus=args.corpus, backends=backends,
-                       per_rewrite=args.per_rewrite is not False and name == "reference", max_cases=args.max_cases, case_timeout=args.case_timeout,
-                       resume=not args.fresh,
-                       report=args.report, target=get_target(name, **options), cc=cc, scheduler=getattr(args, "scheduler", None),
-                       weights=getattr(args, "weights", None))
+                       per_rewrite=args.per_rewrite is not False and kind.pipeline_options, max_cases=args.max_cases,
+                       case_timeout=args.case_timeout, resume=not args.fresh, report=args.report, target=target, cc=cc,
+                       scheduler=getattr(args, "scheduler", None), weights=getattr(args, "weights", None))
   try:
     validate(cfg)
     summary = run_campaign(cfg)
@@ -173,9 +166,6 @@ def died_or_hung(signature: tuple[str, ...]) -> bool:
 
 
 def _replay_in_child(path: str, conn) -> None:
-  from fuzz.corpus.store import load_entry
-  from fuzz.engine.targets import replay
-  from tinyspec.loadfile import InputError
   try: fails, findings = replay(load_entry(path))
   except InputError as e:
     conn.send(str(e))
@@ -184,9 +174,6 @@ def _replay_in_child(path: str, conn) -> None:
 
 
 def repro_main(args: argparse.Namespace) -> int:
-  from fuzz.corpus.store import load_entry
-  from fuzz.engine.targets import replay
-  from tinyspec.loadfile import InputError
   if args.standalone: return standalone_main(args)
   draw_to = _draw_target(args)
   if draw_to == "":
@@ -236,10 +223,6 @@ def repro_main(args: argparse.Namespace) -> int:
 def standalone_main(args: argparse.Namespace) -> int:
   """`repro --standalone ENTRY [-o FILE]`: the entry's standalone script to FILE or stdout. Exit 0 when written, 2 when
   the entry is unreadable or has no standalone form (the reason on stderr)."""
-  from fuzz.corpus.store import load_entry
-  from fuzz.report.standalone import standalone_script
-  from tinyspec.fileio import atomic_write
-  from tinyspec.loadfile import InputError
   if args.viz:
     print("tinyspec repro: --standalone writes a script; --viz draws a picture: give one of them", file=sys.stderr)
     return 2
@@ -257,7 +240,6 @@ def standalone_main(args: argparse.Namespace) -> int:
 def _draw_target(args: argparse.Namespace) -> str | None:
   """Where --viz draws (None: no drawing); "" after printing why the path cannot be drawn to."""
   if not args.viz: return None
-  from tinyspec import viz
   out = args.output or Path(args.path).stem + ".svg"
   try: viz.output_format(out)
   except ValueError as e:
@@ -266,15 +248,11 @@ def _draw_target(args: argparse.Namespace) -> str | None:
   return str(out)
 
 
-def _draw(entry, findings, out: str) -> None:
+def _draw(entry: Entry, findings: list | None, out: str) -> None:
   """The blamed rule application before and after (fuzz.report.pictures); without one, the graph with the failure marked."""
   try:
-    if entry.case.kind in ("tensor", "kernel"):
-      from fuzz.report.pictures import draw_entry
-      pic = draw_entry(entry, out, findings=findings)
-    else:
-      from fuzz.engine.targets import target_for_kind
-      pic = target_for_kind(entry.case.kind).draw(entry, out)
+    if entry.case.kind in ("tensor", "kernel"): pic = draw_entry(entry, out, findings=findings)
+    else: pic = target_for_kind(entry.case.kind).draw(entry, out)
   except Exception as e:  # drawing is a convenience: the replay result stands without it
     print(f"could not draw: {type(e).__name__}: {e}", file=sys.stderr)
     return

@@ -22,6 +22,7 @@ import asyncio
 import concurrent.futures
 import hashlib
 import pickle
+import socket
 import sys
 import threading
 import time
@@ -31,7 +32,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from fuzz.engine.campaign import GRACE, TICK, ConfigError
+import fuzz
+import tinyspec
+from fuzz.engine.config import ConfigError
+from fuzz.engine.runner import GRACE, TICK, CaseRunner
 
 CONNECT_SECONDS = 10.0   # how long the campaign tries to reach the scheduler before it says it cannot
 # what a call to the scheduler raises once the connection is gone: a broken comm, or the client's cancelling every
@@ -52,8 +56,6 @@ class ClusterLost(Exception):
 
 def code_fingerprint() -> str:
   """A hash of the project's Python sources (tinyspec, fuzz) as this process imports them."""
-  import fuzz
-  import tinyspec
   h = hashlib.sha256()
   for pkg in (tinyspec, fuzz):
     root = Path(pkg.__file__).parent
@@ -79,7 +81,6 @@ def run_batch_task(token: str, fingerprint: str, cfg_bytes: bytes, existing: fro
     if _HUNG: raise Reschedule()
     if not _FINGERPRINT: _FINGERPRINT.append(code_fingerprint())
     if _FINGERPRINT[0] != fingerprint:
-      import socket
       raise CodeMismatch(f"the worker on {socket.gethostname()} runs other code than the campaign (sources {_FINGERPRINT[0]}, "
                          f"campaign {fingerprint}): install the same checkout on every worker")
     runner = _runner(token, cfg_bytes, existing)
@@ -111,10 +112,9 @@ def _watched(runner: Any, indices: list[int], weights: dict[str, float], best: d
   return out
 
 
-def _runner(token: str, cfg_bytes: bytes, existing: frozenset[str]) -> Any:
+def _runner(token: str, cfg_bytes: bytes, existing: frozenset[str]) -> CaseRunner:
   """The campaign's runner in this process, made on its first batch; a runner of an earlier campaign is closed."""
   if (runner := _RUNNER.get(token)) is not None: return runner
-  from fuzz.engine.runner import CaseRunner
   for old in _RUNNER.values():
     if hasattr(old.session, "close"): old.session.close()
   _RUNNER.clear()
@@ -163,6 +163,46 @@ class DaskBatches:
     self.existing = existing
     self.pending: list[Batch] = []
     self.submitted = 0
+
+  def run(self, campaign: Any, t0: float) -> None:
+    """The campaign's batches on the cluster, as many in flight as it has room for; their messages handled as a local
+    worker's. campaign: the fuzz.engine.campaign.Campaign whose cases run. ClusterLost when the scheduler is gone."""
+    try:
+      while True:
+        self._submit_more(campaign)
+        campaign.collect_reducers()
+        now = time.monotonic()
+        if not self.pending and not (campaign.reducers and now < campaign.stop_at): break
+        if now > campaign.stop_at + GRACE: break  # the time is up: what still runs is dropped; its cases run again on resume
+        for b, msgs in self.finished(TICK):
+          if msgs is None: self._given_up(campaign, b)
+          for msg in msgs or ():
+            if msg[0] == "hung":  # a step outlived its deadline on the worker (the worker is restarted)
+              _, index, reducing, where = msg
+              checked = any(m[0] == "checked" for m in msgs)
+              campaign.lost_batch(b.indices, b.weights, checked, index, reducing, where, "timeout")
+            else: campaign.handle(msg)
+          campaign.running.difference_update(b.indices)  # cases the batch left unfinished (its time ran out) are not done
+        campaign.status(time.monotonic() - t0)
+    finally:
+      for b in self.cancel(): campaign.running.difference_update(b.indices)
+
+  def _submit_more(self, campaign: Any) -> None:
+    """New batches while the cluster has room. A case suspected of killing workers runs alone on the whole cluster:
+    Dask gives up every batch on a worker that died, those only queued there too, so only a case run alone is known to
+    be the one."""
+    while campaign.time_left():
+      alone = bool(campaign.suspects)
+      if not self.free(alone): return
+      if not (batch := campaign.next_batch(campaign.batch_size())): return
+      campaign.running.update(batch)
+      self.submit(batch, campaign.weights, dict(campaign.best), campaign.stop_at, alone)
+
+  def _given_up(self, campaign: Any, b: Batch) -> None:
+    """A batch Dask gave up on, the workers running it having died again and again: each of its cases runs alone
+    next, and a case run alone that still kills them is a crash finding."""
+    if b.alone: campaign.worker_crash(b.indices[0], b.weights, "killed-worker", "check")
+    else: campaign.suspects.extend(b.indices)
 
   def slots(self) -> int:
     """Batches to keep in flight: one per worker thread, and one more each so that no worker waits for the next."""

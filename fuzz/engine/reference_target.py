@@ -2,18 +2,22 @@
 of fuzz.check.oracles checked, findings reduced by fuzz.reduce.graph. What `tinyspec fuzz` fuzzes by default."""
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from fuzz.check.changed_rules import changed_rules
+from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
 from fuzz.engine.coverage import Coverage, steer
-from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.reduce.graph import node_count, reduce_case
 from fuzz.reduce.isolated import reduce_crash
 from fuzz.generate.case import Case, default_weights
 from fuzz.generate.kinds import case_for
+from fuzz.report.pictures import Picture, draw_entry
+from fuzz.report.writer import rule_locations
 
 EPOCH = 32
 
@@ -89,13 +93,15 @@ class ReferenceTarget:
   epoch = EPOCH
   kinds = ("tensor", "kernel")
   reduces_crashes = True   # a case that kills or hangs a worker is reduced (in child processes)
+  pipeline_options = True  # --backends, --per-rewrite, --per-pass
+
+  @classmethod
+  def from_args(cls, args: argparse.Namespace) -> ReferenceTarget: return cls()
 
   def session(self, cfg: Any) -> ReferenceSession: return ReferenceSession(cfg)
   def rules(self, cfg: Any) -> list[str]: return Checker(Config(passes=cfg.passes)).all_rules()
 
-  def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]:
-    from fuzz.report.writer import rule_locations
-    return rule_locations(cfg.passes)
+  def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]: return rule_locations(cfg.passes)
 
   def initial_weights(self, cfg: Any) -> dict[str, float]: return {**default_weights(), **(cfg.weights or {})}
 
@@ -111,12 +117,9 @@ class ReferenceTarget:
 
   def replay(self, entry: Entry, passes: Sequence | None = None) -> tuple[bool, list]: return replay_pipeline(entry, passes)
 
-  def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
-    from fuzz.report.pictures import draw_entry
+  def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Picture:
     return draw_entry(entry, out, passes, message=message)
 
   def changed_rules(self, cfg: Any) -> list:
     """The prover's rules of cfg.passes that the reference pipeline does not hold as they are ([] for the reference)."""
-    if cfg.passes is None: return []
-    from fuzz.engine.changed_rules import changed_rules
-    return changed_rules(cfg.passes)
+    return [] if cfg.passes is None else changed_rules(cfg.passes)

@@ -23,6 +23,7 @@ step outlives its time and names the hang by it.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import signal
 import sys
 import time
@@ -30,12 +31,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
+from fuzz.check.blame import crash_site
 from fuzz.corpus.store import bug_group, entry_name, entry_path, placeholder_entry
-from fuzz.engine.targets import FindingLike, Reported, get_target
+from fuzz.engine.protocol import FindingLike
+from fuzz.engine.summary import Reported
+from fuzz.engine.targets import get_target
 from tinyspec.runtime.host import COMPILE_TIMEOUT
 
 IDLE = -2        # Progress.index when the runner is between batches
 BATCH = -1       # Progress.index during a step of the whole batch (the CPU compile)
+GRACE = 3.0      # seconds past a step's deadline before its runner is killed (it may be reporting a kernel's hang itself)
+TICK = 0.25      # seconds between looks at the runners' deadlines
 
 
 class Progress(ctypes.Structure):
@@ -68,7 +74,6 @@ class Found:
 
 
 def _site() -> str:
-  from fuzz.check.blame import crash_site
   return crash_site(sys.exc_info()[2])
 
 
@@ -198,7 +203,6 @@ class _RunnerFinding:
 def worker_main(cfg: Any, conn: Any, progress: Progress, existing: frozenset[str]) -> None:
   """A worker: batches from conn, messages back, until None or EOF (its campaign ended or died)."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the campaign handles ^C and ends its workers
-  import faulthandler
   faulthandler.disable()  # a segfault is the campaign's finding, not a traceback dump
   runner = CaseRunner(cfg, existing, progress)
   progress.step(IDLE, 0.0)

@@ -11,7 +11,9 @@ tinygrad is imported only when a case runs: without the tinygrad extra the targe
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
+import faulthandler
 import inspect
 import multiprocessing as mp
 import signal
@@ -22,11 +24,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fuzz.check.blame import crash_site
 from fuzz.check.tinygrad_oracles import TgFinding, TinygradChecker, quiet_stderr, tinygrad_namespace, tinyspec_namespace
 from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
+from fuzz.engine.config import ConfigError
 from fuzz.generate import tinygrad_programs as gen
 from fuzz.generate.case import Case
 from fuzz.reduce.tinygrad_program import reduce_program
+from fuzz.report.pictures import Picture
+from tinyspec import viz
+from tinyspec.frontend import inputs_of
 from tinyspec.loadfile import InputError
 from tinyspec.runtime import procs
 from tinyspec.uop import Ops, UOp, from_rows, to_rows
@@ -38,14 +45,14 @@ STAGES = ("tensor", "callified", "kernel_graph", "kernel", "program")  # tinyspe
 def unavailable() -> str | None:
   """Why tinygrad cases cannot run here (no tinygrad can be imported), or None. A tinygrad the bridge is not tested on
   runs (with one warning line)."""
-  from tinyspec.bridge.tinygrad.compat import missing
+  from tinyspec.bridge.tinygrad.compat import missing  # the bridge is the tinygrad extra: its package needs tinygrad to import
   return missing()
 
 
 def found_on() -> str:
   """The tinygrad a finding is found on, as its corpus entry records it (FOUND_ON): tinyspec.bridge.tinygrad.compat's
   identity of the imported tinygrad (0.14.0, a9069c17, or "unknown (number, path)")."""
-  from tinyspec.bridge.tinygrad.compat import identity
+  from tinyspec.bridge.tinygrad.compat import identity  # the tinygrad extra, as in unavailable()
   return identity()
 
 
@@ -54,7 +61,7 @@ def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
   translate, the graph tinyspec's frontend builds for the same source. Runs the program through tinygrad in this
   process: a campaign calls translated_graph_apart."""
   try:
-    from tinyspec.bridge.tinygrad.capture import capture
+    from tinyspec.bridge.tinygrad.capture import capture  # the tinygrad extra, as in unavailable()
     from tinyspec.bridge.tinygrad.translate import translate
     with quiet_stderr(): cap = capture(lambda: gen.run_program(src, tinygrad_namespace()))
     t = translate(cap, strict=False)
@@ -68,7 +75,6 @@ def translated_graph(src: str) -> tuple[UOp, dict[int, np.ndarray], str]:
 def frontend_graph(src: str, why: str = "") -> tuple[UOp, dict[int, np.ndarray], str]:
   """(graph, inputs, what it is): the graph tinyspec's frontend builds for the program (no kernel runs)."""
   try:
-    from tinyspec.frontend import inputs_of
     ns = tinyspec_namespace()
     root = ns["Tensor"].sink(*gen.run_program(src, ns))
     return root, inputs_of(root), "tinyspec's frontend graph of the program" + why
@@ -78,7 +84,6 @@ def frontend_graph(src: str, why: str = "") -> tuple[UOp, dict[int, np.ndarray],
 
 def _graph_child(graph_of: Any, src: str, conn: Any) -> None:
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  import faulthandler
   faulthandler.disable()
   root, inputs, what = graph_of(src)
   conn.send((to_rows(root), inputs, what))
@@ -125,7 +130,6 @@ def _checker_host(make_checker: Any, where: Any, conn: Any) -> None:
   """A child that checks programs: each source from conn, its findings, fired rules and counts sent back (the counts
   since the last answer), until EOF; where it is kept in `where`."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  import faulthandler
   faulthandler.disable()  # a segfault is a finding of the case, not a traceback dump
   checker = make_checker()
   def at(w: str) -> None: where.value = w.encode("utf-8", "replace")[:95]
@@ -136,7 +140,6 @@ def _checker_host(make_checker: Any, where: Any, conn: Any) -> None:
     before = Counter(checker.counts)
     try: fs = checker.check(src)
     except Exception as e:  # as the runner names a check that raises: Type@site
-      from fuzz.check.blame import crash_site
       site = crash_site(e.__traceback__)
       fs = [TgFinding("crash", "check", f"{type(e).__name__}@{site}", f"check raised {type(e).__name__} at {site}: {str(e)[:300]}")]
     at("")
@@ -144,7 +147,7 @@ def _checker_host(make_checker: Any, where: Any, conn: Any) -> None:
 
 
 class TinygradSession:
-  """The checker of one process (fuzz.engine.targets.Session).
+  """The checker of one process (fuzz.engine.protocol.Session).
 
   tinygrad runs its kernels in the process that realizes a tensor. In a worker that is the worker, which the campaign
   watches; when the campaign's own process runs cases (--workers 0), `isolate` makes each case's check run in a child
@@ -267,6 +270,12 @@ class TinygradTarget:
   epoch = 64                # no weights to steer: an epoch only spaces out the state file's saves
   kinds = (KIND,)
   reduces_crashes = False
+  pipeline_options = False
+
+  @classmethod
+  def from_args(cls, args: argparse.Namespace) -> TinygradTarget:
+    if (why := unavailable()) is not None: raise ConfigError(f"--target tinygrad: {why}")
+    return cls()
 
   def session(self, cfg: Any) -> TinygradSession:
     if (why := unavailable()) is not None: raise RuntimeError(f"tinyspec fuzz --target tinygrad: {why}")
@@ -294,10 +303,8 @@ class TinygradTarget:
     if not isinstance(src, str): raise ValueError(f"{entry.path}: a tinygrad entry defines PROGRAM, the program's source")
     return replay_source(src, entry.signature, f"{entry.path}: PROGRAM")
 
-  def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Any:
+  def draw(self, entry: Entry, out: str | Path, passes: Sequence | None = None, message: str = "") -> Picture:
     """The entry's graph (tinygrad's tensor graph, translated), with the finding as its title."""
-    from fuzz.report.pictures import Picture
-    from tinyspec import viz
     title = f"{'/'.join(entry.signature)}: {message.splitlines()[0] if message else 'tinygrad program'}"
     viz.render(entry.case.root, out, title=title)
     return Picture(Path(out), "graph", "tinygrad's tensor graph of the program, translated: the finding is about tinygrad as a whole",

@@ -25,7 +25,7 @@ class Case:
   inputs: dict[int, np.ndarray]
   options: dict[str, Any] = field(default_factory=dict)
   kind: str = "tensor"               # tensor: a TENSOR graph; kernel: a KERNEL_GRAPH (lowering starts after rangeify,
-                                     # tinyspec.lower.start); symbolic: an index expression of fuzz.engine.symbolic
+                                     # tinyspec.lower.start); symbolic: an index expression of fuzz.generate.symbolic
   seed: int | None = None
   index: int | None = None
   features: frozenset = frozenset()

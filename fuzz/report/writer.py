@@ -72,7 +72,7 @@ class CampaignReport:
     self.dir.mkdir(parents=True, exist_ok=True)
     (self.dir / "pictures").mkdir(exist_ok=True)
     self.seed, self.passes, self.refresh = seed, passes, refresh
-    self.target = target  # the campaign's fuzz.engine.targets.Target (None: the reference pipeline of passes)
+    self.target = target  # the campaign's fuzz.engine.protocol.Target (None: the reference pipeline of passes)
     self.target_name = "reference" if target is None else target.name
     self.locations = rule_locations(passes) if target is None else target.rule_locations(SimpleNamespace(passes=passes))
     self.history: list[tuple[float, int, int]] = []

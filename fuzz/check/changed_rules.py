@@ -7,8 +7,8 @@ function or pattern is another object, or a rule the reference table lacks), and
 handles, with a short z3 timeout and a time budget, and with the evaluator's values at the points C leaves undefined
 (UNDEFINED): a rule wrong only at a zero divisor is refuted too. A refuted rule is a finding at once, oracle "prove", stored like
 any other: its counterexample as a one-kernel KERNEL_GRAPH (fuzz.corpus.refutations) whose lowering through the rule
-changes the stored value. The reference pipeline has no changed rule, so it proves nothing at start: the full table
-is `tinyspec prove`'s job.
+changes the stored value; the campaign (fuzz.engine.campaign) proves in its proofs phase and stores the entries. The
+reference pipeline has no changed rule, so it proves nothing at start: the full table is `tinyspec prove`'s job.
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence, TextIO
 
+from fuzz.check.oracles import Checker, Config
 from fuzz.corpus.refutations import counterexample_case
-from fuzz.corpus.store import entry_path, placeholder_entry, render_entry, same_bug
-from fuzz.engine.runner import Found
-from fuzz.engine.targets import Reported
+from fuzz.corpus.store import placeholder_entry, render_entry, same_bug
 from fuzz.generate.case import Case
 from tinyspec.dtype import dtypes
+from tinyspec.lower.pipeline import PASSES
 from tinyspec.prove.prover import Counterexample, Prover, RuleRef, RuleResult, in_scope
 from tinyspec.rewrite import PatternMatcher, Rule
 
@@ -33,7 +33,6 @@ BUDGET_SECONDS = 30.0  # at most this long proving at the start of a campaign (a
 # a MOD 0 == a, MIN IDIV -1 == MIN: the renderers guard them to the same values), so a swapped rule is proven with the
 # evaluator's values there: x // x -> 1 without its x != 0 guard is refuted at x == 0
 UNDEFINED = "evaluator"
-START_CASE = -1        # the case number of a finding made before any case ran
 MORE_SEEDS = 4         # further draws of a refuted rule's instances, for a counterexample kernel that fails through the pipeline
 
 
@@ -44,10 +43,7 @@ def _table_rules(tables: dict[str, PatternMatcher]) -> dict[tuple[str, str], Rul
 def changed_rules(passes: Sequence, reference: Sequence | None = None) -> list[RuleRef]:
   """The rules of passes that differ from the rule of the same table and name in the reference pass of the same name
   (another function or pattern object, or no such rule there) and that the prover handles (in_scope), each once."""
-  if reference is None:
-    from tinyspec.lower.pipeline import PASSES
-    reference = PASSES
-  by_name = {p.name: p for p in reference}
+  by_name = {p.name: p for p in (PASSES if reference is None else reference)}
   out: list[RuleRef] = []
   seen: set[tuple[str, int, int]] = set()
   for p in passes:
@@ -118,13 +114,21 @@ def message(ref: RuleRef, cx: Counterexample | None) -> str:
   return f"{ref.qualname} ({ref.rule.location}) is unsound, refuted by the rule prover at the campaign's start: {what}"
 
 
-def refutation_found(res: RuleResult, corpus: str, existing: frozenset[str], replays: Callable[[Case, tuple], bool] | None = None) -> Found:
-  """A refuted rule as a campaign finding. Its entry is a counterexample kernel: the first counterexample whose kernel
-  replays(case, signature) says still fails through the campaign's pipeline (another rule of the table may rewrite an
-  instance before the refuted one sees it; up to MORE_SEEDS more draws of instances are tried), else the first one; a
+@dataclass
+class Refutation:
+  """A refuted rule as a corpus entry: its signature, its message, the entry's text and the size of its kernel."""
+  signature: tuple[str, str, str]
+  message: str
+  text: str
+  nodes: int
+
+
+def refutation_entry(res: RuleResult, replays: Callable[[Case, tuple], bool] | None = None) -> Refutation:
+  """A refuted rule's corpus entry: a counterexample kernel, the first counterexample whose kernel replays(case,
+  signature) says still fails through the campaign's pipeline (another rule of the table may rewrite an instance
+  before the refuted one sees it; up to MORE_SEEDS more draws of instances are tried), else the first one; a
   placeholder when the rewrite is of an effect or a load, which has no such kernel."""
   sig = signature(res.ref)
-  path = entry_path(corpus, sig)
   first: tuple[Case, Counterexample] | None = None
   chosen: tuple[Case, Counterexample] | None = None
   for cx in counterexamples(res, MORE_SEEDS if replays is not None else 0):
@@ -138,9 +142,8 @@ def refutation_found(res: RuleResult, corpus: str, existing: frozenset[str], rep
   msg = message(res.ref, pick[1] if pick is not None else res.counterexample)
   if chosen is None and first is not None and replays is not None:
     msg += "\n(no counterexample kernel fails through this pipeline: other rules rewrite its instances first)"
-  if pick is None: text, nodes = placeholder_entry(sig, msg, None, None), 0
-  else: text, nodes = render_entry(pick[0], sig, message=msg), len(pick[0].root.toposort())
-  return Found(Reported(sig, str(path), path.name not in existing, START_CASE, nodes, msg, found_nodes=nodes), text)
+  if pick is None: return Refutation(sig, msg, placeholder_entry(sig, msg, None, None), 0)
+  return Refutation(sig, msg, render_entry(pick[0], sig, message=msg), len(pick[0].root.toposort()))
 
 
 def _replays(replays: Callable[[Case, tuple], bool], case: Case, sig: tuple) -> bool:
@@ -150,7 +153,6 @@ def _replays(replays: Callable[[Case, tuple], bool], case: Case, sig: tuple) -> 
 
 def replays_through(passes: Sequence | None) -> Callable[[Case, tuple], bool]:
   """Whether a kernel case still fails the same way through passes: the reference oracles on it."""
-  from fuzz.check.oracles import Checker, Config
   checker = Checker(Config(passes=passes, backends=("reference",), metamorphic=False))
   return lambda case, sig: any(same_bug(f.signature, sig) for f in checker.check(case))
 
