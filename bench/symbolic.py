@@ -273,6 +273,34 @@ def _expr(u: UOp, depth: int = 8) -> str:
   return ex(u, depth)
 
 
+def report_strength(st: dict, show: int) -> None:
+  """Part 1 of the output: how small tinyspec leaves each strength case against tinygrad, by family, with the cases it leaves larger."""
+  rows = st["rows"]
+  k = len(rows)
+  win = sum(row["tinyspec"] <= row["tinygrad"] for row in rows)
+  fams: dict[str, list[int]] = {}
+  for row in rows:
+    f = fams.setdefault(row["family"], [0, 0, 0])
+    f[0] += 1; f[1] += row["tinyspec"] <= row["tinygrad"]; f[2] += row["tinyspec"] < row["tinygrad"]  # noqa: E702
+  n_rand = sum(1 for r in rows if r["name"].startswith("random"))
+  print(f"1. strength, {k} integer expressions over bounded variables (bench/symbolic_cases.py: {k - n_rand} hand-written, {n_rand} random):"
+        f" tinyspec's result no larger than tinygrad's on "
+        f"{win} of {k} ({100 * win / k:.1f}%, target >= 95%), smaller on {sum(r['tinyspec'] < r['tinygrad'] for r in rows)}")
+  print(f"   nodes: {sum(r['before'] for r in rows)} before, {sum(r['tinyspec'] for r in rows)} after tinyspec, "
+        f"{sum(r['tinygrad'] for r in rows)} after tinygrad")
+  print(f"   unsound results: tinyspec {sum(r['tinyspec_unsound'] for r in rows)}, tinygrad {sum(r['tinygrad_unsound'] for r in rows)} "
+        f"({sum(r['exhaustive'] for r in rows)} cases checked at every assignment, the others at 4,098 and by z3: tinyspec "
+        f"{st['z3']} queries, {st['z3_unknown']} unknown; tinygrad's z3 {sum(r['tinygrad_z3'] == 'unsat' for r in rows)} unsat, "
+        f"{sum(r['tinygrad_z3'] == 'unknown' for r in rows)} unknown)")
+  print("   by family (cases, no larger, smaller): " + ", ".join(f"{f} {v[0]}/{v[1]}/{v[2]}" for f, v in fams.items()))
+  worse = sorted((r for r in rows if r["tinyspec"] > r["tinygrad"]), key=lambda r: r["tinygrad"] - r["tinyspec"])
+  for r in worse[:show]:
+    print(f"   larger: {r['name']}: tinyspec {r['tinyspec']} nodes {_expr(r['mine'])}  tinygrad {r['tinygrad']} nodes {r['text']}")
+  for r in rows:
+    if r["tinyspec_unsound"] or r["tinygrad_unsound"]:
+      print(f"   unsound: {r['name']} (tinyspec {r['tinyspec_unsound']}, tinygrad {r['tinygrad_unsound']}: {r['text']})")
+
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--peer", default=str(Path(__file__).resolve().parents[1] / ".venv-peer" / "bin" / "python"))
@@ -322,32 +350,9 @@ def main() -> None:
     chk.check(SymCase(x, leaves_of(x) or [Leaf(u, int(u.vmin), int(u.vmax)) for u in x.toposort() if u.op is Ops.RANGE]), nrng)
   ts_fuzz = time.perf_counter() - t
 
-  rows = st["rows"]
-  k = len(rows)
-  win = sum(row["tinyspec"] <= row["tinygrad"] for row in rows)
-  fams: dict[str, list[int]] = {}
-  for row in rows:
-    f = fams.setdefault(row["family"], [0, 0, 0])
-    f[0] += 1; f[1] += row["tinyspec"] <= row["tinygrad"]; f[2] += row["tinyspec"] < row["tinygrad"]  # noqa: E702
   us = lambda s: 1e6 * s / nodes
   print(f"command: {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-  n_rand = sum(1 for r in rows if r["name"].startswith("random"))
-  print(f"1. strength, {k} integer expressions over bounded variables (bench/symbolic_cases.py: {k - n_rand} hand-written, {n_rand} random):"
-        f" tinyspec's result no larger than tinygrad's on "
-        f"{win} of {k} ({100 * win / k:.1f}%, target >= 95%), smaller on {sum(r['tinyspec'] < r['tinygrad'] for r in rows)}")
-  print(f"   nodes: {sum(r['before'] for r in rows)} before, {sum(r['tinyspec'] for r in rows)} after tinyspec, "
-        f"{sum(r['tinygrad'] for r in rows)} after tinygrad")
-  print(f"   unsound results: tinyspec {sum(r['tinyspec_unsound'] for r in rows)}, tinygrad {sum(r['tinygrad_unsound'] for r in rows)} "
-        f"({sum(r['exhaustive'] for r in rows)} cases checked at every assignment, the others at 4,098 and by z3: tinyspec "
-        f"{st['z3']} queries, {st['z3_unknown']} unknown; tinygrad's z3 {sum(r['tinygrad_z3'] == 'unsat' for r in rows)} unsat, "
-        f"{sum(r['tinygrad_z3'] == 'unknown' for r in rows)} unknown)")
-  print("   by family (cases, no larger, smaller): " + ", ".join(f"{f} {v[0]}/{v[1]}/{v[2]}" for f, v in fams.items()))
-  worse = sorted((r for r in rows if r["tinyspec"] > r["tinygrad"]), key=lambda r: r["tinygrad"] - r["tinyspec"])
-  for r in worse[:a.show]:
-    print(f"   larger: {r['name']}: tinyspec {r['tinyspec']} nodes {_expr(r['mine'])}  tinygrad {r['tinygrad']} nodes {r['text']}")
-  for r in rows:
-    if r["tinyspec_unsound"] or r["tinygrad_unsound"]:
-      print(f"   unsound: {r['name']} (tinyspec {r['tinyspec_unsound']}, tinygrad {r['tinygrad_unsound']}: {r['text']})")
+  report_strength(st, a.show)
   print(f"2. simplify, {a.n} div/mod index expressions ({nodes} nodes): tinyspec {us(ts_divmod):.2f} us/node, "
         f"tinygrad {us(peer['divmod']):.2f} us/node, ratio {peer['divmod'] / ts_divmod:.2f}x (target >= 2x)")
   print("3. ADD chain scaling (ms):")

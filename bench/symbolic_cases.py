@@ -37,18 +37,30 @@ def usum(*xs: UOp) -> UOp:
   return out
 
 
-def hand() -> list[tuple[str, str, UOp]]:
-  a8, b8 = V("a", 0, 8), V("b", 0, 8)
-  a, b = V("a", 0, 7), V("b", 0, 3)
-  gidx0, gidx1, gidx2 = V("gidx0", 0, 24), V("gidx1", 0, 1), V("gidx2", 0, 255)
-  lidx0, lidx1, lidx2, lidx3 = V("lidx0", 0, 1), V("lidx1", 0, 15), V("lidx2", 0, 3), V("lidx3", 0, 1)
-  g7, l12 = V("gidx0", 0, 7), V("lidx2", 0, 12)
-  idx = V("idx", 0, 100)
-  x10, y10 = V("x", 0, 10), V("y", 1, 10)
-  s = V("s", 0, 10)
-  out: list[tuple[str, str, UOp]] = []
-  def add(family: str, name: str, e: UOp) -> None: out.append((family, name, e))
-  # division and modulo by constants
+# the leaves the hand-written cases share
+a8, b8 = V("a", 0, 8), V("b", 0, 8)
+a, b = V("a", 0, 7), V("b", 0, 3)
+gidx0, gidx1, gidx2 = V("gidx0", 0, 24), V("gidx1", 0, 1), V("gidx2", 0, 255)
+lidx0, lidx1, lidx2, lidx3 = V("lidx0", 0, 1), V("lidx1", 0, 15), V("lidx2", 0, 3), V("lidx3", 0, 1)
+g7, l12 = V("gidx0", 0, 7), V("lidx2", 0, 12)
+idx = V("idx", 0, 100)
+x10, y10 = V("x", 0, 10), V("y", 1, 10)
+s = V("s", 0, 10)
+alu0 = gidx2 * c(640) + gidx1 * c(160) + idiv(gidx0, 5) * c(2) + lidx0 * c(320) + lidx1 * c(10)
+gl, ll = V("gidx", 0, 124), V("lidx", 0, 7)
+l0, l1 = V("lidx0", 0, 7), V("lidx1", 0, 7)
+a38 = V("a", 3, 8)
+a3, b3, c3 = V("a", 0, 3), V("b", 0, 3), V("c", 0, 3)
+cond = lt(V("k", 0, 3), 2)
+xc = lt(V("x", 0, 3), 2)
+aa, bb = xc.where(V("a", 0, 3), c(0)), xc.where(V("b", 0, 3), c(1))
+c1, c2 = lt(s, 6), lt(c(2), s)
+sp = V("sp", 0, 127)
+r = V("r", 0, 15)
+
+
+def _division_and_modulo_by_constants_1(add: Callable[[str, str, UOp], None]) -> None:
+  """Division and modulo by constants."""
   add("divmod", "div_reduction", idiv(V("a", 2, 3), 2))
   add("divmod", "div_remove", idiv(a, 20))
   add("divmod", "sum_div_remove", idiv(a + b, 20))
@@ -119,20 +131,21 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("divmod", "div_neg_cancel_201", idiv(neg(idx) + c(201), -4) + c(50))
   add("divmod", "div_neg_half", idiv(neg(idx), 2))
   add("divmod", "div_by_neg_two", idiv(idx, -2))
+
+
+def _division_and_modulo_by_constants_2(add: Callable[[str, str, UOp], None]) -> None:
+  """Division and modulo by constants (continued)."""
   add("divmod", "sum_div_big_const_19", idiv(gidx0 + c(19), 20))
   add("divmod", "sum_div_big_const_20", idiv(gidx0 + c(20), 20))
   add("divmod", "sum_div_big_const_21", idiv(gidx0 + c(21), 20))
-  alu0 = gidx2 * c(640) + gidx1 * c(160) + idiv(gidx0, 5) * c(2) + lidx0 * c(320) + lidx1 * c(10)
   add("divmod", "sum_div_complex1", idiv(alu0 + lidx2 * c(2) + c(1), 20))
   add("divmod", "sum_div_complex2", idiv(g7 * c(4) + V("lidx2", 0, 1) * c(2) + c(1), 10))
   add("divmod", "sum_div_complex2b", idiv(g7 * c(4) + V("lidx2", 0, 1) * c(2) + lidx3, 10))
   add("divmod", "sum_div_complex2c", idiv(g7 * c(2) + V("lidx2", 0, 1), 10))
   add("divmod", "sum_div_complex3", idiv(g7 * c(4) + l12 * c(2) + lidx3, 12))
   add("divmod", "sum_div_complex3b", idiv(l12 * c(2) + g7 * c(4) + lidx3, 12))
-  gl, ll = V("gidx", 0, 124), V("lidx", 0, 7)
   for k in (999, 1000, 1001, 1002):
     add("divmod", f"div_neg_all_range_{k}", idiv(neg(gl) * c(8) - ll + c(k), -4) + c(250))
-  l0, l1 = V("lidx0", 0, 7), V("lidx1", 0, 7)
   for k in (14, 134, 142):
     add("divmod", f"div_neg_then_neg_{k}", idiv(neg(l0) - l1 + c(k), -32) + c(4))
   add("divmod", "arange_unrolled2_neg", neg(idiv(c(255) - V("ridx", 0, 255), 2)) - idiv(c(256) - V("ridx", 0, 255), 2))
@@ -143,7 +156,10 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("divmod", "mod_factor_negative", mod(c(-29) + V("a", 0, 10) + V("b", 0, 10) * c(28), 28))
   add("divmod", "div_drop_small_terms", idiv(V("l1", 0, 1) + V("g1", 0, 10) * c(18) + V("r5", 0, 2) * c(18) + V("l0", 0, 1) * c(162)
                                          + V("g0", 0, 10) * c(2) + V("r6", 0, 2) * c(2) - c(40), 18))
-  # recombination
+
+
+def _recombination(add: Callable[[str, str, UOp], None]) -> None:
+  """Recombination."""
   add("recombine", "div_mod_recombine", mod(gl, 4) + idiv(gl, 4) * c(4))
   add("recombine", "div_mod_recombine_swapped", idiv(gl, 4) * c(4) + mod(gl, 4))
   add("recombine", "recombine_folded_mod", mod(c(31) * V("a", 0, 2) + c(1), 30) + idiv(c(31) * V("a", 0, 2) + c(1), 30) * c(30))
@@ -153,8 +169,10 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("recombine", "recombine_in_sum", ll + mod(gl, 4) + ll * c(2) + idiv(gl, 4) * c(4))
   add("recombine", "recombine_negative", mod(V("n", -30, 30), 7) + idiv(V("n", -30, 30), 7) * c(7))
   add("recombine", "recombine_two_level", mod(idx, 3) + mod(idiv(idx, 3), 5) * c(3) + idiv(idx, 15) * c(15))
-  # comparisons
-  a38 = V("a", 3, 8)
+
+
+def _comparisons(add: Callable[[str, str, UOp], None]) -> None:
+  """Comparisons."""
   for k in (4, 8, 77, 9, 3, 2):
     add("compare", f"lt_{k}", lt(a38, k))
     add("compare", f"ge_{k}", ge(a38, k))
@@ -183,7 +201,6 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("compare", "idiv_lt_shift", lt(idiv(V("idx", 0, 24) - c(20), 4), -3))
   add("compare", "idiv_lt_shift_0", lt(idiv(V("idx", 0, 24) - c(10), 4), 0))
   add("compare", "idiv_neg_lt", lt(idiv(V("idx", 0, 24), -4), -3))
-  a3, b3, c3 = V("a", 0, 3), V("b", 0, 3), V("c", 0, 3)
   add("compare", "simplex_1", ge(a3, 1))
   add("compare", "simplex_2", ge(a3 + b3, 1))
   add("compare", "simplex_scaled", ge(a3 * c(3) + b3 * c(4), 1))
@@ -196,20 +213,19 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("compare", "eq_offset", (a8 + c(3)).alu(Ops.CMPEQ, c(5)))
   add("compare", "ne_offset", (a8 + c(3)).alu(Ops.CMPNE, c(5)))
   add("compare", "symbolic_div", lt(c(0), idiv(V("n", 3, 390), V("d", 1, 19))))
-  # WHERE
-  cond = lt(V("k", 0, 3), 2)
+
+
+def _where(add: Callable[[str, str, UOp], None]) -> None:
+  """WHERE."""
   add("where", "where_removal", lt(V("a", 0, 3), 2).where(T, F))
   add("where", "where_removal_twice", cond.where(T, F).where(T, F))
   add("where", "where_removal_not", cond.where(F, T))
   add("where", "where_removal_not_twice", cond.where(F, T).where(F, T))
-  xc = lt(V("x", 0, 3), 2)
-  aa, bb = xc.where(V("a", 0, 3), c(0)), xc.where(V("b", 0, 3), c(1))
   add("where", "where_combine_add", aa + bb)
   add("where", "where_combine_max", aa.maximum(bb))
   add("where", "where_combine_chain", V("c", 0, 3) + aa + bb)
   add("where", "where_keep", bb + xc.where(V("c", 0, 3), V("c", 0, 3) + c(1)))
   add("where", "negation_in_where", xc.alu(Ops.CMPNE, T).where(V("a", 0, 3), V("b", 0, 3)))
-  c1, c2 = lt(s, 6), lt(c(2), s)
   add("where", "where_merge_branches", c1.where(c2.where(V("a", 0, 3), V("b", 0, 3)), V("b", 0, 3)))
   add("where", "where_merge_branches2", lt(s, 5).where(lt(s, 6).where(V("a", 0, 3), V("b", 0, 3)), V("b", 0, 3)))
   add("where", "where_same_then", cond.where(cond.where(a8, b8), c(3)))
@@ -219,8 +235,10 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("where", "gated_load", lt(V("idx", 0, 24), 4).where(idiv(V("idx", 0, 24), 4), c(-1)))
   add("where", "where_complementary", cond.where(a8, c(0)) + cond.where(c(0), b8))
   add("where", "where_closure", cond.where(cond.where(a8, b8) + c(2), c(0)))
-  # variable divisors
-  sp = V("sp", 0, 127)
+
+
+def _variable_divisors(add: Callable[[str, str, UOp], None]) -> None:
+  """Variable divisors."""
   add("vardiv", "factor_remainder", idiv(V("d", 1, 9) * V("a", 0, 5) + V("b", 0, 4), V("d", 1, 9)))
   add("vardiv", "factor_remainder_mod", mod(V("d", 1, 9) * V("a", 0, 5) + V("b", 0, 4), V("d", 1, 9)))
   add("vardiv", "variable_divmod", idiv(V("i0", 0, 2) * (sp + c(1)) + V("i1", 0, 3), sp + c(4)))
@@ -228,7 +246,10 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("vardiv", "mod_self", mod(V("d", 1, 9), V("d", 1, 9)))
   add("vardiv", "mod_below_var", mod(V("x", 0, 7), V("d", 8, 12)))
   add("vardiv", "factor_remainder_scaled", idiv(V("d", 2, 9) * V("a", 0, 5) * c(3) + V("b", 0, 1), V("d", 2, 9)))
-  # sums
+
+
+def _sums(add: Callable[[str, str, UOp], None]) -> None:
+  """Sums."""
   add("sums", "factorize", a8 * c(2) + a8 * c(3))
   add("sums", "factorize_b", b8 + a8 * c(2) + a8 * c(3))
   add("sums", "factorize_no_mul", a8 + a8 * c(3))
@@ -255,10 +276,12 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("sums", "sum_mul_distribute", (g7 + l12 + lidx3) * c(4))
   add("sums", "far_like_terms", usum(a8, b8 * c(2), V("c", 0, 5), a8 * c(5), b8, c(3), V("c", 0, 5) * c(-1)))
   add("sums", "cancel_chain", usum(a8, b8, a8 * c(-1), b8 * c(-1), c(4)))
-  r = V("r", 0, 15)
   add("sums", "resnet_index", usum(mod(c(1) + r, 16) * c(49), idiv(c(262145) + r, 16) * c(802816), V("g0", 0, 3) * c(3211264),
                                    V("g1", 0, 127) * c(784), V("g2", 0, 7) * c(8), V("l4", 0, 1) * c(100352), c(-13151129600), V("l3", 0, 7)))
-  # bits and max
+
+
+def _bits_and_max(add: Callable[[str, str, UOp], None]) -> None:
+  """Bits and max."""
   add("bits", "xor_0", xor(a8, 0))
   add("bits", "or_0", a8 | c(0))
   add("bits", "shl_0", shl(a8, 0))
@@ -276,6 +299,14 @@ def hand() -> list[tuple[str, str, UOp]]:
   add("max", "max_by_bounds", V("a", 5, 9).maximum(V("b", 0, 5)))
   add("max", "where_as_max", lt(V("a", 0, 9), V("b", 0, 9)).where(V("b", 0, 9), V("a", 0, 9)))
   add("max", "where_as_max_const", lt(c(3), V("b", 0, 9)).where(V("b", 0, 9), c(3)))
+
+
+def hand() -> list[tuple[str, str, UOp]]:
+  out: list[tuple[str, str, UOp]] = []
+  def add(family: str, name: str, e: UOp) -> None: out.append((family, name, e))
+  for part in (_division_and_modulo_by_constants_1, _division_and_modulo_by_constants_2, _recombination, _comparisons, _where,
+               _variable_divisors, _sums, _bits_and_max):
+    part(add)
   return out
 
 
