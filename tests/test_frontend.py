@@ -10,7 +10,7 @@ from programs import PROGRAMS
 
 from tinyspec.dtype import dtypes
 from tinyspec.frontend import Tensor, function, inputs_of
-from tinyspec.frontend.tensor import promote
+from tinyspec.frontend.promotion import promote
 from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
 from tinyspec.spec.tensor import written_slots

@@ -274,7 +274,7 @@ def _ours(dt: DType) -> Tensor: return Tensor.zeros(2, 2, dtype=dt)
 @pytest.mark.tinygrad
 @pytest.mark.parametrize("a", VALUE_DTYPES, ids=lambda d: d.name)
 def test_binary_promotion_matches_tinygrad(a: DType, tg) -> None:
-  from tinyspec.frontend.tensor import promote
+  from tinyspec.frontend.promotion import promote
   tensor, dtype_of = tg
   for b in VALUE_DTYPES:
     want = dtype_of(tensor(a) + tensor(b))

@@ -4,11 +4,29 @@ line on stderr, never a traceback), 3 when `tinygrad check` found nothing but co
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
+from collections import Counter
+from pathlib import Path
 
+import numpy as np
+
+from fuzz.corpus.refutations import write_counterexample
+from fuzz.engine.cli_verbs import add_fuzz_arguments, add_repro_arguments, add_symbolic_arguments, fuzz_main, repro_main
+from tinyspec import viz
 from tinyspec.cliargs import number
-from tinyspec.loadfile import InputError, load_graph
+from tinyspec.loadfile import InputError, graph_of, load_graph, load_module, run_user_code
+from tinyspec.lower.kernel_map import kernel_calls
+from tinyspec.lower.optimize import validate_opts
+from tinyspec.lower.pipeline import PASSES, PassError, lower
+from tinyspec.lower.start import graph_level, start_index
+from tinyspec.prove.cli import add_prove_arguments, prove_main
+from tinyspec.runtime.cpu import match_shapes, prepare
+from tinyspec.runtime.host import KernelError, run_graph
+from tinyspec.semantics import evaluate
+from tinyspec.spec import Stage, check
+from tinyspec.uop import Ops, is_kernel_body
 
 RUN_TIMEOUT = 60.0  # default seconds the kernels of `tinyspec run` may take in their child process
 
@@ -25,9 +43,6 @@ class Parser(argparse.ArgumentParser):
 
 def _graph_stage(root):
   """The stage a FILE's graph is at: TENSOR, KERNEL_GRAPH, or KERNEL / PROGRAM for one kernel body."""
-  from tinyspec.lower.start import graph_level
-  from tinyspec.spec import Stage
-  from tinyspec.uop import Ops, is_kernel_body
   if graph_level(root) == "tensor": return Stage.TENSOR
   if is_kernel_body(root): return Stage.PROGRAM if root.op in (Ops.PROGRAM, Ops.LINEAR) else Stage.KERNEL
   return Stage.KERNEL_GRAPH
@@ -36,9 +51,6 @@ def _graph_stage(root):
 def _refuse_illegal(root, file: str, verb: str) -> int | None:
   """None when root is legal at its stage; else print its violations (stdout) and why it is not lowered or run (one
   line, stderr), and return 2: an illegal graph is input the verb does not take."""
-  from collections import Counter
-
-  from tinyspec.spec import Stage, check
   try: stage = _graph_stage(root)
   except Exception: stage = Stage.TENSOR  # too malformed to tell its level: the TENSOR rules name what is wrong
   vs = check(root, stage)
@@ -51,16 +63,12 @@ def _refuse_illegal(root, file: str, verb: str) -> int | None:
 
 
 def _stage(name: str):
-  from tinyspec.spec import Stage
   try: return Stage[name.upper()]
   except KeyError: raise argparse.ArgumentTypeError(f"unknown stage {name!r}; one of {', '.join(s.name.lower() for s in Stage)}") from None
 
 
 def cmd_check(args: argparse.Namespace) -> int:
   """Check FILE's graph at a stage: every violation printed, then a one-line summary. Exit 0 legal, 1 violations."""
-  from collections import Counter
-
-  from tinyspec.spec import Stage, check
   root = load_graph(args.file)
   stage = args.stage or Stage.TENSOR
   vs = check(root, stage)
@@ -75,27 +83,20 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _parse_opts(text: str | None):
-  import ast
   if text is None: return None
   try: opts = ast.literal_eval(text)
   except (ValueError, SyntaxError): raise InputError(f"--opts {text!r} is not a Python literal tuple of opts") from None
-  from tinyspec.lower.optimize import validate_opts
   try: return tuple(validate_opts(opts))
   except (ValueError, TypeError) as e: raise InputError(f"--opts: {e}") from None
 
 
 def _lower_stages(root, options: dict) -> dict:
   """The graph after each pass: from the start for a tensor graph, from simplify for a kernel graph or body."""
-  from tinyspec.lower.pipeline import PASSES, lower
-  from tinyspec.lower.start import start_index
   return lower(root, passes=PASSES[start_index(PASSES, root):], **options)
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
   """Lower FILE's graph: each stage's pass name, node count and kernel count, then every kernel's source."""
-  from tinyspec.lower.kernel_map import kernel_calls
-  from tinyspec.lower.pipeline import PassError
-  from tinyspec.uop import Ops
   root = load_graph(args.file)
   opts = _parse_opts(args.opts)
   if not args.no_check and (code := _refuse_illegal(root, args.file, "lowered")) is not None: return code
@@ -120,9 +121,6 @@ def cmd_run(args: argparse.Namespace) -> int:
   """Run FILE's graph on a backend and print its outputs. FILE may define inputs() -> {BUFFER id: array}. A graph that
   breaks its stage's spec is not run (unless --no-check); compiled kernels run in a child process with a time limit, so
   a kernel that crashes or hangs is reported in one line."""
-  import numpy as np
-
-  from tinyspec.loadfile import graph_of, load_module, run_user_code
   ns = load_module(args.file)  # graph() and inputs() from one execution of FILE, so their BUFFER ids agree
   root = graph_of(ns, args.file)
   inputs = {}
@@ -134,7 +132,6 @@ def cmd_run(args: argparse.Namespace) -> int:
   if not args.no_check and (code := _refuse_illegal(root, args.file, "run")) is not None: return code
   try: outs = _run_on(root, inputs, args)
   except Exception as e:
-    from tinyspec.runtime.host import KernelError
     what = str(e) if isinstance(e, KernelError) else f"{type(e).__name__}: {e}"
     print(f"{args.file}: {args.backend} failed: {what.splitlines()[0] if what else ''}"[:500])
     return 1
@@ -151,18 +148,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_on(root, inputs: dict, args: argparse.Namespace):
   """The outputs of root on args.backend: the evaluator in this process; CPU and OpenCL kernels in the kernel host."""
   if args.backend == "reference":
-    from tinyspec.semantics import evaluate
     return evaluate(root, inputs)
-  from tinyspec.runtime.cpu import match_shapes, prepare
-  from tinyspec.runtime.host import run_graph
   lowered = prepare(root, backend="c" if args.backend == "cpu" else "opencl", images=args.images)
   return match_shapes(root, run_graph(args.backend, lowered, inputs, args.compiler if args.backend == "cpu" else None, args.timeout))
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
-  from pathlib import Path
-
-  from tinyspec import viz
   out = Path(args.output) if args.output else Path(Path(args.file).stem + ".svg")
   try: viz.output_format(out)
   except ValueError as e:
@@ -172,7 +163,6 @@ def cmd_viz(args: argparse.Namespace) -> int:
   vs = []
   title = str(args.file)
   if args.stage is not None:
-    from tinyspec.spec import check
     vs = check(root, args.stage)
     title += f": {len(vs)} violation(s) at {args.stage.name}" if vs else f": legal at {args.stage.name}"
   path = viz.render(root, out, vs, title=title, max_nodes=viz.MAX_NODES if args.max_nodes is None else args.max_nodes,
@@ -184,7 +174,6 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
   """A campaign of one target (--target reference|symbolic; --symbolic is --target symbolic) on the one engine."""
-  from fuzz.engine.cli_verbs import fuzz_main
   return fuzz_main(args)
 
 
@@ -196,14 +185,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
       print(f"tinyspec prove --target tinygrad: {e}", file=sys.stderr)
       return 2
     return prove_tinygrad(args)
-  from fuzz.corpus.refutations import write_counterexample
-  from tinyspec.prove.cli import prove_main
   # a refuted rule's counterexample becomes a corpus entry, replayed like any fuzz finding
   return prove_main(args, lambda ref, cx: write_counterexample(args.corpus, ref, cx))
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-  from fuzz.engine.cli_verbs import repro_main
   return repro_main(args)
 
 
@@ -248,11 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                   help="above this many boxes (default 250) draw the part nearest the root (0: all)")
   vz.add_argument("--collapse", type=number(int, 0), default=None, help="fold single-use elementwise trees of this many ops (default 6; 0: never)")
   vz.set_defaults(fn=cmd_viz)
-  from fuzz.engine.cli_verbs import add_fuzz_arguments, add_repro_arguments
   fz = sub.add_parser("fuzz", help="run a fuzz campaign: random legal graphs, every oracle, findings minimized into the corpus")
   add_fuzz_arguments(fz)
-  from fuzz.engine.cli_verbs import add_symbolic_arguments
-  from tinyspec.prove.cli import add_prove_arguments
   add_symbolic_arguments(fz)
   fz.set_defaults(fn=cmd_fuzz)
   pv = sub.add_parser("prove", help="prove every integer and boolean rewrite rule sound with z3 (int32, int64, index)")

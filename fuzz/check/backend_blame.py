@@ -38,6 +38,8 @@ from tinyspec.lower.pipeline import run_pass
 from tinyspec.lower.start import start_index
 from tinyspec.ops.scalar import shift_bits
 from tinyspec.ops.spelling import MATH_FN, WRAPPING
+from tinyspec.render.program import get_renderer
+from tinyspec.runtime.host import Ran, shared
 from tinyspec.semantics import evaluate
 from tinyspec.semantics.kernel import evaluate_kernel
 from tinyspec.uop import GroupOp, Ops, UOp, storage_of
@@ -85,7 +87,6 @@ RENDERED_BY: tuple[tuple[Any, str], ...] = (
 
 def method_owner(backend: str, method: str) -> str:
   """"<Class>.<method>": the class of the backend's real renderer, or the base it inherits method from, defining it."""
-  from tinyspec.render.program import get_renderer
   mro = type(get_renderer(LANG[backend])).__mro__
   owner = next((c for c in mro if method in c.__dict__), mro[0])
   return f"{owner.__name__}.{method}"
@@ -113,7 +114,6 @@ def lower(passes: Sequence[Pass], root: UOp, kind: str, lo: LowerOptions) -> UOp
 
 def _host_values(backend: str, jobs: list[tuple[UOp, dict]], cc: str | None, timeout: float) -> list[Any]:
   """Each job's outputs on backend in the kernel host; None for a job that raised, died or hung."""
-  from tinyspec.runtime.host import Ran, shared
   return [o.values if isinstance(o, Ran) else None for o in shared().run(backend, jobs, cc, timeout)]
 
 

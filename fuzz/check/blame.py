@@ -7,10 +7,13 @@ true. The observer of the k-th run gives the rule, its source location and the n
 """
 from __future__ import annotations
 
+import os
+import sysconfig
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable
 
+from fuzz.check.local_eval import kernel_entries, rewrite_changes_value
 from tinyspec.lower.base import LowerOptions, Pass, Trace
 from tinyspec.rewrite import PatternMatcher, Rule
 from tinyspec.uop import UOp, print_graph
@@ -146,7 +149,6 @@ def local_change(p: Pass, root: UOp, options: LowerOptions, inputs: dict, error:
   """The first rule application whose `before` and `after` nodes, each evaluated on its own, differ: a rewrite must
   keep the meaning of the node it replaces (fuzz.check.local_eval; applications it cannot judge are skipped). error:
   the relative error bound of the values, for the float tolerance (fuzz.check.agree; None: unknown)."""
-  from fuzz.check.local_eval import kernel_entries, rewrite_changes_value
   apps: list[tuple[Rule, UOp, UOp, Any, Any]] = []
   trace = CtxTrace()
   trace.entries = kernel_entries(root, inputs)
@@ -201,8 +203,6 @@ def crash_rule(p: Pass, tb: TracebackType | None) -> str | None:
 def crash_site(tb: TracebackType | None) -> str:
   """Where an exception was raised, as a signature can name it: the innermost frame outside Python's own library and
   installed packages (tinyspec's, the fuzzer's, a pass or rule given to it), `file.py:function`."""
-  import os
-  import sysconfig
   libs = tuple(os.path.normpath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
   site = last = ""
   while tb is not None:

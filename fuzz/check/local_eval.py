@@ -15,6 +15,9 @@ import numpy as np
 
 from fuzz.check.agree import float_tolerance, floats_agree, scale_of
 from tinyspec.dtype import dtypes, holds_floats
+from tinyspec.semantics import evaluate
+from tinyspec.semantics.alu import elementwise, movement, reduce_axes
+from tinyspec.semantics.kernel import evaluate_kernel
 from tinyspec.uop import GroupOp, Ops, UOp, walk
 
 MAX_GRID = 1 << 14
@@ -68,7 +71,6 @@ class LocalEval:
 
   def tensor(self, x: UOp) -> np.ndarray:
     if x not in self.tensors:
-      from tinyspec.semantics import evaluate
       for u in _outer(x):
         if u.op in GroupOp.RangeForm or u.op is Ops.PARAM: raise Unjudgeable("a tensor that depends on kernel nodes")
       self.tensors[x] = np.asarray(evaluate(x, {k: v.copy() for k, v in self.inputs.items()}))
@@ -121,7 +123,6 @@ class LocalEval:
     if t.arg != "view":
       if t.src[0].op is not Ops.PARAM: raise Unjudgeable("a store into unknown storage")
       return t.src[0], self._full(self.value(t.src[1])).astype(np.int64), np.ones(self.grid, dtype=bool)
-    from tinyspec.semantics.alu import movement
     chain, base = [], t.src[0]
     while base.op in GroupOp.Movement and base not in self.targets: chain.append(base); base = base.src[0]  # noqa: E702
     shape = base.shape
@@ -165,12 +166,10 @@ class LocalEval:
       got = flat[np.where(gate, i, 0)] if flat.size else np.zeros(self.grid, flat.dtype)
       return np.where(gate, got, self._full(self.value(u.src[1]))) if len(u.src) > 2 else got
     if op in GroupOp.Elementwise:
-      from tinyspec.semantics.alu import elementwise
       vals = [self.value(s) for s in u.src]
       shp = np.broadcast_shapes(*(v.shape for v in vals))
       return elementwise(u, [np.broadcast_to(v, shp) for v in vals])
     if op is Ops.REDUCE and not isinstance(u.arg, tuple):
-      from tinyspec.semantics.alu import reduce_axes
       v = self._full(self.value(u.src[0]))
       axes = tuple(self.axis[range_key(r)] for r in u.src[1:])
       return np.expand_dims(reduce_axes(u, u.arg, v, axes), axes)
@@ -238,8 +237,6 @@ def _effects_differ(ev: LocalEval, before: UOp, after: UOp, error: float | None 
 def kernel_entries(root: UOp, inputs: dict[int, np.ndarray]) -> dict[UOp, list[dict[int, np.ndarray]]]:
   """Each kernel body root runs: the contents of its args when it starts, by PARAM slot, one dict per call (the reference
   evaluator runs the graph and records them). Empty when root has no kernels or cannot be evaluated."""
-  from tinyspec.semantics import evaluate
-  from tinyspec.semantics.kernel import evaluate_kernel
   seen: dict[UOp, list[dict[int, np.ndarray]]] = {}
   def runner(call: UOp, cells: list[np.ndarray]) -> None:
     body = call.src[0]

@@ -30,14 +30,21 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fuzz.check.agree import compare, output_errors
+from fuzz.check.backend_blame import LANG, narrow
 from fuzz.check.blame import Blame, bisect, blame_at, crash_blame, crash_rule, crash_site, creator_on_path, local_change, run_steps
+from fuzz.check.gradient_oracle import call_gradient_mismatches
+from fuzz.check.multi_twin import multi_devices, one_device_twin, sharded_twin
+from fuzz.check.numeric_grad import numeric_gradient_mismatches
 from fuzz.generate.kernel_safety import kernel_unsafe_reason
 from fuzz.generate.opts import every_opt, kernel_spots
 from fuzz.generate.case import Case
+from tinyspec.lower import pipeline as lower_pipeline
 from tinyspec.lower.base import LowerOptions, Pass, Trace
-from tinyspec.rewrite import PatternMatcher
-from tinyspec.runtime.host import Skipped
+from tinyspec.lower.multi import MultiError
 from tinyspec.lower.start import start_index
+from tinyspec.rewrite import PatternMatcher
+from tinyspec.runtime.host import Died, Raised, Skipped, shared
+from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, Violation, check
 from tinyspec.spec.engine import check_body
 from tinyspec.uop import UOp, is_value_call
@@ -85,9 +92,7 @@ class Config:
   kernel_timeout: float = 30.0     # seconds the kernels of one case may run in the kernel host before they count as a hang
 
   def pipeline(self) -> list[Pass]:
-    if self.passes is not None: return list(self.passes)
-    from tinyspec.lower.pipeline import PASSES
-    return list(PASSES)
+    return list(lower_pipeline.PASSES if self.passes is None else self.passes)
 
 
 class Stats:
@@ -144,7 +149,6 @@ def lower_options(opts: dict[str, Any], backend: str = "c") -> LowerOptions:
 
 
 def _evaluate(root: UOp, inputs: dict[int, np.ndarray], runner: Any = None) -> Any:
-  from tinyspec.semantics import evaluate
   return evaluate(root, {k: v.copy() for k, v in inputs.items()}, kernel_runner=runner)
 
 
@@ -236,7 +240,6 @@ class Checker:
 
   def _opencl_lowered(self, case: Case, ref: Any, i: int) -> UOp | None:
     """The case lowered for OpenCL (kept in self.lowered), or None when there is no OpenCL or the lowering is a finding."""
-    from tinyspec.runtime.host import shared
     if self.opencl_ok is None: self.opencl_ok = shared().available("opencl")[0]
     if not self.opencl_ok: return None
     g, f = self.chain(case, case.options, ref, "parity", full=False, backend="opencl")
@@ -249,7 +252,6 @@ class Checker:
   def _on_host(self, backend: str, jobs: list[tuple[UOp, Case]]) -> list[Any]:
     """The host's outcome (tinyspec.runtime.host) of each (lowered graph, case) on backend."""
     if not jobs: return []
-    from tinyspec.runtime.host import shared
     self.at(f"{backend} kernels")
     with _Timer(self.stats, "run"):
       return shared().run(backend, [(g, c.inputs) for g, c in jobs], self.config.cc, self.config.kernel_timeout, self.stop_at)
@@ -280,7 +282,6 @@ class Checker:
     if case.kind != "tensor": return None
     cfg = self.config
     if cfg.gradients and any(is_value_call(u) for u in case.root.toposort()):
-      from fuzz.check.gradient_oracle import call_gradient_mismatches
       try:
         with _Timer(self.stats, "gradient"):
           bad = call_gradient_mismatches(case.root, case.copy_inputs(), seed=case.index or 0, rules=cfg.gradient_rules)
@@ -291,7 +292,6 @@ class Checker:
 
   def numeric_gradient(self, case: Case) -> Finding | None:
     """The gradient rules against central differences: a finding ("gradient", "autograd", the rule blamed, or "-")."""
-    from fuzz.check.numeric_grad import numeric_gradient_mismatches
     try:
       # differences of edge values (inf, NaN, near the float64 max) overflow by design and are judged by isfinite: no
       # RuntimeWarning per case in an overnight run's log
@@ -323,7 +323,6 @@ class Checker:
     ("metamorphic", "multi", the twin's name) when none did; one another pass made is counted, not reported. The cases
     it applies to, and not, are counted in stats.twins."""
     if case.kind != "tensor": return None
-    from fuzz.check.multi_twin import multi_devices, one_device_twin, sharded_twin
     self.at("multi twin")
     if multi_devices(case.root):
       name, twin = "one_device_twin", one_device_twin(case.root)
@@ -355,7 +354,6 @@ class Checker:
   def _twin_refused(self, twin: UOp) -> str | None:
     """Why the relation does not apply to a twin (illegal at TENSOR, or a MultiError of the multi pass), or None."""
     if check(twin, Stage.TENSOR): return "illegal"
-    from tinyspec.lower.multi import MultiError
     multi = next((p for p in self.passes if p.name == "multi"), None)
     if multi is None: return None
     try: multi.run(twin, lower_options({}))
@@ -466,7 +464,6 @@ class Checker:
   def backend_finding(self, case: Case, name: str, outcome: Any, ref: Any, lowering: Finding | None = None) -> Finding | None:
     """What is wrong with a runtime's outcome (tinyspec.runtime.host) on the lowered graph, against the reference
     evaluation of the input graph: a crash (the runtime raised, or a signal killed its kernel), a hang, a difference."""
-    from tinyspec.runtime.host import Died, Raised, Skipped
     if isinstance(outcome, Skipped): return None
     if lowering is not None: return lowering
     if outcome is None: return None
@@ -477,7 +474,6 @@ class Checker:
       return Finding("crash", name, f"{outcome.why}@{outcome.kernel}", f"the {name} {outcome.text}", options=case.options)
     if (msg := compare(ref, outcome.values, output_errors(case.root))) is not None:
       # narrowed to the kernel, the rendered construct and the renderer method (fuzz.check.backend_blame)
-      from fuzz.check.backend_blame import LANG, narrow
       lo = lower_options(case.options, LANG[name])
       try: n = narrow(self.passes, name, case.root, case.kind, case.inputs, lo, self.config.cc, self.config.kernel_timeout)
       except Exception: n = None  # narrowing that fails leaves the finding as the backend's
@@ -485,7 +481,3 @@ class Checker:
       return Finding("parity", name, "-", f"{name} against the reference: {msg}", options=case.options)
     return None
 
-
-def kernel_calls_of(root: UOp) -> list[UOp]:
-  from tinyspec.lower.kernel_map import kernel_calls
-  return list(kernel_calls(root))

@@ -38,16 +38,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import types
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from fuzz.check.agree import compare
 from fuzz.check.exact_ints import Run, run_exact
-from fuzz.check.oracles import compare
 from fuzz.generate.tinygrad_programs import run_program
-from tinyspec.dtype import DType, significand_bits
+from tinyspec.dtype import DType, dtypes, significand_bits
+from tinyspec.frontend import Tensor, function, inputs_of
+from tinyspec.semantics import evaluate
 
 # what tinygrad does between one point of the chain and the next (the point it leads to is the key)
 LINKS = {"tensor": "frontend", "callified": "callify", "kernel ASTs": "schedule", "programs": "codegen", "device": "render"}
@@ -73,16 +76,12 @@ class TgFinding:
 
 
 def tinyspec_namespace() -> dict[str, Any]:
-  from tinyspec.dtype import dtypes
-  from tinyspec.frontend import Tensor, function
   return {"Tensor": Tensor, "dtypes": dtypes, "function": function}
 
 
 def tinygrad_namespace() -> dict[str, Any]:
   """tinygrad's Tensor, function and dtypes; dtypes also under tinyspec's name where tinygrad's differs (its fp8e4m3 is
   tinyspec's float8_e4m3fn, as the bridge's dtype table says), so a program names every dtype one way for both APIs."""
-  import types
-
   import tinygrad
   tg = _tinygrad_dtypes()
   names = {**tg, **{name: tg[attr] for name, attr in tinygrad_dtype_aliases().items()}}
@@ -119,8 +118,6 @@ def quiet_stderr() -> Iterator[None]:
 
 def tinyspec_outputs(src: str) -> list[np.ndarray]:
   """The program through tinyspec's frontend, every output evaluated by the reference evaluator in one graph."""
-  from tinyspec.frontend import inputs_of
-  from tinyspec.semantics import evaluate
   ns = tinyspec_namespace()
   outs = run_program(src, ns)
   root = ns["Tensor"].sink(*outs)

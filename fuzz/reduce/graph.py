@@ -30,6 +30,7 @@ from fuzz.reduce.shapes import arg_weight, shape_moves
 from fuzz.generate.safety import unsafe_reason
 from fuzz.generate.case import Case
 from tinyspec.dtype import dtypes
+from tinyspec.semantics import evaluate
 from tinyspec.spec import Stage, check
 from tinyspec.uop import Ops, UOp, is_value_call, substitute, walk
 
@@ -208,7 +209,6 @@ class Reducer:
         yield with_root(substitute(root, {n: c if n.shape == () else c.expand(n.shape)}))
       if case.kind == "tensor" and n in outer and n.op is not Ops.RESHAPE:
         try:
-          from tinyspec.semantics import evaluate
           val = np.asarray(evaluate(n, case.copy_inputs())).reshape(-1)
         except Exception:
           val = None

@@ -7,6 +7,7 @@ reduction keeps to a time budget: a child is killed at the candidate timeout or 
 """
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import os
 import signal
@@ -21,7 +22,6 @@ from tinyspec.spec import Stage
 
 def _child(fn: Callable[[Case], object], case: Case) -> None:
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  import faulthandler
   faulthandler.disable()  # a crash is the expected outcome here, not a traceback to print
   try:
     devnull = os.open(os.devnull, os.O_WRONLY)

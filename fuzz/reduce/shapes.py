@@ -11,12 +11,12 @@ candidates the TENSOR spec or the UB screen rejects.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 import numpy as np
 
-from tinyspec.uop import GroupOp, Ops, UOp
+from tinyspec.uop import GroupOp, Ops, UOp, substitute
 
 
 class NoShape(Exception):
@@ -236,12 +236,10 @@ def shape_moves(root: UOp, inputs: dict[int, np.ndarray]) -> Iterator[tuple[UOp,
 
 
 def _with_size(arg, size: int):
-  from dataclasses import replace
   return replace(arg, size=size)
 
 
 def _swap(root: UOp, old: UOp, new: UOp) -> UOp:
-  from tinyspec.uop import substitute
   return substitute(root, {old: new})
 
 

@@ -16,6 +16,8 @@ import signal
 import sys
 import time
 
+import numpy  # noqa: F401  warm: what every script imports
+
 ENV_LINE = re.compile(r'^os\.environ\["(\w+)"\] = "([^"]*)"', re.M)
 TIMEOUT = 600  # seconds a script may take (SIGALRM ends it)
 
@@ -41,8 +43,7 @@ def run_child(path: str, out: int) -> None:
 
 
 def main(paths: list) -> None:
-  import numpy  # noqa: F401  warm: what every script imports
-  import tinygrad  # noqa: F401
+  import tinygrad  # noqa: F401  warm, as numpy above
   from tinygrad.helpers import Context  # noqa: F401
   for path in paths:
     r, w = os.pipe()

@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from fuzz.check.exact_ints import overflows_signed
+from fuzz.check.tinygrad_oracles import tinygrad_dtype_aliases, tinyspec_outputs
 from fuzz.corpus.store import Entry, entries, header_lines, load_entry
 from fuzz.generate.tinygrad_programs import STORED_ONLY_DTYPES, ProgramSourceError, check_program_source
 from fuzz.report.numpy_program import WEAK_HELPERS, NoNumpyForm, NumpyProgram, numpy_program
@@ -150,7 +151,6 @@ def _imports(src: str, oracle: str) -> str:
 def _tinygrad_source(src: str) -> str:
   """The program as tinygrad runs it: tinyspec's names of the dtypes the generator never draws become tinygrad's."""
   if any(f"dtypes.{d}" in src for d in STORED_ONLY_DTYPES):
-    from fuzz.check.tinygrad_oracles import tinygrad_dtype_aliases
     alias = tinygrad_dtype_aliases()
     src = re.sub(r"\bdtypes\.(\w+)", lambda m: f"dtypes.{alias.get(m.group(1), m.group(1))}", src)
   return "# the program, as tinyspec's fuzzer found and reduced it\n" + src
@@ -158,7 +158,6 @@ def _tinygrad_source(src: str) -> str:
 
 def _evaluated(src: str, why: str) -> str:
   """The values tinyspec's evaluator gives the program, as numpy literals (for a program numpy cannot compute)."""
-  from fuzz.check.tinygrad_oracles import tinyspec_outputs
   try: outs = tinyspec_outputs(src)
   except Exception as e:
     raise NoStandalone(f"neither numpy ({why}) nor tinyspec's evaluator ({type(e).__name__}: {e}) computes the program") from None

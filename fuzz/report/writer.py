@@ -20,8 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
 
-from fuzz.corpus.store import bug_group, entry_path
+from fuzz.corpus.store import bug_group, entry_path, load_entry
 from fuzz.report.html import FindingRow, ReportData, RuleRow, page
+from fuzz.report.pictures import draw_entry, passes_of
 from tinyspec.fileio import atomic_write
 
 MAX_SAMPLES = 2000  # history samples kept: past this, every other old one is dropped
@@ -30,7 +31,6 @@ BLAMED = re.compile(r"blamed: rule '(?P<rule>.*?)' of pass (?P<pass>\S+) at (?P<
 
 def rule_locations(passes: Sequence | None) -> dict[str, tuple[str, str, str]]:
   """"pass/rule" -> (pass, rule, file:line) for every rule of the pipeline."""
-  from fuzz.report.pictures import passes_of
   out = {}
   for p in passes_of(passes):
     for r in p.rules(): out.setdefault(f"{p.name}/{r.name}", (p.name, r.name, r.location))
@@ -110,8 +110,6 @@ class CampaignReport:
     if old and old.get("mtime") == mtime and (not old.get("picture") or (self.dir / old["picture"]).exists()): return old
     rel = f"pictures/{p.stem}.svg"
     try:
-      from fuzz.corpus.store import load_entry
-      from fuzz.report.pictures import draw_entry
       entry = load_entry(p)
       if self.target is not None and entry.case.kind in self.target.kinds: pic = self.target.draw(entry, self.dir / rel, self.passes, message=message)
       else: pic = draw_entry(entry, self.dir / rel, self.passes, message=message)

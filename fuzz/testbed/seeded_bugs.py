@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tinyspec.lower.base import Pass
-from tinyspec.uop import GroupOp, Ops, UOp, is_value_call
+from tinyspec.lower.callify import substitute_params
+from tinyspec.lower.indexing import iadd, imax, imin, vindex, view_indices
+from tinyspec.lower.lower_reduce import reduce_to_acc
+from tinyspec.lower.pipeline import PASSES
+from tinyspec.lower.rangeify import reshape_base
+from tinyspec.lower.simplify import is_int_or_bool
+from tinyspec.uop import GroupOp, Ops, UOp, is_value_call, storage_of, substitute
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,6 @@ class SeededBug:
 
 
 def reference_passes() -> list[Pass]:
-  from tinyspec.lower.pipeline import PASSES
   return list(PASSES)
 
 
@@ -43,7 +48,6 @@ def mod_below_divisor_off_by_one(x: UOp, c: UOp) -> UOp | None:
 
 
 def _fold_cast_source_dtype(x: UOp, c: UOp) -> UOp | None:
-  from tinyspec.lower.simplify import is_int_or_bool
   if not (is_int_or_bool(x) and is_int_or_bool(c)): return None
   return UOp.const(c.dtype, c.arg)  # the constant keeps the dtype it is cast from
 
@@ -51,7 +55,6 @@ def _fold_cast_source_dtype(x: UOp, c: UOp) -> UOp | None:
 def clamped_through_pad(v: UOp) -> UOp:
   """The element of a PAD view v's source at v's indices clamped into the source: what a pad rule that forgets its
   gate addresses (the edge element where the padded tensor is zero)."""
-  from tinyspec.lower.indexing import view_indices, imax, imin, iadd, vindex
   x = v.src[0].src[0]
   inner = []
   for i, (o, n), d in zip(view_indices(v), v.src[0].arg, x.shape):
@@ -67,7 +70,6 @@ def _pad_without_gate(v: UOp) -> UOp:
 
 
 def _permute_forward_map(v: UOp) -> UOp:
-  from tinyspec.lower.indexing import view_indices, vindex
   x, perm = v.src[0].src[0], v.src[0].arg
   idx = view_indices(v)
   new = [None] * len(perm)
@@ -76,14 +78,11 @@ def _permute_forward_map(v: UOp) -> UOp:
 
 
 def _gettuple_next_output(g: UOp, call: UOp) -> UOp:
-  from tinyspec.lower.callify import substitute_params
   body = call.src[0]
   return substitute_params(body.src[(g.arg + 1) % len(body.src)], call.src[1:])
 
 
 def _reduce_skips_last(red: UOp) -> UOp | None:
-  from tinyspec.uop import substitute
-  from tinyspec.lower.lower_reduce import reduce_to_acc
   if isinstance(red.arg, tuple): return None
   rr = red.src[1:]
   short = {r: UOp.range(max(0, r.src[0].arg - 1), r.arg.axis, r.arg.kind) for r in rr if r.op is Ops.RANGE and r.src[0].op is Ops.CONST}
@@ -93,8 +92,6 @@ def _reduce_skips_last(red: UOp) -> UOp | None:
 
 
 def _after_kept_over_view(call: UOp) -> UOp | None:
-  from tinyspec.uop import storage_of
-  from tinyspec.lower.rangeify import reshape_base
   if is_value_call(call): return None
   new = []
   for a in call.src[1:]:

@@ -12,6 +12,7 @@ from typing import Callable
 from fuzz.testbed.seeded_bugs import mod_below_divisor_off_by_one
 from tinyspec.lower import simplify as S
 from tinyspec.lower.base import Pass
+from tinyspec.lower.pipeline import PASSES
 from tinyspec.rewrite import PatternMatcher, Rule
 from tinyspec.uop import Ops, UOp
 
@@ -29,10 +30,7 @@ class Variant:
 
   def pipeline(self, passes: list[Pass] | None = None) -> list[Pass]:
     """passes (default: the reference pipeline) with this variant in place of the real rule in the simplify pass."""
-    if passes is None:
-      from tinyspec.lower.pipeline import PASSES
-      passes = PASSES
-    return [p.replace_rule(self.rule, self.fn) if p.name == "simplify" else p for p in passes]
+    return [p.replace_rule(self.rule, self.fn) if p.name == "simplify" else p for p in (PASSES if passes is None else passes)]
 
   def rule_obj(self, base: PatternMatcher | None = None) -> Rule:
     return next(r for r in self.matcher(base).rules if r.name == self.rule)

@@ -13,7 +13,7 @@ Tensors made inside it, for code that builds many throwaway graphs). Conventions
 - dtypes: Python bools -> bool, ints -> int32, floats -> float32; numpy arrays keep their dtype (float64, float16 and
   ml_dtypes' bfloat16 and fp8 dtypes included); data given a small float dtype is converted by
   tinyspec.dtype.round_float (fp8 saturates). Binary ops promote to the least upper bound in tinygrad 0.14's lattice
-  (`promote` in tensor.py, the one table): bool < ints < fp8 < float16, bfloat16 < float32 < float64; two ints of
+  (`promote` in promotion.py, the one table): bool < ints < fp8 < float16, bfloat16 < float32 < float64; two ints of
   one signedness -> the wider; signed with unsigned -> a signed type wide enough for both, and a signed int with
   uint64 -> float32 (tinygrad's weakfloat, which realizes as its default float); any float wins over ints;
   two different fp8 dtypes -> float16; float16 with bfloat16 -> float32. A Python scalar takes the tensor's

@@ -1,8 +1,8 @@
 """How the modules of the frontend add their ops to Tensor: each defines plain functions of a Tensor and attaches them.
 
-tensor.py holds the core (construction, dtype promotion, broadcasting, the IR's elementwise ops, views, REDUCE); every
-other op is built from those in a module named for what it holds (math, reduce, movement, indexing, nn, losses), and
-tinyspec.frontend imports them all, so a Tensor has every method however it was imported."""
+tensor.py holds the core (construction, broadcasting, the IR's elementwise ops, views, REDUCE; its dtypes are
+promotion.py's); every other op is built from those in a module named for what it holds (math, reduce, movement,
+indexing, nn, losses), and tinyspec.frontend imports them all, so a Tensor has every method however it was imported."""
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.frontend.attach import alias, method, static
-from tinyspec.frontend.tensor import Tensor, promote
+from tinyspec.frontend.promotion import promote
+from tinyspec.frontend.tensor import Tensor
 
 
 def _tuple(x: int | Sequence[int], n: int) -> tuple[int, ...]:

@@ -18,7 +18,8 @@ from typing import Sequence
 
 from tinyspec.dtype import DType, dtypes
 from tinyspec.frontend.attach import method, named
-from tinyspec.frontend.tensor import Tensor, promote, resolve_axes, resolve_axis
+from tinyspec.frontend.promotion import promote
+from tinyspec.frontend.tensor import Tensor, resolve_axes, resolve_axis
 from tinyspec.uop import Ops
 
 Axis = int | Sequence[int] | None

@@ -1,16 +1,19 @@
 """The Tensor class: graph building over UOps with numpy-style broadcasting and dtype promotion."""
 from __future__ import annotations
 
-import functools
 import math
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from tinyspec.autograd import set_tensor_grad, tensor_backward, tensor_grad
 from tinyspec.dtype import DType, dtypes, round_float
+from tinyspec.frontend.promotion import default_dtype, promote, scalar_dtype
 from tinyspec.ops import accepts, dtype_error
 from tinyspec.ops.classes import reduce_accepts
+from tinyspec.runtime import run
+from tinyspec.semantics import evaluate
 from tinyspec.uop import GroupOp, Ops, UOp, device_conflict
 
 # data of BUFFERs made from Python data, by buffer id; graphs only name buffers, this is where their contents live
@@ -30,55 +33,6 @@ def data_scope() -> Iterator[None]:
   try: yield
   finally:
     for k in [k for k in _BUFFER_DATA if k not in before]: del _BUFFER_DATA[k]
-
-
-def _default_dtype(x: Any) -> DType:
-  if isinstance(x, (bool, np.bool_)): return dtypes.bool
-  if isinstance(x, (int, np.integer)): return dtypes.int32
-  if isinstance(x, (float, np.floating)): return dtypes.float32
-  raise TypeError(f"no dtype for {x!r}")
-
-
-# tinygrad 0.14's promotion lattice (dtype.py promo_lattice, after JAX): each dtype's immediate parents. The least
-# upper bound of two dtypes is the first dtype of _ORDER (tinygrad's priority) above both. tinygrad's weakint (between
-# bool and the 8-bit ints) only orders Python scalars, so bool goes straight to int8 and uint8; its weakfloat sits
-# between the ints and the floats, where a signed int meets uint64: that result has no width of its own and is made
-# float32, tinygrad's default float (tinyspec has no weak dtypes, so it stays float32 in later ops).
-_WEAKFLOAT = "weakfloat"
-_PARENTS: dict[str, tuple[str, ...]] = {
-  "bool": ("int8", "uint8"), "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": (_WEAKFLOAT,),
-  "uint8": ("int16", "uint16"), "uint16": ("int32", "uint32"), "uint32": ("int64", "uint64"), "uint64": (_WEAKFLOAT,),
-  _WEAKFLOAT: ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"),
-  "float8_e4m3fn": ("float16", "bfloat16"), "float8_e5m2": ("float16", "bfloat16"),
-  "float8_e4m3fnuz": ("float16", "bfloat16"), "float8_e5m2fnuz": ("float16", "bfloat16"),
-  "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64",), "float64": (),
-}
-_ORDER = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", _WEAKFLOAT,
-          "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float16", "bfloat16", "float32", "float64")
-
-
-@functools.cache
-def _above(name: str) -> frozenset[str]:
-  """name and every dtype above it in the lattice."""
-  return frozenset({name}).union(*(_above(p) for p in _PARENTS[name]))
-
-
-def promote(a: DType, b: DType) -> DType:
-  """The dtype of a binary op on a and b: their least upper bound in tinygrad 0.14's lattice (see _PARENTS and the
-  module docstring). index, the IR's unbounded integer, wins over every int and bool and loses to every float."""
-  if a is b: return a
-  if dtypes.index in (a, b):
-    other = b if a is dtypes.index else a
-    return other if other.is_float else dtypes.index
-  both = _above(a.name) & _above(b.name)
-  name = next(n for n in _ORDER if n in both)
-  return dtypes.float32 if name == _WEAKFLOAT else dtypes.by_name[name]
-
-
-def _scalar_dtype(t: DType, x: Any) -> DType:
-  if isinstance(x, (bool, np.bool_)): return t
-  if isinstance(x, (int, np.integer)): return dtypes.int32 if t.is_bool else t
-  return t if t.is_float else dtypes.float32
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -209,7 +163,7 @@ def _python_data(data: Any, dtype: DType | None) -> tuple[Any, DType]:
   _check_int_range(leaves, dtype or dtypes.float32)
   if dtype is not None: return data, dtype
   flat = arr.reshape(-1)
-  dt = _default_dtype(flat[0].item()) if flat.size else dtypes.float32
+  dt = default_dtype(flat[0].item()) if flat.size else dtypes.float32
   return arr, dtypes.float32 if arr.dtype.kind == "f" else dt
 
 
@@ -259,7 +213,7 @@ class Tensor:
   def full(shape: tuple[int, ...] | int, value: Any, dtype: DType | None = None) -> Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if any(d < 0 for d in shape): raise ValueError(f"negative dimension in shape {shape}")
-    dt = dtype or _default_dtype(value)
+    dt = dtype or default_dtype(value)
     if not accepts(Ops.CAST, dt): raise TypeError(f"a Tensor cannot hold {dt.name}: {dtype_error(Ops.CAST, dt)}")
     c = UOp.const(dt, value)
     return Tensor(c.expand(shape) if shape else c)
@@ -301,13 +255,7 @@ class Tensor:
   def numpy(self, backend: str = "reference") -> np.ndarray:
     root = Tensor.sink(self)
     inputs = inputs_of(root)
-    if backend == "reference":
-      from tinyspec.semantics import evaluate
-      out = evaluate(root, inputs)[0]
-    else:
-      try: from tinyspec.runtime import run
-      except ImportError: raise RuntimeError(f"backend {backend!r} is not available: tinyspec.runtime.run is missing") from None
-      out = run(root, inputs, backend)[0]
+    out = evaluate(root, inputs)[0] if backend == "reference" else run(root, inputs, backend)[0]
     return np.asarray(out).reshape(self.shape)
 
   def tolist(self) -> Any: return self.numpy().tolist()
@@ -316,8 +264,8 @@ class Tensor:
   # ---- helpers ----
   def _wrap(self, x: Any, dtype: DType | None = None) -> Tensor:
     if isinstance(x, Tensor): return x
-    if isinstance(x, (bool, int, float, np.generic)): return Tensor.full((), x, dtype or _scalar_dtype(self.dtype, x))
-    if is_variable(x): return Tensor(x.cast(dtype or _scalar_dtype(self.dtype, 0)))  # an integer scalar, promoted as an int is
+    if isinstance(x, (bool, int, float, np.generic)): return Tensor.full((), x, dtype or scalar_dtype(self.dtype, x))
+    if is_variable(x): return Tensor(x.cast(dtype or scalar_dtype(self.dtype, 0)))  # an integer scalar, promoted as an int is
     return Tensor(x)
 
   def _binop_srcs(self, x: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
@@ -562,20 +510,17 @@ class Tensor:
   # ---- gradients (tinyspec.gradient) ----
   def backward(self, *wrt: Tensor) -> Tensor:
     """self is a scalar loss: add d self / d data to the .grad of every float Tensor made from data it reads (or of wrt)."""
-    from tinyspec.autograd import tensor_backward
     tensor_backward(self, wrt)
     return self
 
   @property
   def grad(self) -> Tensor | None:
     """The gradient backward() accumulated for this Tensor made from data; None when no backward reached it."""
-    from tinyspec.autograd import tensor_grad
     g = tensor_grad(self)
     return None if g is None else Tensor(g)
 
   @grad.setter
   def grad(self, g: Tensor | None) -> None:
-    from tinyspec.autograd import set_tensor_grad
     set_tensor_grad(self, g)
 
   def is_storage(self) -> bool:

@@ -9,6 +9,7 @@ from typing import Callable
 
 from tinyspec.cliargs import number
 from tinyspec.dtype import DType, dtypes
+from tinyspec.prove.prover import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
 
 
 def _dtypes(s: str) -> tuple[DType, ...]:
@@ -55,7 +56,6 @@ def resolve_args(args: argparse.Namespace) -> str | None:
 
 def prove_main(args: argparse.Namespace, store: Callable | None = None) -> int:
   """Run the prover as the arguments say; store(ref, counterexample) keeps each refutation (None: print only)."""
-  from tinyspec.prove.prover import DEFAULT_DTYPES, INDEX_MODEL, Prover, default_jobs, encoding_stats, expression_rules, prove_rules, summary
   if (err := resolve_args(args)) is not None:
     print(f"tinyspec prove: {err}", file=sys.stderr)
     return 2

@@ -12,6 +12,8 @@ weak ints).
 from __future__ import annotations
 
 from tinyspec.dtype import DType, dtypes
+from tinyspec.ops.scalar import INT_MEANING, shift_bits
+from tinyspec.prove.prover import evaluate_scalar
 from tinyspec.uop import Ops, UOp
 
 OVERFLOW_OPS = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL)
@@ -33,7 +35,6 @@ def overflow_nodes(root: UOp) -> list[UOp]:
 def shift_counts_defined(root: UOp) -> UOp | None:
   """A bool expression: every SHL and SHR count of root is in [0, width) (64 for index), where C defines the shift;
   None when root has no shift."""
-  from tinyspec.ops.scalar import shift_bits
   conds = [_between(u.src[1].cast(dtypes.index), 0, shift_bits(u.dtype) - 1) for u in root.toposort()
            if u.op in (Ops.SHL, Ops.SHR) and isinstance(u.dtype, DType) and u.dtype.kind in "iux"]
   if not conds: return None
@@ -79,8 +80,6 @@ def strictly_defined(root: UOp) -> UOp | None:
 
 def overflows_at(root: UOp) -> list[str]:
   """For a constant expression: each node that overflows, as 'OP dtype: exact value' (empty when none does)."""
-  from tinyspec.ops.scalar import INT_MEANING
-  from tinyspec.prove.prover import evaluate_scalar
   out = []
   for u in overflow_nodes(root):
     try: vals = [int(evaluate_scalar(s)) for s in u.src]

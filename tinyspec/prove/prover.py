@@ -45,10 +45,11 @@ from tinyspec.prove.exact import Analysis, ExactForm, Unsupported, analyze
 from tinyspec.prove.evalsem import VALUE_OPS, EvalTranslator, defined, differ, model_int
 from tinyspec.dtype import DType, dtypes
 from tinyspec.lower.ordering import ORDER_TABLES
+from tinyspec.lower.pipeline import PASSES
 from tinyspec.ops.spelling import INFIX
-from tinyspec.uop import substitute
 from tinyspec.rewrite import Rule
-from tinyspec.uop import AxisType, Ops, UOp
+from tinyspec.semantics import evaluate
+from tinyspec.uop import AxisType, Ops, UOp, substitute
 
 
 DEFAULT_DTYPES = (dtypes.int32, dtypes.int64, dtypes.index)
@@ -83,9 +84,7 @@ def in_scope(ref: RuleRef) -> bool:
 
 def expression_rules(passes: Sequence | None = None) -> list[RuleRef]:
   """The rules in scope, from every pass's tables, each once (a table reused by another pass is the first pass's)."""
-  if passes is None:
-    from tinyspec.lower.pipeline import PASSES
-    passes = PASSES
+  if passes is None: passes = PASSES
   seen: set[tuple[str, int]] = set()
   out: list[RuleRef] = []
   for p in passes:
@@ -424,7 +423,6 @@ def concretize(g: _Group, inst: Instance, vals: dict, dt: DType, side: Callable[
 
 def evaluate_scalar(u: UOp) -> int | bool:
   """The value of a constant expression by tinyspec.semantics.evaluate."""
-  from tinyspec.semantics import evaluate
   v = np.asarray(evaluate(u)).reshape(())
   return bool(v) if v.dtype == np.bool_ else int(v)
 

@@ -37,8 +37,11 @@ import numpy as np
 from tinyspec.dtype import DType
 from tinyspec.fileio import atomic_write
 from tinyspec.lower.kernel_map import kernel_calls
+from tinyspec.lower.pipeline import PASSES, lower
+from tinyspec.lower.start import start_index
 from tinyspec.render.cstyle import check_identifier, renamed_apart
 from tinyspec.render.program import var_param_dtype
+from tinyspec.semantics import evaluate
 from tinyspec.uop import GroupOp, Ops, UOp
 
 # read by the OpenMP runtime when the first object linking it loads: idle threads block instead of spinning, so the
@@ -324,14 +327,11 @@ def prepare(root: UOp, backend: str = "c", **options) -> UOp:
   def rendered(c: UOp) -> bool: return c.src[0].op is Ops.PROGRAM and len(c.src[0].src) == 3 and c.src[0].src[2].arg.lang == backend
   if calls and all(rendered(c) for c in calls): return root
   options = {**options, "backend": backend}
-  from tinyspec.lower.pipeline import PASSES, lower
-  from tinyspec.lower.start import start_index
   return lower(root, passes=PASSES[start_index(PASSES, root):], **options)["render"]  # the spec is verified after every pass
 
 
 def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, compiler: str | None = None, **options) -> list[np.ndarray | None] | np.ndarray:
   """evaluate(root, inputs) with every kernel run as compiled C. options are lowering options (opts, int_dtype...)."""
-  from tinyspec.semantics import evaluate
   lowered = prepare(root, **options)
   return match_shapes(root, evaluate(lowered, inputs, kernel_runner=make_runner(build(lowered, compiler), compiler)))
 

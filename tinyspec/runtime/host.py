@@ -16,6 +16,7 @@ one object. After a death the host starts again for the jobs that are left.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import socket
@@ -29,7 +30,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tinyspec.runtime import procs
+from tinyspec.lower.kernel_map import kernel_calls
+from tinyspec.runtime import cpu, opencl, procs
+from tinyspec.semantics import evaluate
 from tinyspec.uop import Rows, UOp, from_rows, to_rows
 
 COMPILE_TIMEOUT = 300.0  # seconds a compiler run may take before the host counts as hung (the machine may be loaded)
@@ -228,14 +231,12 @@ class _Announcing:
 
 
 def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[tuple[Rows, dict]]) -> None:
-  from tinyspec.semantics import evaluate
   graphs = []
   for rows, _ in jobs:
     try: graphs.append(from_rows(rows))
     except Exception as e: graphs.append(e)
   fns: dict = {}
   if backend == "cpu":
-    from tinyspec.runtime import cpu
     prgs: list[UOp] = []
     for g in graphs:
       if isinstance(g, UOp):
@@ -251,14 +252,12 @@ def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[t
     try:
       if isinstance(g, Exception): raise g
       if backend == "cpu":
-        from tinyspec.runtime import cpu
         if any(p not in fns for p in cpu.c_programs(g)):
           conn.send(("compile",))
           fns.update(cpu.build(g, compiler))
           conn.send(("start",))
         vals = evaluate(g, inputs, kernel_runner=_Announcing(conn, cpu.make_runner(fns, compiler)))
       elif backend == "opencl":
-        from tinyspec.runtime import opencl
         runner = opencl.OpenCLRunner.for_graph(g)
         try: vals = evaluate(g, inputs, kernel_runner=_Announcing(conn, runner))
         finally: runner.close()
@@ -273,8 +272,6 @@ def _run_jobs(conn: Connection, backend: str, compiler: str | None, jobs: list[t
 def _build_opencl(conn: Connection, graphs: list) -> None:
   """Every OpenCL kernel of the jobs built as one program per device, in the context the kernel runs in (a bad one
   spoils its device's program: each of those then builds alone, its error its own)."""
-  from tinyspec.lower.kernel_map import kernel_calls
-  from tinyspec.runtime import opencl
   by_device: dict[str, list[tuple[str, str]]] = {}
   for g in graphs:
     if not isinstance(g, UOp): continue
@@ -290,10 +287,8 @@ def _build_opencl(conn: Connection, graphs: list) -> None:
 
 def _available(backend: str) -> tuple[bool, str]:
   if backend == "opencl":
-    from tinyspec.runtime import opencl
     return opencl.available()
   if backend == "cpu":
-    from tinyspec.runtime import cpu
     found = cpu.available_compilers()
     return (True, ", ".join(found)) if found else (False, "no C compiler found (gcc, clang or tcc)")
   return False, f"unknown backend {backend!r}"
@@ -302,7 +297,6 @@ def _available(backend: str) -> tuple[bool, str]:
 def main(fd: int, parent: int) -> None:
   procs.die_with_parent(parent)
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and ends the host
-  import faulthandler
   faulthandler.disable()  # a kernel's segfault is the parent's finding, not a traceback here
   conn = Connection(fd)
   while True:

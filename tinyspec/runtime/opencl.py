@@ -18,10 +18,12 @@ import numpy as np
 
 from tinyspec.lower.kernel_map import is_kernel_body
 from tinyspec.render.cstyle import check_identifier, renamed_apart
-from tinyspec.spec.shared import HOST_DEVICES
-from tinyspec.uop import storage_of
+from tinyspec.render.opencl import kernel_atomic_extensions, launch_size, render_kernel
 from tinyspec.render.program import var_param_dtype
-from tinyspec.uop import GroupOp, Ops, SourceArg, UOp
+from tinyspec.runtime.cpu import match_shapes, prepare
+from tinyspec.semantics import evaluate
+from tinyspec.spec.shared import HOST_DEVICES
+from tinyspec.uop import GroupOp, Ops, SourceArg, UOp, storage_of
 
 # PoCL rounds float32 divide and sqrt correctly only when asked; without contraction a*b+c is not fused into an fma
 BUILD_OPTIONS: tuple[str, ...] = ("-cl-fp32-correctly-rounded-divide-sqrt",)
@@ -127,7 +129,6 @@ def kernel_device(call: UOp) -> str:
 def require_extensions(linear: UOp, name: str) -> None:
   """OpenCLUnsupported naming what is missing when the device lacks an extension the atomic updates of a kernel's
   LINEAR need: such a kernel is never built (a device may build it and update non-atomically, or fail later)."""
-  from tinyspec.render.opencl import kernel_atomic_extensions
   d = _require()
   missing = {e: what for e, what in kernel_atomic_extensions(linear).items() if e not in d["extensions"]}
   if missing:
@@ -186,7 +187,6 @@ def kernel_of(call: UOp) -> tuple[str, str, tuple[int, ...]]:
   """(OpenCL source, entry name, global size) of a kernel CALL whose body is a PROGRAM. Uses the PROGRAM's SOURCE
   when it is OpenCL C, renders its LINEAR otherwise. The kernel takes one pointer per call arg, in order."""
   if (ret := _kernels.get(call)) is not None: return ret
-  from tinyspec.render.opencl import launch_size, render_kernel
   if call.op is not Ops.CALL or not call.src: raise TypeError(f"a kernel runner runs CALLs, not {call.op.name}")
   body = call.src[0]
   if body.op is not Ops.PROGRAM:
@@ -351,8 +351,6 @@ def run(root: UOp, inputs: dict[int, np.ndarray] | None = None, **options) -> li
   """evaluate(root, inputs) with every kernel run as OpenCL C on the device. root is a tensor graph (lowered here with
   backend "opencl"), a kernel graph (run through the kernel passes), or one already rendered for OpenCL. options
   are lowering options (opts, int_dtype, callify, realize)."""
-  from tinyspec.runtime.cpu import match_shapes, prepare
-  from tinyspec.semantics import evaluate
   _require()
   lowered = prepare(root, backend="opencl", **options)
   runner = OpenCLRunner.for_graph(lowered)

@@ -15,6 +15,7 @@ pickled, spawn starts from a clean interpreter). Objects registered with `parent
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
@@ -62,7 +63,6 @@ def child_main(parent: int, fn: Callable[..., Any], args: tuple) -> None:
   close_inherited()
   # multiprocessing refuses children to a daemonic process; this one may start its own (a crash reducer runs each
   # candidate in one), which `start` makes daemonic in turn and the parent-death signal ends with it
-  import multiprocessing
   multiprocessing.current_process().daemon = False
   fn(*args)
 
