@@ -7,8 +7,9 @@ the bug swapped in is switched off: it is the prover's work, not the case's, and
 fuzz/ is imported before the case runs, so the count is of the files whose functions the case calls, not of those
 merely imported. The seed is the first whose case 0 shows the bug.
 
-Run:  .venv/bin/python bench/case_files.py [--root DIR]   (DIR: another checkout to measure, e.g. an older commit's;
-      the flat fuzz/ of older trees is understood too. bench/case_files.txt holds this tree's output and an older one's.)
+Run:  .venv/bin/python bench/case_files.py [--root DIR] [--doc]   (DIR: another checkout to measure, e.g. an older
+      commit's; the flat fuzz/ of older trees is understood too. bench/case_files.txt holds this tree's output and an
+      older one's. --doc also rewrites the list in docs/architecture.md, "The files one case passes through".)
 """
 from __future__ import annotations
 
@@ -59,6 +60,18 @@ def find_seed() -> int:
   raise SystemExit("no seed below 500 shows the bug in its first case")
 
 
+DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+BEGIN, END = "<!-- case_files: begin -->", "<!-- case_files: end -->"
+
+
+def write_doc(listing: str) -> None:
+  """Put the listing (this script's output) between the markers of docs/architecture.md."""
+  text = DOC.read_text()
+  if BEGIN not in text or END not in text: raise SystemExit(f"{DOC} has no {BEGIN} ... {END} section to rewrite")
+  head, rest = text.split(BEGIN, 1)
+  DOC.write_text(f"{head}{BEGIN}\n```\n{listing.rstrip()}\n```\n{END}{rest.split(END, 1)[1]}")
+
+
 def trace(root: Path, seed: int) -> None:
   import_all()
   files: set[str] = set()
@@ -74,7 +87,7 @@ def trace(root: Path, seed: int) -> None:
     entries = sorted(p.name for p in Path(d).glob("*.py"))
   if not (s.findings and entries): raise SystemExit("the case gave no corpus entry")
   fz, ts = sorted(f for f in files if f.startswith("fuzz")), sorted(f for f in files if f.startswith("tinyspec"))
-  print(f"{root}: seed {seed}, finding {s.findings[0].signature}, corpus file {entries[0]}")
+  print(f"seed {seed}, finding {s.findings[0].signature}, corpus file {entries[0]}")
   print(f"{len(files)} files: {len(fz)} in fuzz/, {len(ts)} in tinyspec/")
   for f in fz + ts: print("  " + f)
 
@@ -82,6 +95,7 @@ def trace(root: Path, seed: int) -> None:
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="the checkout to measure")
+  ap.add_argument("--doc", action="store_true", help="also rewrite the list in docs/architecture.md")
   ap.add_argument("--in-root", choices=("find", "trace"), help=argparse.SUPPRESS)
   ap.add_argument("--seed", type=int, help=argparse.SUPPRESS)
   a = ap.parse_args()
@@ -96,7 +110,9 @@ def main() -> None:
     cmd = [sys.executable, __file__, "--root", str(root), *args]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=root, env=env).stdout
   seed = int(child("--in-root", "find").split()[-1])
-  print(child("--in-root", "trace", "--seed", str(seed)), end="")  # a fresh process: nothing cached from the search
+  listing = f"$ .venv/bin/python bench/case_files.py\n{child('--in-root', 'trace', '--seed', str(seed))}"  # a fresh process
+  print(listing, end="")
+  if a.doc: write_doc(listing)
 
 
 if __name__ == "__main__":
