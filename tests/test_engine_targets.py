@@ -4,6 +4,7 @@ ends."""
 from __future__ import annotations
 
 import argparse
+import io
 import signal
 
 import pytest
@@ -56,3 +57,13 @@ def test_a_campaign_that_cannot_start_gives_back_its_lock_and_handlers(tmp_path,
     run_campaign(cfg)
   assert {s: signal.getsignal(s) for s in before} == before
   CorpusLock(tmp_path).acquire().release()  # free again: a second campaign may take the directory
+
+
+def test_a_misspelt_weight_is_refused_before_any_case(tmp_path):
+  # a weight no generator reads would steer nothing: the campaign says which, and runs no case
+  cfg = CampaignConfig(seconds=5, seed=0, workers=0, corpus=str(tmp_path), max_cases=1, weights={"kind:kernal": 0.5, "dtype:small": -1})
+  with pytest.raises(ConfigError, match=r"'kind:kernal' is not a generator weight.*'dtype:small' is -1"):
+    run_campaign(cfg, io.StringIO())
+  assert not list(tmp_path.glob("*.py"))
+  cfg = CampaignConfig(seconds=5, seed=0, workers=0, corpus=str(tmp_path), max_cases=1, weights={"kind:kernel": 0.0}, prove_changed=False)
+  assert run_campaign(cfg, io.StringIO()).cases == 1

@@ -11,11 +11,12 @@ from typing import Any, Sequence
 from fuzz.check.changed_rules import changed_rules
 from fuzz.check.oracles import Checker, Config, Finding
 from fuzz.corpus.store import Entry, StillFails, render_entry, same_bug
+from fuzz.engine.config import ConfigError
 from fuzz.engine.coverage import Coverage, steer
 from fuzz.reduce.graph import node_count, reduce_case
 from fuzz.reduce.isolated import reduce_crash
-from fuzz.generate.case import Case, default_weights
-from fuzz.generate.kinds import case_for
+from fuzz.generate.case import Case, check_weights, default_weights
+from fuzz.generate.kinds import case_for, kind_weights
 from fuzz.report.pictures import Picture, draw_entry
 from fuzz.report.writer import rule_locations
 
@@ -103,7 +104,12 @@ class ReferenceTarget:
 
   def rule_locations(self, cfg: Any) -> dict[str, tuple[str, str, str]]: return rule_locations(cfg.passes)
 
-  def initial_weights(self, cfg: Any) -> dict[str, float]: return {**default_weights(), **(cfg.weights or {})}
+  def initial_weights(self, cfg: Any) -> dict[str, float]:
+    """The generator's defaults under the weights asked for, each of which must be a weight a generator reads (a
+    misspelt name would otherwise steer nothing, silently)."""
+    try: asked = check_weights(cfg.weights or {}, kind_weights())
+    except ValueError as e: raise ConfigError(f"--weights: {e}") from None
+    return {**default_weights(), **asked}
 
   def steer(self, weights: dict[str, float], coverage: Coverage, epoch: list[tuple[frozenset, dict]]) -> dict[str, float]:
     return steer(weights, coverage, epoch)
