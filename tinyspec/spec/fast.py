@@ -27,9 +27,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Clause, Code, In, Rule, Same
 from tinyspec.spec.devices import UNKNOWN
-from tinyspec.spec.frames import FRAMES, Frame
+from tinyspec.spec.frames import FRAMES, SHAPED, Frame
 from tinyspec.spec.shared import is_view_index
 from tinyspec.uop import Ops, UOp
 
@@ -41,11 +42,11 @@ _BUILTINS = frozenset({"id", "type", "len", "tuple", "int", "isinstance", "list"
 @dataclass(frozen=True)
 class OpCheck:
   """One op's fused check: its frame, its clauses as code (lines, "$" where the rest nests; c0.. name the dtype sets of
-  `sets`), per source for a frame of any number of sources, and the consts the code names."""
+  `sets`, each as _member reads it), per source for a frame of any number of sources, and the consts the code names."""
   op: Ops
   frame: Frame
   parts: tuple[str, ...]
-  sets: tuple[frozenset[int], ...]
+  sets: tuple[Mapping[str, Any] | frozenset[int], ...]
   consts: tuple[tuple[str, Any], ...]
   each: tuple[str, ...] = ()
 
@@ -54,7 +55,18 @@ def _consts_of(c: Clause) -> tuple[tuple[str, Any], ...]:
   return () if isinstance(c, In) else c.consts
 
 
-def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list[frozenset[int]]) -> list[str] | None:
+_DTYPES = {id(d): d for d in dtypes.all}
+
+
+def _member(name: str, ids: frozenset[int], c: str) -> tuple[str, Mapping[str, Any] | frozenset[int]]:
+  """The test that the object name holds is one of ids, as code reading the set c, and that set. Dtypes of distinct names are
+  looked up by name, the object found compared by identity: one dict read (id() allocates an int at each call)."""
+  objs = [_DTYPES.get(x) for x in ids]
+  if None not in objs and len({d.name for d in objs}) == len(objs): return f"{c}[{name}.name] is {name}", {d.name: d for d in objs}
+  return f"id({name}) in {c}", ids
+
+
+def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list) -> list[str] | None:
   """The clauses as code, in order: Same first read as who is what (so In tests on names known to be one object merge into one
   test, of the intersection of their sets; a name known to be a const is tested now), duplicates once. None: never holds."""
   parent: dict[str, str] = {}
@@ -76,8 +88,9 @@ def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list[frozens
     if name in consts:
       if id(consts[name]) not in ids: return None
       continue
-    out.append(f"id({name}) in c{len(sets)}")
-    sets.append(ids)
+    test, got = _member(name, ids, f"c{len(sets)}")
+    out.append(test)
+    sets.append(got)
   for c in clauses:
     text = f"{c.a} is {c.b}" if isinstance(c, Same) else c.text if isinstance(c, Code) else None
     if text is not None and text not in out: out.append(text)
@@ -93,7 +106,7 @@ def compile_op(op: Ops, rules: tuple[Rule, ...]) -> OpCheck | None:
     if r.fast is None or (cs := r.fast(op)) is None: return None
     got.extend(cs)
   consts: dict[str, Any] = {}
-  sets: list[frozenset[int]] = []
+  sets: list[Mapping[str, Any] | frozenset[int]] = []
   each: list[str] | None = []
   if frame.n is None:  # the rules' clauses read each source
     parts, each = _normalize(list(frame.clauses), consts, sets), _normalize(got, consts, sets)
@@ -151,19 +164,48 @@ def function_source(chk: OpCheck, name: str) -> list[str]:
   return head + ["    " + x for x in pro + _locals(chk, "") + nest(chk.parts, accept)] + ["  except Exception: pass", "  return None"]
 
 
+def _renamed(code: list[str], names: dict[str, str]) -> list[str]:
+  """code with the names (words, not attributes) replaced."""
+  if not names: return code
+  pat = re.compile(r"(?<![.\w])(" + "|".join(map(re.escape, names)) + r")\b")
+  return [pat.sub(lambda m: names[m.group(1)], line) for line in code]
+
+
+def _read(i: int, last: bool) -> list[str]:
+  """Source i's verdict, shape and device: from its cache, or (last: when it may be the node accepted last) at hand."""
+  read = [f"f_c = s{i}._cache", f"v{i}, sh{i}, dv{i} = f_c[k], f_c.get('shape'), UNKNOWN"]
+  return [f"if s{i} is last: v{i}, sh{i}, dv{i} = True, last_shape, last_dev", "else:", *["  " + x for x in read]] if last else read
+
+
+def _gated(chk: OpCheck, parts: list[str], srcs: list[int], accept: list[str], first: bool) -> list[str]:
+  """The reads of srcs (first: source 0 is not the node accepted last), then the clauses where they are all clean and
+  BIND-free, accepting; where one is not clean, False."""
+  body = _locals(chk, "") + nest(tuple(parts), accept)
+  if not srcs: return body
+  vs = [f"v{i}" for i in srcs]
+  return ([x for i in srcs for x in _read(i, i > 0 or not first)] + [f"if {' and '.join(f'{v} is True' for v in vs)}:"] +
+          ["  " + x for x in body] + [f"elif not ({' and '.join(vs)}):", "  uc[k] = False", "  continue"])
+
+
+def _accept(shape: str, device: str) -> list[str]:
+  return ["uc['shape'] = last_shape" if shape == "last_shape" else f"uc['shape'] = last_shape = {shape}", "uc[k] = True",
+          "last = u" if device == "last_dev" else f"last, last_dev = u, {device}", "continue"]
+
+
 def branch_source(chk: OpCheck) -> list[str]:
-  """The check written out in the walk's loop, after the node u, its cache uc and op are read: the node's sources read from
-  the node accepted last on the path when they are it (its verdict, shape and device at hand), accepting with continue."""
+  """The check written out in the walk's loop, after the node u, its cache uc and op are read, accepting with continue.
+  Twice: where the first source is the node accepted last on the path (so up a chain), its names are the walk's: its
+  verdict True, its shape last_shape (a tuple: every frame of a fixed number of sources derives one, so frames.SHAPED
+  holds of it) and its device last_dev; else every source is read from its cache (or from the last node, when it is)."""
   n = chk.frame.n or 0
-  out = [f"({''.join(f's{i}, ' for i in range(n))}) = u.src" if n else "if u.src: raise ValueError"]
-  for i in range(n):
-    out += [f"if s{i} is last: v{i}, sh{i}, dv{i} = True, last_shape, last_dev", "else:", f"  f_c = s{i}._cache",
-            f"  v{i}, sh{i}, dv{i} = f_c[k], f_c.get('shape'), UNKNOWN"]
-  accept = [f"uc['shape'] = last_shape = {chk.frame.shape}", "uc[k] = True", f"last, last_dev = u, {chk.frame.device or 'dv'}", "continue"]
-  body = _locals(chk, "") + nest(chk.parts, accept)
-  if not n: return out + body
-  out += [f"if {' and '.join(f'v{i} is True' for i in range(n))}:"] + ["  " + x for x in body]
-  return out + [f"elif not ({' and '.join(f'v{i}' for i in range(n))}):", "  uc[k] = False", "  continue"]
+  device = chk.frame.device or "dv"
+  if not n: return ["if u.src: raise ValueError"] + _gated(chk, list(chk.parts), [], _accept(chk.frame.shape, device), False)
+  up = {"sh0": "last_shape", "dv0": "last_dev"}
+  chain = _renamed([p for p in chk.parts if p != SHAPED.text], up)
+  shape, device_up = _renamed([chk.frame.shape, device], up)
+  return ([f"({''.join(f's{i}, ' for i in range(n))}) = u.src", "if s0 is last:"] +
+          ["  " + x for x in _gated(chk, chain, list(range(1, n)), _accept(shape, device_up), False)] +
+          ["else:"] + ["  " + x for x in _gated(chk, list(chk.parts), list(range(n)), _accept(chk.frame.shape, device), True)])
 
 
 def _define(src: list[str], name: str, ns: dict[str, Any]) -> Any:
@@ -228,8 +270,7 @@ WALK = """def run(x, stack, frames):
       if k in u._cache: continue
       path = [u]
       while True:
-        op = u.op
-        if op is CALL_OP{special}:
+        if {special}:
           push(path)
           if push_children(u, x, push, frames): return False
           path = None
@@ -279,7 +320,6 @@ WALK = """def run(x, stack, frames):
       uc = u._cache
       op = u.op
       try:
-        br, {slots} = plan[op._value_] if type(op) is Ops else NO_PLAN
 {branches}
       except Exception: pass
       uc[k] = decide(u, x)
@@ -288,25 +328,40 @@ WALK = """def run(x, stack, frames):
 _CALL = -1  # a branch that calls the op's function: its frame reads any number of sources
 
 
+def _branches(inline: list[OpCheck]) -> tuple[list[tuple[OpCheck, list[str]]], list[tuple[list[OpCheck], list[str]]]]:
+  """The branches of the walk's loop, in the order of their frames' ranks: the ops of one code share a branch. The leading
+  branches of one op each (before the first shared one) are tested on the op itself, their sets named for it (no read of
+  the plan); the rest by the plan, which gives each op its branch and its sets c0.."""
+  groups: dict[tuple[str, ...], list[OpCheck]] = {}
+  for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)): groups.setdefault(tuple(branch_source(chk)), []).append(chk)
+  items = list(groups.items())
+  lead = next((i for i, (_, chks) in enumerate(items) if len(chks) > 1), len(items))
+  direct = [(chks[0], _renamed(list(code), {f"c{i}": f"{chks[0].op.name}_c{i}" for i in range(len(chks[0].sets))})) for code, chks in items[:lead]]
+  return direct, [(chks, list(code)) for code, chks in items[lead:]]
+
+
 def build_walk(checks: list[OpCheck], fused: list[CheckFn | None], views: bool, binds: bool, decide: Callable,
                push_children: Callable) -> Callable:
-  """The walk with checks written out: the ops of one code share a branch, tried in the order of their frames' ranks."""
-  branches: dict[tuple[str, ...], int] = {}
-  plan: list[tuple] = [()] * len(fused)  # by op value (only for an Ops: a member of another Enum may have an op's value)
+  """The walk with checks written out (see _branches); a frame of any number of sources calls its op's function."""
   inline = [c for c in checks if c.frame.n is not None]
+  direct, shared = _branches(inline)
   width = max([1, *(len(c.sets) for c in inline)])
-  for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)):
-    br = branches.setdefault(tuple(branch_source(chk)), len(branches) + 1)
-    plan[chk.op.value] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
+  plan: list[tuple] = [()] * len(fused)  # by op value (only for an Ops: a member of another Enum may have an op's value)
+  for br, (chks, _) in enumerate(shared, 1):
+    for chk in chks: plan[chk.op.value] = (br, *chk.sets, *[None] * (width - len(chk.sets)))
   for chk in checks:
     if chk.frame.n is None: plan[chk.op.value] = (_CALL, fused[chk.op.value], *[None] * (width - 1))
   no_plan = (0, *[None] * width)
   plan = [p or no_plan for p in plan]
-  lines = [f"{'if' if i == 1 else 'elif'} br == {i}:\n" + "\n".join("  " + x for x in code) for code, i in branches.items()]
-  lines.append(f"{'elif' if branches else 'if'} br == {_CALL} and (r := c0(u, k)) is not None:\n  uc[k] = r\n  continue")
-  special = (" or op is BIND_OP" if binds else "") + (" or is_view_index(u)" if views else "")
-  src = WALK.format(special=special, slots=", ".join(f"c{i}" for i in range(width)),
-                    branches="\n".join("        " + x for code in lines for x in code.split("\n")))
+  by_plan = [f"br, {', '.join(f'c{i}' for i in range(width))} = plan[op._value_] if type(op) is Ops else NO_PLAN"]
+  by_plan += [f"{'if' if br == 1 else 'elif'} br == {br}:\n" + "\n".join("  " + x for x in code) for br, (_, code) in enumerate(shared, 1)]
+  by_plan.append(f"{'elif' if shared else 'if'} br == {_CALL} and (r := c0(u, k)) is not None:\n  uc[k] = r\n  continue")
+  lines = [f"{'if' if i == 0 else 'elif'} op is {chk.op.name}_OP:\n" + "\n".join("  " + x for x in code) for i, (chk, code) in enumerate(direct)]
+  if direct: by_plan = ["else:\n" + "\n".join("  " + x for code in by_plan for x in code.split("\n"))]
+  special = "u.op is CALL_OP" if not binds else "(op := u.op) is CALL_OP or op is BIND_OP"
+  src = WALK.format(special=special + (" or is_view_index(u)" if views else ""),
+                    branches="\n".join("        " + x for code in lines + by_plan for x in code.split("\n")))
   ns = {**_namespace(checks), "plan": plan, "NO_PLAN": no_plan, "NO_NODE": object(), "decide": decide, "push_children": push_children,
         "is_view_index": is_view_index, "CALL_OP": Ops.CALL, "BIND_OP": Ops.BIND, "UOp": UOp, "Ops": Ops}
+  for chk, _ in direct: ns |= {f"{chk.op.name}_OP": chk.op, **{f"{chk.op.name}_c{i}": st for i, st in enumerate(chk.sets)}}
   return _define(src.split("\n"), "run", ns)
