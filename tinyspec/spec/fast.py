@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -36,19 +37,36 @@ from tinyspec.uop import Ops, UOp
 
 CheckFn = Callable[[UOp, str], "bool | None"]
 _NAMES = re.compile(r"\b[A-Za-z_][A-Za-z_0-9]*\b")
+_WORDS = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b")  # names, not attributes
 _BUILTINS = frozenset({"id", "type", "len", "tuple", "int", "isinstance", "list", "reversed", "zip", "bool", "str", "Exception"})
+
+
+@dataclass(frozen=True)
+class Member:
+  """What the clauses say of one object: the frame names that hold it (Same), the ids it is among (In, or its const's), and
+  the part that tests it (None: a const, tested when compiled)."""
+  names: frozenset[str]
+  ids: frozenset[int]
+  part: str | None
 
 
 @dataclass(frozen=True)
 class OpCheck:
   """One op's fused check: its frame, its clauses as code (lines, "$" where the rest nests; c0.. name the dtype sets of
-  `sets`, each as _member reads it), per source for a frame of any number of sources, and the consts the code names."""
+  `sets`, each as _member reads it), per source for a frame of any number of sources, the consts the code names, and what
+  the clauses say of the objects they test by identity."""
   op: Ops
   frame: Frame
   parts: tuple[str, ...]
   sets: tuple[Mapping[str, Any] | frozenset[int], ...]
   consts: tuple[tuple[str, Any], ...]
   each: tuple[str, ...] = ()
+  members: tuple[Member, ...] = ()
+
+  @property
+  def dtype_ids(self) -> frozenset[int] | None:
+    """The ids the dtype of a node the check accepts is among (None: its clauses do not say)."""
+    return next((m.ids for m in self.members if "dt" in m.names), None)
 
 
 def _consts_of(c: Clause) -> tuple[tuple[str, Any], ...]:
@@ -66,9 +84,10 @@ def _member(name: str, ids: frozenset[int], c: str) -> tuple[str, Mapping[str, A
   return f"id({name}) in {c}", ids
 
 
-def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list) -> list[str] | None:
+def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list, members: list[Member]) -> list[str] | None:
   """The clauses as code, in order: Same first read as who is what (so In tests on names known to be one object merge into one
-  test, of the intersection of their sets; a name known to be a const is tested now), duplicates once. None: never holds."""
+  test, of the intersection of their sets; a name known to be a const is tested now), duplicates once; what they say of each
+  object added to members. None: never holds."""
   parent: dict[str, str] = {}
 
   def find(x: str) -> str:
@@ -83,14 +102,19 @@ def _normalize(clauses: list[Clause], consts: dict[str, Any], sets: list) -> lis
   merged: dict[str, frozenset[int]] = {}
   for c in clauses:
     if isinstance(c, In): merged[find(c.name)] = merged.get(find(c.name), c.ids) & c.ids
+  held: dict[str, set[str]] = {}
+  for c in clauses:
+    for x in (c.name,) if isinstance(c, In) else (c.a, c.b) if isinstance(c, Same) else (): held.setdefault(find(x), set()).add(x)
   out: list[str] = []
-  for name, ids in merged.items():
+  for name in held:
     if name in consts:
-      if id(consts[name]) not in ids: return None
-      continue
-    test, got = _member(name, ids, f"c{len(sets)}")
-    out.append(test)
-    sets.append(got)
+      if name in merged and id(consts[name]) not in merged[name]: return None
+      members.append(Member(frozenset(held[name]), frozenset({id(consts[name])}), None))
+    elif name in merged:
+      test, got = _member(name, merged[name], f"c{len(sets)}")
+      out.append(test)
+      sets.append(got)
+      members.append(Member(frozenset(held[name]), merged[name], test))
   for c in clauses:
     text = f"{c.a} is {c.b}" if isinstance(c, Same) else c.text if isinstance(c, Code) else None
     if text is not None and text not in out: out.append(text)
@@ -108,11 +132,12 @@ def compile_op(op: Ops, rules: tuple[Rule, ...]) -> OpCheck | None:
   consts: dict[str, Any] = {}
   sets: list[Mapping[str, Any] | frozenset[int]] = []
   each: list[str] | None = []
+  members: list[Member] = []
   if frame.n is None:  # the rules' clauses read each source
-    parts, each = _normalize(list(frame.clauses), consts, sets), _normalize(got, consts, sets)
-  else: parts = _normalize([*frame.clauses, *got], consts, sets)
+    parts, each = _normalize(list(frame.clauses), consts, sets, members), _normalize(got, consts, sets, [])
+  else: parts = _normalize([*frame.clauses, *got], consts, sets, members)
   if parts is None or each is None: return None
-  return OpCheck(op, frame, tuple(parts), tuple(sets), tuple(sorted(consts.items())), tuple(each))
+  return OpCheck(op, frame, tuple(parts), tuple(sets), tuple(sorted(consts.items())), tuple(each), tuple(members))
 
 
 def nest(parts: tuple[str, ...], inner: list[str]) -> list[str]:
@@ -134,17 +159,14 @@ def nest(parts: tuple[str, ...], inner: list[str]) -> list[str]:
   return body
 
 
-def _uses(chk: OpCheck) -> set[str]:
-  return set(_NAMES.findall(" ".join((*chk.parts, *chk.each, chk.frame.shape, chk.frame.device or ""))))
-
-
-def _locals(chk: OpCheck, indent: str) -> list[str]:
-  """The frame names the check reads, beyond the sources' verdicts, shapes and devices."""
-  used, n = _uses(chk), chk.frame.n or 0
-  out = [f"d{i} = s{i}.dtype" for i in range(n) if f"d{i}" in used]
-  out += [x for x, name in (("dt = u.dtype", "dt"), ("a = u.arg", "a")) if name in used]
+def _bound(chk: OpCheck, body: list[str]) -> list[str]:
+  """body after the frame names it reads beyond the sources' verdicts, shapes and devices: each bound to a local, or, read
+  once, read where it is used."""
+  reads = {**{f"d{i}": f"s{i}.dtype" for i in range(chk.frame.n or 0)}, "dt": "u.dtype", "a": "u.arg"}
+  uses = Counter(_WORDS.findall("\n".join(body)))
+  out = [f"{name} = {read}" for name, read in reads.items() if uses[name] > 1]
   if chk.frame.device is None and not any("dv = " in p for p in chk.parts): out.append("dv = UNKNOWN")
-  return [indent + x for x in out]
+  return out + _renamed(body, {name: read for name, read in reads.items() if uses[name] == 1})
 
 
 def function_source(chk: OpCheck, name: str) -> list[str]:
@@ -154,14 +176,14 @@ def function_source(chk: OpCheck, name: str) -> list[str]:
   if n is None:  # a frame of any number of sources: node clauses, then each source's
     loop = ["for s in u.src:", "  v = s._cache[k]", "  if v is not True: return None if v else False", "  d = s.dtype"]
     loop += [f"  if not ({p}): return None" for p in chk.each]
-    return head + ["    " + x for x in _locals(chk, "") + nest(chk.parts, loop + ["return True"])] + ["  except Exception: pass", "  return None"]
+    return head + ["    " + x for x in _bound(chk, nest(chk.parts, loop + ["return True"]))] + ["  except Exception: pass", "  return None"]
   srcs = "".join(f"s{i}, " for i in range(n))
   pro = [f"({srcs}) = u.src" if n else "if u.src: return None"]
   for i in range(n): pro += [f"f_c{i} = s{i}._cache", f"v{i}, sh{i}, dv{i} = f_c{i}[k], f_c{i}.get('shape'), UNKNOWN"]
   if n:
     pro.append(f"if {' or '.join(f'v{i} is not True' for i in range(n))}: return None if {' and '.join(f'v{i}' for i in range(n))} else False")
   accept = [f"u._cache['shape'] = {chk.frame.shape}", "return True"]
-  return head + ["    " + x for x in pro + _locals(chk, "") + nest(chk.parts, accept)] + ["  except Exception: pass", "  return None"]
+  return head + ["    " + x for x in pro + _bound(chk, nest(chk.parts, accept))] + ["  except Exception: pass", "  return None"]
 
 
 def _renamed(code: list[str], names: dict[str, str]) -> list[str]:
@@ -180,7 +202,7 @@ def _read(i: int, last: bool) -> list[str]:
 def _gated(chk: OpCheck, parts: list[str], srcs: list[int], accept: list[str], first: bool) -> list[str]:
   """The reads of srcs (first: source 0 is not the node accepted last), then the clauses where they are all clean and
   BIND-free, accepting; where one is not clean, False."""
-  body = _locals(chk, "") + nest(tuple(parts), accept)
+  body = _bound(chk, nest(tuple(parts), accept))
   if not srcs: return body
   vs = [f"v{i}" for i in srcs]
   return ([x for i in srcs for x in _read(i, i > 0 or not first)] + [f"if {' and '.join(f'{v} is True' for v in vs)}:"] +
@@ -192,16 +214,18 @@ def _accept(shape: str, device: str) -> list[str]:
           "last = u" if device == "last_dev" else f"last, last_dev = u, {device}", "continue"]
 
 
-def branch_source(chk: OpCheck) -> list[str]:
+def branch_source(chk: OpCheck, last_ids: frozenset[int] | None = None) -> list[str]:
   """The check written out in the walk's loop, after the node u, its cache uc and op are read, accepting with continue.
   Twice: where the first source is the node accepted last on the path (so up a chain), its names are the walk's: its
   verdict True, its shape last_shape (a tuple: every frame of a fixed number of sources derives one, so frames.SHAPED
-  holds of it) and its device last_dev; else every source is read from its cache (or from the last node, when it is)."""
+  holds of it), its device last_dev, and its dtype one of last_ids (what the walk's checks accept), so a test that it is one
+  of more holds; else every source is read from its cache (or from the last node, when it is)."""
   n = chk.frame.n or 0
   device = chk.frame.device or "dv"
   if not n: return ["if u.src: raise ValueError"] + _gated(chk, list(chk.parts), [], _accept(chk.frame.shape, device), False)
+  known = {SHAPED.text} | {m.part for m in chk.members if "d0" in m.names and last_ids is not None and last_ids <= m.ids}
   up = {"sh0": "last_shape", "dv0": "last_dev"}
-  chain = _renamed([p for p in chk.parts if p != SHAPED.text], up)
+  chain = _renamed([p for p in chk.parts if p not in known], up)
   shape, device_up = _renamed([chk.frame.shape, device], up)
   return ([f"({''.join(f's{i}, ' for i in range(n))}) = u.src", "if s0 is last:"] +
           ["  " + x for x in _gated(chk, chain, list(range(1, n)), _accept(shape, device_up), False)] +
@@ -332,8 +356,10 @@ def _branches(inline: list[OpCheck]) -> tuple[list[tuple[OpCheck, list[str]]], l
   """The branches of the walk's loop, in the order of their frames' ranks: the ops of one code share a branch. The leading
   branches of one op each (before the first shared one) are tested on the op itself, their sets named for it (no read of
   the plan); the rest by the plan, which gives each op its branch and its sets c0.."""
+  ids = [c.dtype_ids for c in inline]
+  last_ids = None if None in ids else frozenset().union(*ids)  # the dtypes of the nodes the branches accept
   groups: dict[tuple[str, ...], list[OpCheck]] = {}
-  for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)): groups.setdefault(tuple(branch_source(chk)), []).append(chk)
+  for chk in sorted(inline, key=lambda c: (c.frame.rank, c.op.value)): groups.setdefault(tuple(branch_source(chk, last_ids)), []).append(chk)
   items = list(groups.items())
   lead = next((i for i, (_, chks) in enumerate(items) if len(chks) > 1), len(items))
   direct = [(chks[0], _renamed(list(code), {f"c{i}": f"{chks[0].op.name}_c{i}" for i in range(len(chks[0].sets))})) for code, chks in items[:lead]]
