@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 from tinyspec.dtype import dtypes
 from tinyspec.spec.base import Clause, Code, In, Rule, Same
 from tinyspec.spec.devices import UNKNOWN
-from tinyspec.spec.frames import FRAMES, SHAPED, Frame
+from tinyspec.spec.frames import FRAMES, Frame, shaped
 from tinyspec.spec.shared import is_view_index
 from tinyspec.uop import Ops, UOp
 
@@ -199,13 +199,13 @@ def _read(i: int, last: bool) -> list[str]:
   return [f"if s{i} is last: v{i}, sh{i}, dv{i} = True, last_shape, last_dev", "else:", *["  " + x for x in read]] if last else read
 
 
-def _gated(chk: OpCheck, parts: list[str], srcs: list[int], accept: list[str], first: bool) -> list[str]:
-  """The reads of srcs (first: source 0 is not the node accepted last), then the clauses where they are all clean and
+def _gated(chk: OpCheck, parts: list[str], srcs: list[int], accept: list[str], not_last: tuple[int, ...] = ()) -> list[str]:
+  """The reads of srcs (those of not_last are not the node accepted last), then the clauses where they are all clean and
   BIND-free, accepting; where one is not clean, False."""
   body = _bound(chk, nest(tuple(parts), accept))
   if not srcs: return body
   vs = [f"v{i}" for i in srcs]
-  return ([x for i in srcs for x in _read(i, i > 0 or not first)] + [f"if {' and '.join(f'{v} is True' for v in vs)}:"] +
+  return ([x for i in srcs for x in _read(i, i not in not_last)] + [f"if {' and '.join(f'{v} is True' for v in vs)}:"] +
           ["  " + x for x in body] + [f"elif not ({' and '.join(vs)}):", "  uc[k] = False", "  continue"])
 
 
@@ -214,22 +214,36 @@ def _accept(shape: str, device: str) -> list[str]:
           "last = u" if device == "last_dev" else f"last, last_dev = u, {device}", "continue"]
 
 
+_SAME = re.compile(r"(\w+) is \1( or |$)")  # a part that holds: "x is x", "x is x or ..."
+
+
+def _at_hand(chk: OpCheck, srcs: list[int], last_ids: frozenset[int] | None) -> list[str]:
+  """The check where sources srcs are the node accepted last (see branch_source), accepting: its parts with their names
+  the walk's, less those that hold of that node (and so hold once renamed). The others are read, the last node's not
+  when there are two sources and the first is it (where both are it is written before)."""
+  names = {f"{p}{i}": r for i in srcs for p, r in (("sh", "last_shape"), ("dv", "last_dev"))}
+  held = {shaped(i).text for i in srcs}
+  held |= {m.part for m in chk.members if last_ids is not None and last_ids <= m.ids and any(f"d{i}" in m.names for i in srcs)}
+  shape, device = _renamed([chk.frame.shape, chk.frame.device or "dv"], names)
+  rest = [i for i in range(chk.frame.n or 0) if i not in srcs]
+  parts = [p for p in _renamed([p for p in chk.parts if p not in held], names) if not _SAME.match(p)]
+  return _gated(chk, parts, rest, _accept(shape, device), not_last=tuple(rest) if len(rest) == 1 and chk.frame.n == 2 else ())
+
+
 def branch_source(chk: OpCheck, last_ids: frozenset[int] | None = None) -> list[str]:
   """The check written out in the walk's loop, after the node u, its cache uc and op are read, accepting with continue.
-  Twice: where the first source is the node accepted last on the path (so up a chain), its names are the walk's: its
-  verdict True, its shape last_shape (a tuple: every frame of a fixed number of sources derives one, so frames.SHAPED
-  holds of it), its device last_dev, and its dtype one of last_ids (what the walk's checks accept), so a test that it is one
-  of more holds; else every source is read from its cache (or from the last node, when it is)."""
+  Up a chain a node's sources are often the node accepted last on the path, whose verdict is True, shape last_shape (a
+  tuple: every frame of a fixed number of sources derives one), device last_dev and dtype one of last_ids (what the walk's
+  checks accept). So the check is written where every source is it (x + x), where the first is, and where the first is not
+  (each other source read from its cache, or from the last node when it is), the names of the sources that are it the
+  walk's, and the clauses that hold of it (a shape, a dtype of a set that holds last_ids) left out."""
   n = chk.frame.n or 0
-  device = chk.frame.device or "dv"
-  if not n: return ["if u.src: raise ValueError"] + _gated(chk, list(chk.parts), [], _accept(chk.frame.shape, device), False)
-  known = {SHAPED.text} | {m.part for m in chk.members if "d0" in m.names and last_ids is not None and last_ids <= m.ids}
-  up = {"sh0": "last_shape", "dv0": "last_dev"}
-  chain = _renamed([p for p in chk.parts if p not in known], up)
-  shape, device_up = _renamed([chk.frame.shape, device], up)
-  return ([f"({''.join(f's{i}, ' for i in range(n))}) = u.src", "if s0 is last:"] +
-          ["  " + x for x in _gated(chk, chain, list(range(1, n)), _accept(shape, device_up), False)] +
-          ["else:"] + ["  " + x for x in _gated(chk, list(chk.parts), list(range(n)), _accept(chk.frame.shape, device), True)])
+  if not n: return ["if u.src: raise ValueError"] + _gated(chk, list(chk.parts), [], _accept(chk.frame.shape, chk.frame.device or "dv"))
+  out = [f"({''.join(f's{i}, ' for i in range(n))}) = u.src"]
+  if n > 1: out += [f"if {' and '.join(f's{i} is last' for i in range(n))}:"] + ["  " + x for x in _at_hand(chk, list(range(n)), last_ids)]
+  out += [f"{'elif' if n > 1 else 'if'} s0 is last:"] + ["  " + x for x in _at_hand(chk, [0], last_ids)]
+  general = _gated(chk, list(chk.parts), list(range(n)), _accept(chk.frame.shape, chk.frame.device or "dv"), not_last=(0,))
+  return out + ["else:"] + ["  " + x for x in general]
 
 
 def _define(src: list[str], name: str, ns: dict[str, Any]) -> Any:

@@ -38,7 +38,12 @@ class Frame:
 
 _VALUE = In("dt", VALUE_IDS)
 _NO_ARG = Code.of("a is None")
-SHAPED = Code.of("type(sh0) is tuple")  # the first source has a shape
+def shaped(i: int) -> Code:
+  """The clause that source i has a shape."""
+  return Code.of(f"type(sh{i}) is tuple")
+
+
+SHAPED = shaped(0)
 
 # CONST args: (python type, min, max) per dtype; ints are range-checked, bool and float only type-checked (small float CONSTs
 # have none: wf.arg checks their value is one of the dtype's)
@@ -103,7 +108,7 @@ def _frames() -> dict[Ops, Frame]:
   out: dict[Ops, Frame] = {}
   for op in GroupOp.Unary: out[op] = Frame(1, (_NO_ARG, _VALUE, SHAPED), "sh0", "dv0", 3)
   for op in GroupOp.Binary: out[op] = Frame(2, (_NO_ARG, _VALUE, SHAPED, Code.of("sh1 is sh0 or sh1 == sh0")), "sh0", None, 2)
-  out[Ops.WHERE] = Frame(3, (_NO_ARG, _VALUE, Code.of("type(sh1) is tuple"), Code.of("sh2 == sh1")), "sh1", None, 4)
+  out[Ops.WHERE] = Frame(3, (_NO_ARG, _VALUE, shaped(1), Code.of("sh2 == sh1")), "sh1", None, 4)
   for op in GroupOp.Cast: out[op] = Frame(1, (_NO_ARG, _VALUE, SHAPED), "sh0", "dv0", 5)
   views = {Ops.RESHAPE: (_RESHAPE, "a", 0), Ops.PERMUTE: (_PERMUTE, "f_get(sh0)", 1), Ops.EXPAND: (_EXPAND, "a + sh0", 6),
            Ops.FLIP: (_FLIP, "sh0", 6), Ops.PAD: (_window(True), "tuple(f_out)", 6), Ops.SHRINK: (_window(False), "tuple(f_out)", 6)}
