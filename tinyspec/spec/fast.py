@@ -222,6 +222,7 @@ def _at_hand(chk: OpCheck, srcs: list[int], last_ids: frozenset[int] | None) -> 
   the walk's, less those that hold of that node (and so hold once renamed). The others are read, the last node's not
   when there are two sources and the first is it (where both are it is written before)."""
   names = {f"{p}{i}": r for i in srcs for p, r in (("sh", "last_shape"), ("dv", "last_dev"))}
+  names |= {f"d{i}": f"d{srcs[0]}" for i in srcs[1:]}  # one node: one dtype
   held = {shaped(i).text for i in srcs}
   held |= {m.part for m in chk.members if last_ids is not None and last_ids <= m.ids and any(f"d{i}" in m.names for i in srcs)}
   shape, device = _renamed([chk.frame.shape, chk.frame.device or "dv"], names)
