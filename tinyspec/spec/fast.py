@@ -18,7 +18,10 @@ tests/test_spec_fast.py compares the two paths node by node on random legal and 
 The same clauses are compiled twice: into one function per op (Compiled.fused, by op value), and into the walk of a
 context (Compiled.walk), where the checks of the frequent ops run written out in the loop rather than by a call: on a
 fresh graph the calls, not the tests, were most of the time. Ops whose checks read the same apart from the dtype sets
-they test share one branch of the loop, their sets read from the plan.
+they test share one branch of the loop, their sets read from the plan; the leading branches of one op each are tried on
+the op itself. Up a chain a node's source is the node the walk accepted just before, whose verdict, shape, device and
+dtype the walk knows: each branch is also written for that case (branch_source), with what holds of it left out. A
+dtype set is a dict by name, its entry compared by identity (an id() test allocates an int per node).
 """
 from __future__ import annotations
 
@@ -187,7 +190,7 @@ def function_source(chk: OpCheck, name: str) -> list[str]:
 
 
 def _renamed(code: list[str], names: dict[str, str]) -> list[str]:
-  """code with the names (words, not attributes) replaced."""
+  """code with the names (words, not attributes) replaced. The frame's names are never in the code's string literals."""
   if not names: return code
   pat = re.compile(r"(?<![.\w])(" + "|".join(map(re.escape, names)) + r")\b")
   return [pat.sub(lambda m: names[m.group(1)], line) for line in code]
