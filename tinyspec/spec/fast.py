@@ -326,17 +326,15 @@ WALK = """def run(x, stack, frames):
           continue
         if len(src) == 2:
           a, b = src
-          a_open = (type(a) is UOp or isinstance(a, UOp)) and k not in a._cache
-          b_open = b is not a and (type(b) is UOp or isinstance(b, UOp)) and k not in b._cache
-          if a_open:
-            if b_open:
+          if (type(a) is UOp or isinstance(a, UOp)) and k not in a._cache:
+            if b is not a and (type(b) is UOp or isinstance(b, UOp)) and k not in b._cache:
               push(path)
               push(a)
               push(b)
               path = None
               break
             u = a
-          elif b_open: u = b
+          elif b is not a and (type(b) is UOp or isinstance(b, UOp)) and k not in b._cache: u = b
           else: break
           path.append(u)
           continue
