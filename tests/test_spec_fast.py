@@ -18,6 +18,7 @@ from builders import (k_2d, k_acc, k_add, k_cast, k_divmod, k_gated_store, k_gro
 from tinyspec import Ops, Stage, UOp, check, dtypes
 from tinyspec.dtype import DType
 from tinyspec.spec import engine
+from tinyspec.spec.fast import branch_source
 from tinyspec.spec.tensor import TENSOR_TABLE
 from tinyspec.lower.pipeline import PASSES, lower
 from tinyspec.uop import AddrSpace, BufferArg, GroupOp, kernel_calls, substitute
@@ -282,3 +283,18 @@ def test_inline_views_near_misses():
   g = UOp(Ops.SINK, dtypes.void, (z, (-z).cast(dtypes.int32)))
   assert _compare(g)[Stage.TENSOR] > 1000
   assert check(g, Stage.TENSOR) == []
+
+
+def test_walk_knows_what_its_accepts_hold():
+  """Every check the walk writes out says which dtypes the nodes it accepts have, so where a node's source is the node the
+  walk accepted last, a test of that source's dtype that the accept implies is left out (a RESHAPE's), and one it does not
+  imply is kept (a NEG's: not every dtype the walk accepts is one NEG takes)."""
+  for cx in engine.CTXS:
+    inline = [c for c in cx.table.compiled.checks if c.frame.n is not None]
+    assert all(c.dtype_ids is not None for c in inline), f"{cx.name}: {[c.op.name for c in inline if c.dtype_ids is None]}"
+  checks = {c.op: c for c in TENSOR_TABLE.compiled.checks}
+  last_ids = frozenset().union(*(c.dtype_ids for c in checks.values() if c.frame.n is not None))
+  for op, implied in ((Ops.RESHAPE, True), (Ops.NEG, False)):
+    code = branch_source(checks[op], last_ids)
+    up = code[code.index("if s0 is last:") + 1:code.index("else:")]
+    assert any(".name] is d0" in line for line in code) and any(".name] is d0" in line for line in up) is not implied

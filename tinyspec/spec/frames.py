@@ -26,9 +26,10 @@ from tinyspec.uop import AddrSpace, BufferArg, GroupOp, Ops, ParamArg
 
 @dataclass(frozen=True)
 class Frame:
-  """n: the number of sources (None: any, read one by one); clauses: the node checks; shape: the node's shape once they hold;
-  device: the node's device as the frame knows it (dv0: its source's), None when only a clause may learn it; rank: where the
-  walk tries it (the most frequent first)."""
+  """n: the number of sources (None: any, read one by one); clauses: the node checks; shape: the node's shape once they hold
+  (a tuple where n is a number: the walk reads it as the shape of a source, see fast.branch_source); device: the node's
+  device as the frame knows it (dv0: its source's), None when only a clause may learn it; rank: where the walk tries it
+  (the most frequent first)."""
   n: int | None
   clauses: tuple[Clause, ...]
   shape: str
@@ -38,12 +39,20 @@ class Frame:
 
 _VALUE = In("dt", VALUE_IDS)
 _NO_ARG = Code.of("a is None")
-_SHAPED = Code.of("type(sh0) is tuple")
 
-# CONST args: (python type, min, max) per dtype; ints are range-checked, bool and float only type-checked (small float CONSTs
+
+def shaped(i: int) -> Code:
+  """The clause that source i has a shape (the walk knows it of a source that is the node it accepted last)."""
+  return Code.of(f"type(sh{i}) is tuple")
+
+
+_SHAPED = shaped(0)
+
+# CONST args: (python type, min, max) per dtype name; ints are range-checked, bool and float only type-checked (small float CONSTs
 # have none: wf.arg checks their value is one of the dtype's)
-_CONST_FORM = {id(d): (bool, None, None) if d.kind == "b" else (float, None, None) if d.kind == "f" else (int, d.min, d.max)
+_CONST_FORM = {d.name: (bool, None, None) if d.kind == "b" else (float, None, None) if d.kind == "f" else (int, d.min, d.max)
                for d in dtypes.all if d is not dtypes.void and not d.is_small_float}
+_CONST_DTYPE = In("dt", frozenset(id(d) for d in dtypes.all if d.name in _CONST_FORM))
 # the permutations of up to 6 axes, each with the getter that applies it to a shape (an itemgetter of one item returns the
 # item, not a tuple: tuple stands in for ranks 0 and 1, where the permutation is the identity); more axes: the rules decide
 _PERMS = {p: itemgetter(*p) if len(p) > 1 else tuple for r in range(7) for p in itertools.permutations(range(r))}
@@ -91,8 +100,8 @@ _REDUCE = Code.of("""if type(a) is tuple and len(a) == 2:
   f_op, f_n = a
   if f_op in REDUCE_OPS and type(f_n) is int and 0 <= f_n <= len(sh0):
     $""", REDUCE_OPS=(Ops.ADD, Ops.MAX, Ops.MUL))
-_CONST = Code.of("(f_form := CONST_FORM.get(id(dt))) is not None and type(a) is f_form[0] and (f_form[1] is None or f_form[1] <= a <= f_form[2])",
-                 CONST_FORM=_CONST_FORM)
+# (read after _CONST_DTYPE: dt is one of its dtypes, by identity)
+_CONST = Code.of("type(a) is (f_form := CONST_FORM[dt.name])[0] and (f_form[1] is None or f_form[1] <= a <= f_form[2])", CONST_FORM=_CONST_FORM)
 _STORAGE = ("type(a.size) is int and a.size >= 0 and type(a.device) is str and type(a.addrspace) is AddrSpace and a.image is None")
 _BUFFER = Code.of(f"type(a) is BufferArg and type(a.id) is int and {_STORAGE}", BufferArg=BufferArg, AddrSpace=AddrSpace)
 _PARAM = Code.of(f"type(a) is ParamArg and type(a.slot) is int and a.slot >= 0 and {_STORAGE}", ParamArg=ParamArg, AddrSpace=AddrSpace)
@@ -102,7 +111,7 @@ def _frames() -> dict[Ops, Frame]:
   out: dict[Ops, Frame] = {}
   for op in GroupOp.Unary: out[op] = Frame(1, (_NO_ARG, _VALUE, _SHAPED), "sh0", "dv0", 3)
   for op in GroupOp.Binary: out[op] = Frame(2, (_NO_ARG, _VALUE, _SHAPED, Code.of("sh1 is sh0 or sh1 == sh0")), "sh0", None, 2)
-  out[Ops.WHERE] = Frame(3, (_NO_ARG, _VALUE, Code.of("type(sh1) is tuple"), Code.of("sh2 == sh1")), "sh1", None, 4)
+  out[Ops.WHERE] = Frame(3, (_NO_ARG, _VALUE, shaped(1), Code.of("sh2 == sh1")), "sh1", None, 4)
   for op in GroupOp.Cast: out[op] = Frame(1, (_NO_ARG, _VALUE, _SHAPED), "sh0", "dv0", 5)
   views = {Ops.RESHAPE: (_RESHAPE, "a", 0), Ops.PERMUTE: (_PERMUTE, "f_get(sh0)", 1), Ops.EXPAND: (_EXPAND, "a + sh0", 6),
            Ops.FLIP: (_FLIP, "sh0", 6), Ops.PAD: (_window(True), "tuple(f_out)", 6), Ops.SHRINK: (_window(False), "tuple(f_out)", 6)}
@@ -110,7 +119,7 @@ def _frames() -> dict[Ops, Frame]:
   out[Ops.REDUCE] = Frame(1, (_VALUE, _SHAPED, _REDUCE), "sh0[f_n:]", "dv0", 7)
   for op in (Ops.CONTIGUOUS, Ops.DETACH): out[op] = Frame(1, (_NO_ARG, _VALUE, _SHAPED), "sh0", "dv0", 7)
   out[Ops.COPY] = Frame(1, (Code.of("type(a) is str"), _VALUE, _SHAPED), "sh0", "a", 7)  # a COPY is on its arg's device
-  out[Ops.CONST] = Frame(0, (_CONST,), "()", None, 8)
+  out[Ops.CONST] = Frame(0, (_CONST_DTYPE, _CONST), "()", None, 8)
   out[Ops.BUFFER] = Frame(0, (_VALUE, _BUFFER), "(a.size,)", None, 8)
   out[Ops.PARAM] = Frame(0, (_VALUE, _PARAM), "(a.size,)", None, 8)
   out[Ops.SINK] = Frame(None, (Code.of("dt is VOID and a is None", VOID=dtypes.void),), "None", None, 9)
